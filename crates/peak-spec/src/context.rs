@@ -1,0 +1,200 @@
+//! A kernel context on disk: a folder with `peak.toml` and the source file it names.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::SpecError;
+use crate::expr::{Expr, expression_engine};
+use crate::manifest::{Backend, DType, Manifest};
+use crate::regions::{Region, Regions};
+use crate::space::Space;
+
+pub const MANIFEST_FILE: &str = "peak.toml";
+
+/// A loaded, validated kernel context.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// Where it was loaded from; used to name files in errors.
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub regions: Regions,
+}
+
+impl Context {
+    /// Load and validate a context folder (or its `peak.toml` directly).
+    pub fn load(path: impl AsRef<Path>) -> Result<Context, SpecError> {
+        let path = path.as_ref();
+        let dir = if path.is_file() { path.parent().unwrap_or(Path::new(".")).to_path_buf() } else { path.to_path_buf() };
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let manifest_name = manifest_path.display().to_string();
+        let text = std::fs::read_to_string(&manifest_path).map_err(|e| SpecError::Io {
+            file: manifest_name.clone(),
+            message: if e.kind() == std::io::ErrorKind::NotFound {
+                format!("no {MANIFEST_FILE} here; a kernel context is a folder holding {MANIFEST_FILE} and its source file")
+            } else {
+                e.to_string()
+            },
+        })?;
+        let manifest = Manifest::parse(&manifest_name, &text)?;
+        let source_path = dir.join(&manifest.kernel.source);
+        let source_name = source_path.display().to_string();
+        let source = std::fs::read_to_string(&source_path).map_err(|e| SpecError::Field {
+            file: manifest_name.clone(),
+            field: "kernel.source".into(),
+            message: format!("cannot read {source_name}: {e}"),
+        })?;
+        let regions = Regions::parse(&source_name, &source)?;
+        Ok(Context { dir, manifest, regions })
+    }
+
+    /// Write the context into `dir` (created if needed). Each file is written to a
+    /// temporary name and renamed, so an interrupted save never leaves half a file.
+    pub fn save(&self, dir: impl AsRef<Path>) -> Result<(), SpecError> {
+        let dir = dir.as_ref();
+        let io = |file: &Path, e: std::io::Error| SpecError::Io { file: file.display().to_string(), message: e.to_string() };
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        let manifest_text = self.manifest.to_toml();
+        write_atomically(&dir.join(MANIFEST_FILE), &manifest_text).map_err(|e| io(&dir.join(MANIFEST_FILE), e))?;
+        let source = dir.join(&self.manifest.kernel.source);
+        write_atomically(&source, &self.regions.render()).map_err(|e| io(&source, e))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.kernel.name
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.manifest.kernel.backend
+    }
+
+    pub fn manifest_path(&self) -> PathBuf {
+        self.dir.join(MANIFEST_FILE)
+    }
+
+    pub fn source_path(&self) -> PathBuf {
+        self.dir.join(&self.manifest.kernel.source)
+    }
+
+    pub fn region(&self, region: Region) -> &str {
+        self.regions.get(region)
+    }
+
+    /// The execution-parameter space this context declares.
+    pub fn space(&self) -> Space {
+        Space::new(&self.manifest).expect("validated when the manifest was parsed")
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("peak-tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+impl Manifest {
+    /// Parse and validate manifest text. `file` names the file in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Manifest, SpecError> {
+        let manifest: Manifest =
+            toml::from_str(text).map_err(|e| SpecError::Manifest { file: file.to_string(), message: e.to_string() })?;
+        manifest.validate(file)?;
+        Ok(manifest)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a manifest always serializes")
+    }
+
+    /// Check everything serde cannot: domains, names, expressions.
+    pub fn validate<'a>(&'a self, file: &str) -> Result<(), SpecError> {
+        let field_err = |field: String, message: String| SpecError::Field { file: file.to_string(), field, message };
+
+        let mut declared: Vec<&str> = Vec::new();
+        let mut declare = |field: String, what: &str, name: &'a str| -> Result<(), SpecError> {
+            if !is_identifier(name) {
+                return Err(field_err(field, format!("{what} name '{name}' is not an identifier (letters, digits, _; not starting with a digit)")));
+            }
+            if declared.contains(&name) {
+                return Err(field_err(field, format!("'{name}' is declared twice (inputs, arrays and tuning parameters share one namespace)")));
+            }
+            declared.push(name);
+            Ok(())
+        };
+        for (name, domain) in &self.inputs {
+            declare(format!("inputs.{name}"), "input", name)?;
+            domain.expand().map_err(|m| field_err(format!("inputs.{name}"), m))?;
+        }
+        for (name, domain) in &self.tuning {
+            declare(format!("tuning.{name}"), "tuning parameter", name)?;
+            domain.expand().map_err(|m| field_err(format!("tuning.{name}"), m))?;
+        }
+        for (i, array) in self.arrays.iter().enumerate() {
+            declare(format!("arrays[{i}].name"), "array", &array.name)?;
+        }
+        if self.kernel.name.trim().is_empty() {
+            return Err(field_err("kernel.name".into(), "is empty".into()));
+        }
+        if self.kernel.source.contains("..") || Path::new(&self.kernel.source).is_absolute() {
+            return Err(field_err("kernel.source".into(), "must be a file name inside the context folder".into()));
+        }
+        if self.kernel.source == MANIFEST_FILE {
+            return Err(field_err("kernel.source".into(), format!("cannot be {MANIFEST_FILE} itself")));
+        }
+        if !self.arrays.iter().any(|a| a.output) && !self.arrays.is_empty() {
+            return Err(field_err("arrays".into(), "no array has `output = true`; nothing could be checked".into()));
+        }
+
+        let engine = expression_engine();
+        let input_names: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
+        let all_names: Vec<&str> = self.inputs.keys().chain(self.tuning.keys()).map(String::as_str).collect();
+
+        for (i, array) in self.arrays.iter().enumerate() {
+            let field = format!("arrays[{i}].size (array {})", array.name);
+            Expr::compile(&engine, &array.size, &input_names).map_err(|m| field_err(field.clone(), format!("cannot parse `{}`: {m}", array.size)))?;
+            if array.output && array.inout {
+                return Err(field_err(format!("arrays[{i}].inout (array {})", array.name), "an array is either `output` or `inout`, not both".into()));
+            }
+        }
+        for (i, c) in self.constraints.inputs.iter().enumerate() {
+            Expr::compile(&engine, c, &input_names)
+                .map_err(|m| field_err(format!("constraints.inputs[{i}]"), format!("`{c}`: {m} (input constraints may use only scalar inputs)")))?;
+        }
+        for (i, c) in self.constraints.tuning.iter().enumerate() {
+            Expr::compile(&engine, c, &all_names).map_err(|m| field_err(format!("constraints.tuning[{i}]"), format!("`{c}`: {m}")))?;
+        }
+        if let Some(flops) = &self.kernel.flops {
+            Expr::compile(&engine, flops, &input_names).map_err(|m| field_err("kernel.flops".into(), format!("`{flops}`: {m}")))?;
+        }
+        if let Some(mm) = &self.kernel.matmul {
+            for (key, expr) in [("m", &mm.m), ("n", &mm.n), ("k", &mm.k)] {
+                Expr::compile(&engine, expr, &input_names).map_err(|m| field_err(format!("kernel.matmul.{key}"), format!("`{expr}`: {m}")))?;
+            }
+            for (key, array) in [("a", &mm.a), ("b", &mm.b), ("c", &mm.c)] {
+                let spec = self.arrays.iter().find(|a| &a.name == array);
+                match spec {
+                    None => return Err(field_err(format!("kernel.matmul.{key}"), format!("no array named '{array}'"))),
+                    Some(s) if !matches!(s.dtype, DType::F32 | DType::F16) => {
+                        return Err(field_err(format!("kernel.matmul.{key}"), format!("array '{array}' is {}; matmul baselines support f32 and f16", s.dtype)))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if let Some(tol) = &self.tolerance {
+            for (key, value) in [("f32", tol.f32), ("f16", tol.f16), ("bf16", tol.bf16)] {
+                if let Some(v) = value
+                    && !(v > 0.0 && v.is_finite())
+                {
+                    return Err(field_err(format!("tolerance.{key}"), format!("must be a positive number, got {v}")));
+                }
+            }
+            if let Some(acc) = &tol.accumulation {
+                Expr::compile(&engine, acc, &input_names).map_err(|m| field_err("tolerance.accumulation".into(), format!("`{acc}`: {m}")))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}

@@ -1,0 +1,256 @@
+//! Host-side array contents: initialisation, poisoning, digests and comparison.
+//!
+//! Arrays travel as little-endian bytes tagged with their element type; every backend
+//! copies bytes, and only this module interprets them.
+
+use half::{bf16, f16};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::manifest::{DType, Init};
+use crate::rng::SplitMix64;
+
+/// Bytes of one array plus the type that gives them meaning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostArray {
+    pub dtype: DType,
+    pub bytes: Vec<u8>,
+}
+
+impl HostArray {
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.dtype.size_bytes()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Fill `count` elements as the manifest asks. `seed` only matters for `random`.
+    pub fn init(dtype: DType, count: usize, init: Init, seed: u64) -> HostArray {
+        let mut rng = SplitMix64::new(seed);
+        let mut bytes = Vec::with_capacity(count * dtype.size_bytes());
+        for i in 0..count {
+            let value = match init {
+                Init::Zeros => 0.0,
+                Init::Ones => 1.0,
+                Init::Arange => i as f64,
+                Init::Random => match dtype {
+                    // Integers get small values so sums stay exact and far from overflow.
+                    DType::I32 => (rng.below(201) as i64 - 100) as f64,
+                    DType::U32 => rng.below(101) as f64,
+                    _ => f64::from(rng.unit_f32()),
+                },
+            };
+            push_value(&mut bytes, dtype, value);
+        }
+        HostArray { dtype, bytes }
+    }
+
+    /// The poison written into outputs before every run. NaN for floats, so an element the
+    /// kernel never writes can never compare equal; a large odd pattern for integers.
+    pub fn poison(dtype: DType, count: usize) -> HostArray {
+        let one: &[u8] = match dtype {
+            DType::F32 => &0x7FC0_0BADu32.to_le_bytes(),
+            DType::F16 => &0x7E5Au16.to_le_bytes(),
+            DType::Bf16 => &0x7FDAu16.to_le_bytes(),
+            DType::I32 | DType::U32 => &0x7BAD_F00Du32.to_le_bytes(),
+        };
+        HostArray { dtype, bytes: one.repeat(count) }
+    }
+
+    /// The pattern of one poison element, for backends that fill on the device.
+    pub fn poison_pattern(dtype: DType) -> Vec<u8> {
+        Self::poison(dtype, 1).bytes
+    }
+
+    pub fn get_f64(&self, i: usize) -> f64 {
+        let s = self.dtype.size_bytes();
+        let b = &self.bytes[i * s..(i + 1) * s];
+        match self.dtype {
+            DType::F32 => f64::from(f32::from_le_bytes(b.try_into().unwrap())),
+            DType::F16 => f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+            DType::Bf16 => bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+            DType::I32 => f64::from(i32::from_le_bytes(b.try_into().unwrap())),
+            DType::U32 => f64::from(u32::from_le_bytes(b.try_into().unwrap())),
+        }
+    }
+
+    /// A short content hash: equal digests mean bit-identical arrays.
+    pub fn digest(&self) -> String {
+        let hash = Sha256::digest(&self.bytes);
+        hex::encode(&hash[..8])
+    }
+
+    /// A few summary numbers people can eyeball.
+    pub fn summary(&self) -> ArraySummary {
+        let n = self.len();
+        let (mut sum, mut min, mut max, mut nan) = (0.0, f64::INFINITY, f64::NEG_INFINITY, 0usize);
+        for i in 0..n {
+            let v = self.get_f64(i);
+            if v.is_nan() {
+                nan += 1;
+                continue;
+            }
+            sum += v;
+            min = min.min(v);
+            max = max.max(v);
+        }
+        ArraySummary { elements: n, digest: self.digest(), sum, min: if n > nan { min } else { f64::NAN }, max: if n > nan { max } else { f64::NAN }, nan }
+    }
+}
+
+fn push_value(bytes: &mut Vec<u8>, dtype: DType, value: f64) {
+    match dtype {
+        DType::F32 => bytes.extend_from_slice(&(value as f32).to_le_bytes()),
+        DType::F16 => bytes.extend_from_slice(&f16::from_f64(value).to_le_bytes()),
+        DType::Bf16 => bytes.extend_from_slice(&bf16::from_f64(value).to_le_bytes()),
+        DType::I32 => bytes.extend_from_slice(&(value as i32).to_le_bytes()),
+        DType::U32 => bytes.extend_from_slice(&(value as u32).to_le_bytes()),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArraySummary {
+    pub elements: usize,
+    pub digest: String,
+    pub sum: f64,
+    pub min: f64,
+    pub max: f64,
+    pub nan: usize,
+}
+
+/// The result of comparing an output with its reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// ‖out − ref‖₂ / ‖ref‖₂ over the whole array (the pass criterion).
+    pub relative_error: f64,
+    pub tolerance: f64,
+    /// Largest per-element |out − ref| / max(|ref|, scale), where scale is the array's RMS,
+    /// so tiny reference values do not make the per-element figure explode.
+    pub max_error: f64,
+    pub mean_error: f64,
+    pub worst_index: usize,
+    pub worst_value: f64,
+    pub worst_expected: f64,
+    /// Elements that are NaN or infinite where the reference is finite (unwritten poison included).
+    pub non_finite: usize,
+    pub first_non_finite: Option<usize>,
+    pub passed: bool,
+}
+
+/// Compare `out` with `reference` (same type and length) under `tolerance`.
+pub fn compare(out: &HostArray, reference: &HostArray, tolerance: f64) -> Comparison {
+    assert_eq!(out.dtype, reference.dtype, "compare: element types differ");
+    assert_eq!(out.len(), reference.len(), "compare: lengths differ");
+    let n = out.len();
+    let mut ref_sq = 0.0;
+    for i in 0..n {
+        let r = reference.get_f64(i);
+        if r.is_finite() {
+            ref_sq += r * r;
+        }
+    }
+    let scale = if n > 0 { (ref_sq / n as f64).sqrt().max(f64::MIN_POSITIVE) } else { 1.0 };
+    let (mut diff_sq, mut sum_err, mut max_err, mut worst) = (0.0, 0.0, 0.0, 0usize);
+    let (mut non_finite, mut first_non_finite) = (0usize, None);
+    for i in 0..n {
+        let (o, r) = (out.get_f64(i), reference.get_f64(i));
+        if !o.is_finite() && !(o == r) {
+            non_finite += 1;
+            first_non_finite.get_or_insert(i);
+            continue;
+        }
+        let d = (o - r).abs();
+        diff_sq += d * d;
+        let e = d / r.abs().max(scale);
+        sum_err += e;
+        if e > max_err {
+            max_err = e;
+            worst = i;
+        }
+    }
+    if let Some(i) = first_non_finite {
+        worst = i;
+        max_err = f64::INFINITY;
+    }
+    let relative_error = if ref_sq > 0.0 { (diff_sq / ref_sq).sqrt() } else if diff_sq > 0.0 { f64::INFINITY } else { 0.0 };
+    let passed = non_finite == 0 && relative_error <= tolerance;
+    Comparison {
+        relative_error,
+        tolerance,
+        max_error: max_err,
+        mean_error: if n > 0 { sum_err / n as f64 } else { 0.0 },
+        worst_index: worst,
+        worst_value: if n > 0 { out.get_f64(worst) } else { 0.0 },
+        worst_expected: if n > 0 { reference.get_f64(worst) } else { 0.0 },
+        non_finite,
+        first_non_finite,
+        passed,
+    }
+}
+
+/// Default relative-error tolerance for an element type. Half types are derived from the
+/// accumulation depth: rounding the inputs and the result costs about one unit in the last
+/// place each, and a different summation order adds error growing like √depth. The
+/// constant keeps a correct reordering well inside and an all-zero output (error 1.0) far out.
+pub fn default_tolerance(dtype: DType, accumulation_depth: Option<i64>) -> f64 {
+    let depth = accumulation_depth.unwrap_or(1).max(1) as f64;
+    match dtype {
+        DType::F32 => (1e-5 * depth.sqrt()).clamp(1e-5, 1e-3),
+        DType::F16 => (4.0 * 2f64.powi(-11) * depth.sqrt()).clamp(2e-3, 5e-2),
+        DType::Bf16 => (4.0 * 2f64.powi(-8) * depth.sqrt()).clamp(1.6e-2, 1e-1),
+        DType::I32 | DType::U32 => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_init_is_reproducible_and_seed_dependent() {
+        let a = HostArray::init(DType::F32, 64, Init::Random, 7);
+        let b = HostArray::init(DType::F32, 64, Init::Random, 7);
+        let c = HostArray::init(DType::F32, 64, Init::Random, 8);
+        assert_eq!(a, b);
+        assert_ne!(a.digest(), c.digest());
+        assert!((0..64).all(|i| (-1.0..1.0).contains(&a.get_f64(i))));
+    }
+
+    #[test]
+    fn poison_fails_and_nan_fails() {
+        let reference = HostArray::init(DType::F32, 16, Init::Random, 1);
+        let poisoned = HostArray::poison(DType::F32, 16);
+        let cmp = compare(&poisoned, &reference, 1e-3);
+        assert!(!cmp.passed);
+        assert_eq!(cmp.non_finite, 16);
+        for dtype in [DType::F16, DType::Bf16] {
+            let r = HostArray::init(dtype, 4, Init::Ones, 0);
+            assert!(!compare(&HostArray::poison(dtype, 4), &r, 1.0).passed);
+        }
+    }
+
+    #[test]
+    fn zeros_fail_and_small_noise_passes_for_f16() {
+        let tol = default_tolerance(DType::F16, Some(2048));
+        let reference = HostArray::init(DType::F16, 256, Init::Random, 3);
+        let zeros = HostArray::init(DType::F16, 256, Init::Zeros, 0);
+        assert!(!compare(&zeros, &reference, tol).passed);
+        let mut noisy = reference.clone();
+        // Flip the lowest mantissa bit of every element: one ulp of reordering noise.
+        for chunk in noisy.bytes.chunks_mut(2) {
+            chunk[0] ^= 1;
+        }
+        assert!(compare(&noisy, &reference, tol).passed);
+    }
+
+    #[test]
+    fn integer_outputs_must_match_exactly() {
+        let reference = HostArray::init(DType::I32, 8, Init::Arange, 0);
+        let mut off = reference.clone();
+        off.bytes[0] ^= 1;
+        assert!(compare(&reference, &reference, default_tolerance(DType::I32, None)).passed);
+        assert!(!compare(&off, &reference, default_tolerance(DType::I32, None)).passed);
+    }
+}

@@ -1,0 +1,331 @@
+//! The manifest, `peak.toml`: what a kernel takes, how to fill it, what to tune.
+//!
+//! ```toml
+//! [kernel]
+//! name = "matmul"
+//! backend = "opencl"
+//! source = "kernel.cl"
+//! flops = "2 * n * n * n"          # optional: lets reports say FLOP/s
+//!
+//! [kernel.matmul]                   # optional: marks a matmul-shaped context (vendor baseline)
+//! m = "n"
+//! n = "n"
+//! k = "n"
+//! a = "A"
+//! b = "B"
+//! c = "C"
+//!
+//! [inputs]
+//! n = { values = [256, 512, 1024] }
+//!
+//! [[arrays]]
+//! name = "A"
+//! type = "f32"
+//! size = "n * n"
+//! init = "random"
+//! seed = 1
+//!
+//! [[arrays]]
+//! name = "C"
+//! type = "f32"
+//! size = "n * n"
+//! init = "zeros"
+//! output = true
+//!
+//! [tuning]
+//! BLOCK_X = { pow2 = [1, 32] }
+//! BLOCK_Y = { range = [1, 32], step = 1 }
+//!
+//! [constraints]
+//! inputs = ["n % 16 == 0"]
+//! tuning = ["BLOCK_X * BLOCK_Y <= 1024"]
+//!
+//! [tolerance]
+//! f32 = 1e-5
+//! accumulation = "n"
+//! ```
+//!
+//! Parsing is strict (`deny_unknown_fields`): a misspelt key is an error naming the file
+//! and line, never a silently ignored setting. Inputs and tuning parameters keep their
+//! document order, which fixes the iteration order of the execution-parameter space.
+
+use std::fmt;
+use std::str::FromStr;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// The whole manifest as written on disk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub kernel: KernelSection,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub inputs: IndexMap<String, Domain>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrays: Vec<ArraySpec>,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub tuning: IndexMap<String, Domain>,
+    #[serde(default, skip_serializing_if = "Constraints::is_empty")]
+    pub constraints: Constraints,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Tolerance>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSection {
+    pub name: String,
+    pub backend: Backend,
+    /// The three-region source file, relative to the context folder.
+    pub source: String,
+    /// Floating-point operations of one run, as an expression over the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matmul: Option<MatmulShape>,
+}
+
+/// Declares that the context computes `C = A × B` (row-major, m×k times k×n), so the
+/// vendor library can be timed on the same problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatmulShape {
+    pub m: String,
+    pub n: String,
+    pub k: String,
+    pub a: String,
+    pub b: String,
+    pub c: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Opencl,
+    Cuda,
+    Hip,
+    Hlsl,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 4] = [Backend::Opencl, Backend::Cuda, Backend::Hip, Backend::Hlsl];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Opencl => "opencl",
+            Backend::Cuda => "cuda",
+            Backend::Hip => "hip",
+            Backend::Hlsl => "hlsl",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| format!("unknown backend '{s}': expected one of opencl, cuda, hip, hlsl"))
+    }
+}
+
+/// The values a scalar input or a tuning parameter may take. Exactly one of the three
+/// forms is given; `values` enumerates, `range` is inclusive with an optional step, and
+/// `pow2` is every power of two in an inclusive range.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Domain {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<[i64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pow2: Option<[i64; 2]>,
+}
+
+impl Domain {
+    pub fn values(values: Vec<i64>) -> Self {
+        Domain { values: Some(values), ..Domain::default() }
+    }
+
+    /// The concrete values, in order, or a message saying what is wrong with the domain.
+    pub fn expand(&self) -> Result<Vec<i64>, String> {
+        let forms = [self.values.is_some(), self.range.is_some(), self.pow2.is_some()];
+        match forms.iter().filter(|f| **f).count() {
+            0 => return Err("give one of `values = [..]`, `range = [lo, hi]` or `pow2 = [lo, hi]`".into()),
+            1 => {}
+            _ => return Err("give only one of `values`, `range` and `pow2`".into()),
+        }
+        if self.step.is_some() && self.range.is_none() {
+            return Err("`step` only goes with `range`".into());
+        }
+        if let Some(values) = &self.values {
+            if values.is_empty() {
+                return Err("`values` is empty".into());
+            }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(dup) = values.iter().find(|v| !seen.insert(**v)) {
+                return Err(format!("`values` lists {dup} twice"));
+            }
+            return Ok(values.clone());
+        }
+        if let Some([lo, hi]) = self.range {
+            let step = self.step.unwrap_or(1);
+            if step <= 0 {
+                return Err(format!("`step` must be positive, got {step}"));
+            }
+            if lo > hi {
+                return Err(format!("`range = [{lo}, {hi}]` is empty: the low end is above the high end"));
+            }
+            let count = (hi - lo) / step + 1;
+            if count > 1_000_000 {
+                return Err(format!("`range` has {count} values; more than a million is surely a mistake"));
+            }
+            return Ok((0..count).map(|i| lo + i * step).collect());
+        }
+        let [lo, hi] = self.pow2.expect("one form is present");
+        if lo < 1 || lo > hi {
+            return Err(format!("`pow2 = [{lo}, {hi}]` needs 1 <= lo <= hi"));
+        }
+        let mut out = Vec::new();
+        let mut v = 1_i64;
+        while v <= hi {
+            if v >= lo {
+                out.push(v);
+            }
+            v = match v.checked_mul(2) {
+                Some(next) => next,
+                None => break,
+            };
+        }
+        if out.is_empty() {
+            return Err(format!("`pow2 = [{lo}, {hi}]` holds no power of two"));
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArraySpec {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub dtype: DType,
+    /// Element count, as an expression over the scalar inputs.
+    pub size: String,
+    pub init: Init,
+    /// Seed for `init = "random"`; each array gets its own stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Compared against the reference after a run.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub output: bool,
+    /// Read and written by the kernel: exempt from the "inputs stay bit-identical" check.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inout: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F16,
+    Bf16,
+    I32,
+    U32,
+}
+
+impl DType {
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::Bf16 => 2,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::Bf16 => "bf16",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::Bf16)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [DType::F32, DType::F16, DType::Bf16, DType::I32, DType::U32]
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| format!("unknown element type '{s}': expected f32, f16, bf16, i32 or u32"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    Zeros,
+    Ones,
+    Random,
+    Arange,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Constraints {
+    /// Conditions over scalar inputs alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    /// Conditions over tuning parameters (and inputs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tuning: Vec<String>,
+}
+
+impl Constraints {
+    pub fn is_empty(&self) -> bool {
+        self.inputs.is_empty() && self.tuning.is_empty()
+    }
+}
+
+/// Overrides of the relative-error tolerance per element type.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f32: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f16: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bf16: Option<f64>,
+    /// Accumulation depth (e.g. the K of a matmul) as an expression over the inputs; the
+    /// default half-precision tolerance grows with its square root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accumulation: Option<String>,
+}

@@ -1,0 +1,181 @@
+use peak_spec::{Context, DType, Init, Manifest, Region, SpecError};
+
+const MANIFEST: &str = r#"
+[kernel]
+name = "matmul"
+backend = "opencl"
+source = "kernel.cl"
+flops = "2 * n * n * n"
+
+[inputs]
+n = { values = [256, 512] }
+
+[[arrays]]
+name = "A"
+type = "f32"
+size = "n * n"
+init = "random"
+seed = 1
+
+[[arrays]]
+name = "C"
+type = "f16"
+size = "n * n"
+init = "zeros"
+output = true
+
+[tuning]
+BLOCK_X = { pow2 = [1, 32] }
+BLOCK_Y = { range = [2, 8], step = 2 }
+
+[constraints]
+inputs = ["n % 16 == 0"]
+tuning = ["BLOCK_X * BLOCK_Y <= 64", "n % BLOCK_X == 0"]
+
+[tolerance]
+f16 = 0.01
+accumulation = "n"
+"#;
+
+const SOURCE: &str = "// @peak macros\n#define IDX(r, c) ((r) * n + (c))\n// @peak device\n__kernel void matmul() {}\n// @peak host\nlaunch(\"matmul\", [n / BLOCK_X, n / BLOCK_Y], [BLOCK_X, BLOCK_Y], 0, A, C, n);\n";
+
+fn write_context(manifest: &str, source: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("peak.toml"), manifest).unwrap();
+    std::fs::write(dir.path().join("kernel.cl"), source).unwrap();
+    dir
+}
+
+fn load_err(manifest: &str, source: &str) -> String {
+    let dir = write_context(manifest, source);
+    Context::load(dir.path()).unwrap_err().to_string()
+}
+
+#[test]
+fn reading_gives_typed_values() {
+    let dir = write_context(MANIFEST, SOURCE);
+    let ctx = Context::load(dir.path()).unwrap();
+    assert_eq!(ctx.name(), "matmul");
+    assert_eq!(ctx.backend(), peak_spec::Backend::Opencl);
+    assert_eq!(ctx.manifest.arrays[1].dtype, DType::F16);
+    assert_eq!(ctx.manifest.arrays[0].init, Init::Random);
+    assert!(ctx.manifest.arrays[1].output);
+    assert_eq!(ctx.manifest.tuning["BLOCK_X"].expand().unwrap(), vec![1, 2, 4, 8, 16, 32]);
+    assert_eq!(ctx.manifest.tuning["BLOCK_Y"].expand().unwrap(), vec![2, 4, 6, 8]);
+    assert_eq!(ctx.region(Region::Macros), "#define IDX(r, c) ((r) * n + (c))\n");
+}
+
+#[test]
+fn writing_back_is_lossless() {
+    let dir = write_context(MANIFEST, SOURCE);
+    let ctx = Context::load(dir.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    ctx.save(out.path()).unwrap();
+    let again = Context::load(out.path()).unwrap();
+    assert_eq!(again.manifest, ctx.manifest);
+    assert_eq!(again.regions, ctx.regions);
+    assert_eq!(std::fs::read_to_string(out.path().join("kernel.cl")).unwrap(), SOURCE);
+    // A second trip reproduces the first one's bytes exactly.
+    let out2 = tempfile::tempdir().unwrap();
+    again.save(out2.path()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("peak.toml")).unwrap(),
+        std::fs::read_to_string(out2.path().join("peak.toml")).unwrap()
+    );
+}
+
+#[test]
+fn space_counts_iterates_and_samples() {
+    let dir = write_context(MANIFEST, SOURCE);
+    let ctx = Context::load(dir.path()).unwrap();
+    let space = ctx.space();
+    // Brute force the constraints to know the right count independently of the iterator.
+    let mut expected = 0;
+    for n in [256, 512] {
+        for bx in [1, 2, 4, 8, 16, 32] {
+            for by in [2, 4, 6, 8] {
+                if bx * by <= 64 && n % bx == 0 {
+                    expected += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(space.count(), expected);
+    let all: Vec<_> = space.iter().collect();
+    assert_eq!(all.len(), expected);
+    assert!(all.iter().all(|p| p.get("BLOCK_X").unwrap() * p.get("BLOCK_Y").unwrap() <= 64));
+    let s1 = space.sample(5, 42);
+    let s2 = space.sample(5, 42);
+    let s3 = space.sample(5, 43);
+    assert_eq!(s1, s2);
+    assert_ne!(s1, s3);
+    assert_eq!(s1.len(), 5);
+    assert!(s1.iter().all(|p| all.contains(p)));
+    assert_eq!(space.sample(1000, 1).len(), expected);
+}
+
+#[test]
+fn overrides_restrict_and_reject_unknown_names() {
+    let dir = write_context(MANIFEST, SOURCE);
+    let ctx = Context::load(dir.path()).unwrap();
+    let mut space = ctx.space();
+    space.apply_overrides(&["n=256", "BLOCK_X=8,16"]).unwrap();
+    assert!(space.iter().all(|p| p.get("n") == Some(256)));
+    assert_eq!(space.count(), 4 + 2); // BLOCK_X=8 with every BLOCK_Y, 16 with 2 and 4
+    let err = ctx.space().apply_overrides(&["BLOCKX=8"]).unwrap_err();
+    assert!(matches!(err, SpecError::Override { .. }));
+    let msg = err.to_string();
+    assert!(msg.contains("BLOCKX") && msg.contains("BLOCK_X"), "{msg}");
+}
+
+#[test]
+fn malformed_manifest_names_file_and_line() {
+    let err = load_err("[kernel\nname = 1", SOURCE);
+    assert!(err.contains("peak.toml"), "{err}");
+    assert!(err.contains("line 1"), "{err}");
+}
+
+#[test]
+fn unknown_field_is_rejected() {
+    let err = load_err(&MANIFEST.replace("flops =", "flopz ="), SOURCE);
+    assert!(err.contains("peak.toml") && err.contains("flopz"), "{err}");
+}
+
+#[test]
+fn unparsable_size_expression_names_the_array() {
+    let err = load_err(&MANIFEST.replace("size = \"n * n\"\ninit = \"random\"", "size = \"n * * n\"\ninit = \"random\""), SOURCE);
+    assert!(err.contains("arrays[0].size") && err.contains("n * * n"), "{err}");
+}
+
+#[test]
+fn constraint_with_unknown_parameter_is_rejected() {
+    let err = load_err(&MANIFEST.replace("BLOCK_X * BLOCK_Y <= 64", "BLOCK_Z * BLOCK_Y <= 64"), SOURCE);
+    assert!(err.contains("constraints.tuning[0]") && err.contains("BLOCK_Z"), "{err}");
+    let err = load_err(&MANIFEST.replace("n % 16 == 0", "n % BLOCK_X == 0"), SOURCE);
+    assert!(err.contains("constraints.inputs[0]"), "{err}");
+}
+
+#[test]
+fn missing_region_marker_names_the_source() {
+    let err = load_err(MANIFEST, "// @peak macros\n// @peak device\n__kernel void k() {}\n");
+    assert!(err.contains("kernel.cl") && err.contains("// @peak host"), "{err}");
+}
+
+#[test]
+fn bad_domains_and_duplicates_are_rejected() {
+    let err = load_err(&MANIFEST.replace("{ pow2 = [1, 32] }", "{ pow2 = [1, 32], values = [1] }"), SOURCE);
+    assert!(err.contains("tuning.BLOCK_X"), "{err}");
+    let err = load_err(&MANIFEST.replace("{ range = [2, 8], step = 2 }", "{ range = [8, 2] }"), SOURCE);
+    assert!(err.contains("tuning.BLOCK_Y") && err.contains("empty"), "{err}");
+    let err = load_err(&MANIFEST.replace("name = \"C\"", "name = \"A\""), SOURCE);
+    assert!(err.contains("declared twice"), "{err}");
+    let err = load_err(&MANIFEST.replace("type = \"f16\"", "type = \"f64\""), SOURCE);
+    assert!(err.contains("f64"), "{err}");
+}
+
+#[test]
+fn manifest_round_trips_through_text() {
+    let m = Manifest::parse("peak.toml", MANIFEST).unwrap();
+    let again = Manifest::parse("peak.toml", &m.to_toml()).unwrap();
+    assert_eq!(m, again);
+}
