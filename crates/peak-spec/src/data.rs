@@ -47,6 +47,13 @@ impl HostArray {
         HostArray { dtype, bytes }
     }
 
+    /// `count` copies of one value converted to the element type.
+    pub fn filled(dtype: DType, count: usize, value: f64) -> HostArray {
+        let mut one = Vec::with_capacity(dtype.size_bytes());
+        push_value(&mut one, dtype, value);
+        HostArray { dtype, bytes: one.repeat(count) }
+    }
+
     /// The poison written into outputs before every run. NaN for floats, so an element the
     /// kernel never writes can never compare equal; a large odd pattern for integers.
     pub fn poison(dtype: DType, count: usize) -> HostArray {

@@ -1,0 +1,333 @@
+//! Running one execution parameter of a context on a backend.
+//!
+//! The steps are always the same, whatever the backend: size and fill the arrays, compile
+//! the device code with the tuning parameters as defines, run the launch script to get a
+//! plan, poison the outputs, run once for the outputs, then warm up and time repetitions
+//! with device events. Everything the device allocates is freed on every path.
+
+use peak_spec::expr::{Expr, expression_engine};
+use peak_spec::rng::mix_seed;
+use peak_spec::{Context, ExecParams, HostArray, Region};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::backend::{Backend, BufferId, CompileRequest, KernelArg, Launch, Module};
+use crate::error::BackendError;
+use crate::plan::{BufRef, LaunchPlan, PlanArg, Step};
+use crate::script::{ScriptArray, ScriptError, ScriptInput, build_plan};
+
+/// Why one execution parameter did not produce a result. Each maps to a verdict.
+#[derive(Debug, Clone, Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Compile(BackendError),
+    #[error("{0}")]
+    Script(ScriptError),
+    /// Pruned: the configuration cannot run here. Not a failure of the kernel.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Launch(BackendError),
+    #[error("{0}")]
+    Fault(BackendError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl RunError {
+    fn from_backend(err: BackendError) -> RunError {
+        match err {
+            BackendError::InvalidConfig(reason) => RunError::Invalid(reason),
+            BackendError::Compile { .. } => RunError::Compile(err),
+            BackendError::Fault(_) => RunError::Fault(err),
+            other => RunError::Launch(other),
+        }
+    }
+
+    /// The verdict category this error stands for.
+    pub fn category(&self) -> &'static str {
+        match self {
+            RunError::Compile(_) => "compile-failed",
+            RunError::Script(ScriptError::Invalid { .. }) | RunError::Invalid(_) => "invalid-config",
+            RunError::Script(_) | RunError::Launch(_) | RunError::Setup(_) => "launch-failed",
+            RunError::Fault(_) => "crashed",
+        }
+    }
+}
+
+impl From<ScriptError> for RunError {
+    fn from(e: ScriptError) -> Self {
+        match e {
+            ScriptError::Invalid { reason } => RunError::Invalid(reason),
+            other => RunError::Script(other),
+        }
+    }
+}
+
+/// How to run: the defaults suit a quick `peak run`; the tuner asks for more.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunOptions {
+    pub warmup: usize,
+    /// Timed repetitions; 0 runs once for outputs only.
+    pub repetitions: usize,
+    /// Copies of the arrays to rotate between timed runs, so caches do not flatter.
+    pub input_sets: usize,
+    /// Evict the device cache before each timed run, where the backend can.
+    pub flush_cache: bool,
+    /// Read the input arrays back and report any that changed.
+    pub check_inputs: bool,
+    /// Salt for random array contents: each value gives fresh inputs.
+    pub data_seed: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { warmup: 3, repetitions: 20, input_sets: 1, flush_cache: false, check_inputs: false, data_seed: 0 }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Output arrays after the first run, in manifest order.
+    pub outputs: Vec<(String, HostArray)>,
+    /// Inputs (not marked `inout`) whose bytes changed during the run.
+    pub modified_inputs: Vec<String>,
+    pub times_ms: Vec<f64>,
+    pub launches: usize,
+}
+
+impl RunResult {
+    pub fn median_ms(&self) -> Option<f64> {
+        median(&self.times_ms)
+    }
+}
+
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
+}
+
+/// One array, sized for one execution parameter.
+#[derive(Debug, Clone)]
+pub struct SizedArray {
+    pub spec: peak_spec::ArraySpec,
+    pub count: usize,
+}
+
+/// Evaluate every array's size expression for `params`.
+pub fn size_arrays(ctx: &Context, params: &ExecParams) -> Result<Vec<SizedArray>, RunError> {
+    let engine = expression_engine();
+    let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
+    let mut scope = params.scope();
+    ctx.manifest
+        .arrays
+        .iter()
+        .map(|spec| {
+            let expr = Expr::compile(&engine, &spec.size, &names).map_err(RunError::Setup)?;
+            let count = expr.eval_int(&engine, &mut scope).map_err(|m| RunError::Setup(format!("array {}: size: {m}", spec.name)))?;
+            if count <= 0 {
+                return Err(RunError::Invalid(format!("array {} would have {count} elements", spec.name)));
+            }
+            Ok(SizedArray { spec: spec.clone(), count: count as usize })
+        })
+        .collect()
+}
+
+/// The initial contents of every array; `data_seed` salts the random ones.
+pub fn generate_arrays(arrays: &[SizedArray], data_seed: u64) -> Vec<HostArray> {
+    arrays
+        .iter()
+        .map(|a| {
+            let seed = mix_seed(a.spec.seed.unwrap_or(1), &a.spec.name, data_seed);
+            HostArray::init(a.spec.dtype, a.count, a.spec.init, seed)
+        })
+        .collect()
+}
+
+/// Compile the context's device code for one set of tuning parameters.
+pub fn compile(backend: &dyn Backend, ctx: &Context, params: &ExecParams) -> Result<Module, RunError> {
+    let request = CompileRequest {
+        source: ctx.regions.device_source(),
+        defines: params.defines(),
+        file_name: ctx.source_path().display().to_string(),
+    };
+    backend.compile(&request).map_err(RunError::from_backend)
+}
+
+/// Run the launch script for `params`.
+pub fn plan(backend: &dyn Backend, ctx: &Context, params: &ExecParams, arrays: &[SizedArray]) -> Result<LaunchPlan, RunError> {
+    let script_arrays: Vec<ScriptArray> =
+        arrays.iter().map(|a| ScriptArray { name: a.spec.name.clone(), dtype: a.spec.dtype, count: a.count }).collect();
+    let file = ctx.source_path().display().to_string();
+    let extensions = backend.script_functions();
+    Ok(build_plan(&ScriptInput {
+        file: &file,
+        source: ctx.region(Region::Host),
+        first_line: ctx.regions.first_line(Region::Host),
+        params,
+        arrays: &script_arrays,
+        device: backend.device(),
+        extensions: &extensions,
+    })?)
+}
+
+/// Compile, plan and run one execution parameter.
+pub fn run(backend: &dyn Backend, ctx: &Context, params: &ExecParams, options: &RunOptions) -> Result<RunResult, RunError> {
+    let module = compile(backend, ctx, params)?;
+    run_compiled(backend, ctx, &module, params, options)
+}
+
+/// Run with an already compiled module (the tuner compiles ahead, in parallel).
+pub fn run_compiled(
+    backend: &dyn Backend,
+    ctx: &Context,
+    module: &Module,
+    params: &ExecParams,
+    options: &RunOptions,
+) -> Result<RunResult, RunError> {
+    let arrays = size_arrays(ctx, params)?;
+    let plan = plan(backend, ctx, params, &arrays)?;
+    let host = generate_arrays(&arrays, options.data_seed);
+    let mut device = DeviceArrays { backend, sets: Vec::new(), scratch: Vec::new() };
+    let sets = options.input_sets.max(1);
+    for _ in 0..sets {
+        let mut set = Vec::with_capacity(arrays.len());
+        for (array, data) in arrays.iter().zip(&host) {
+            let id = backend.alloc(data.bytes.len()).map_err(RunError::from_backend)?;
+            set.push(id);
+            if array.spec.output {
+                let poison = HostArray::poison_pattern(array.spec.dtype);
+                backend.fill(id, &poison, data.bytes.len()).map_err(RunError::from_backend)?;
+            } else {
+                backend.write(id, &data.bytes).map_err(RunError::from_backend)?;
+            }
+        }
+        device.sets.push(set);
+    }
+    for scratch in &plan.scratch {
+        let bytes = scratch.count * scratch.dtype.size_bytes();
+        let id = backend.alloc(bytes).map_err(RunError::from_backend)?;
+        device.scratch.push(id);
+        // Scratch starts poisoned too: a kernel relying on zeroed scratch must fill() it.
+        backend.fill(id, &HostArray::poison_pattern(scratch.dtype), bytes).map_err(RunError::from_backend)?;
+    }
+
+    for op in &plan.setup {
+        let lookup = |r: &BufRef| device.resolve(0, r);
+        backend.run_op(module, op, &lookup).map_err(RunError::from_backend)?;
+    }
+
+    device.run_steps(module, &plan, &arrays, 0)?;
+    backend.synchronize().map_err(RunError::from_backend)?;
+
+    let mut outputs = Vec::new();
+    let mut modified_inputs = Vec::new();
+    for (i, (array, data)) in arrays.iter().zip(&host).enumerate() {
+        let check = array.spec.output || (options.check_inputs && !array.spec.inout);
+        if !check {
+            continue;
+        }
+        let mut bytes = vec![0u8; data.bytes.len()];
+        backend.read(device.sets[0][i], &mut bytes).map_err(RunError::from_backend)?;
+        if array.spec.output {
+            outputs.push((array.spec.name.clone(), HostArray { dtype: array.spec.dtype, bytes }));
+        } else if bytes != data.bytes {
+            modified_inputs.push(array.spec.name.clone());
+        }
+    }
+
+    let mut times_ms = Vec::with_capacity(options.repetitions);
+    if options.repetitions > 0 {
+        for w in 0..options.warmup {
+            device.run_steps(module, &plan, &arrays, w % sets)?;
+        }
+        backend.synchronize().map_err(RunError::from_backend)?;
+        for rep in 0..options.repetitions {
+            if options.flush_cache {
+                backend.flush_cache().map_err(RunError::from_backend)?;
+            }
+            let start = backend.record_event().map_err(RunError::from_backend)?;
+            device.run_steps(module, &plan, &arrays, rep % sets)?;
+            let end = backend.record_event().map_err(RunError::from_backend)?;
+            times_ms.push(backend.elapsed_ms(start, end).map_err(RunError::from_backend)?);
+        }
+        backend.synchronize().map_err(RunError::from_backend)?;
+    }
+    Ok(RunResult { outputs, modified_inputs, times_ms, launches: plan.launches() })
+}
+
+/// Device buffers of one run; freed when dropped, whatever happened.
+struct DeviceArrays<'a> {
+    backend: &'a dyn Backend,
+    sets: Vec<Vec<BufferId>>,
+    scratch: Vec<BufferId>,
+}
+
+impl DeviceArrays<'_> {
+    fn resolve(&self, set: usize, r: &BufRef) -> BufferId {
+        match r {
+            BufRef::Array(i) => self.sets[set][*i],
+            BufRef::Scratch(i) => self.scratch[*i],
+        }
+    }
+
+    fn run_steps(&self, module: &Module, plan: &LaunchPlan, arrays: &[SizedArray], set: usize) -> Result<(), RunError> {
+        let lookup = |r: &BufRef| self.resolve(set, r);
+        for step in &plan.steps {
+            match step {
+                Step::Launch { kernel, grid, block, shared_bytes, args, .. } => {
+                    let args = args
+                        .iter()
+                        .map(|a| {
+                            Ok(match a {
+                                PlanArg::Buffer(r) => KernelArg::Buffer(self.resolve(set, r)),
+                                PlanArg::I32(v) => KernelArg::I32(*v),
+                                PlanArg::U32(v) => KernelArg::U32(*v),
+                                PlanArg::I64(v) => KernelArg::I64(*v),
+                                PlanArg::F32(v) => KernelArg::F32(*v),
+                                PlanArg::Op(op) => self.backend.op_argument(module, op, &lookup).map_err(RunError::from_backend)?,
+                            })
+                        })
+                        .collect::<Result<Vec<_>, RunError>>()?;
+                    let launch = Launch { kernel: kernel.clone(), grid: *grid, block: *block, shared_bytes: *shared_bytes, args };
+                    self.backend.launch(module, &launch).map_err(RunError::from_backend)?;
+                }
+                Step::Fill { buffer, value, .. } => {
+                    let (dtype, count) = self.describe(plan, arrays, buffer);
+                    let pattern = HostArray::filled(dtype, 1, *value).bytes;
+                    self.backend.fill(self.resolve(set, buffer), &pattern, count * dtype.size_bytes()).map_err(RunError::from_backend)?;
+                }
+                Step::Copy { src, dst, .. } => {
+                    let (dtype, count) = self.describe(plan, arrays, src);
+                    self.backend
+                        .copy(self.resolve(set, src), self.resolve(set, dst), count * dtype.size_bytes())
+                        .map_err(RunError::from_backend)?;
+                }
+                Step::Op(op) => self.backend.run_op(module, op, &lookup).map_err(RunError::from_backend)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn describe(&self, plan: &LaunchPlan, arrays: &[SizedArray], r: &BufRef) -> (peak_spec::DType, usize) {
+        match r {
+            BufRef::Array(i) => (arrays[*i].spec.dtype, arrays[*i].count),
+            BufRef::Scratch(i) => (plan.scratch[*i].dtype, plan.scratch[*i].count),
+        }
+    }
+}
+
+impl Drop for DeviceArrays<'_> {
+    fn drop(&mut self) {
+        // Wait for queued work first: freeing a buffer a kernel still uses is undefined.
+        let _ = self.backend.synchronize();
+        for id in self.sets.iter().flatten().chain(&self.scratch) {
+            self.backend.free(*id);
+        }
+    }
+}
