@@ -1,0 +1,327 @@
+//! Reading the history: the checkpoint DAG, one checkpoint in full, and resume state.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+
+use git2::{Oid, Sort};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::attempts::{AttemptRecord, MIRROR_BRANCH};
+use crate::context::Files;
+use crate::error::{GitContext, Result, WorkflowError};
+use crate::workflow::{
+    CHECKPOINT_FILE, CONTEXT_DIR, CheckpointId, CheckpointMeta, Head, PERFORMANCE_FILE, REFERENCE_FILE, TRANSCRIPT_FILE,
+    VALIDATION_FILE, Workflow, fmt_ms, read_tree_dir, read_tree_file,
+};
+
+/// One checkpoint in [`Workflow::log`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogEntry {
+    pub id: CheckpointId,
+    pub parents: Vec<CheckpointId>,
+    /// Local branches, and remote-tracking ones as `REMOTE/NAME`, pointing here.
+    pub branches: Vec<String>,
+    pub tags: Vec<String>,
+    /// HEAD points here.
+    pub head: bool,
+    /// `None` when `checkpoint.json` is missing or unreadable (fsck says why).
+    pub transformation: Option<String>,
+    pub verdict: Option<String>,
+    pub executor: Option<String>,
+    pub model: Option<String>,
+    pub created: Option<String>,
+    /// `performance.json`'s `best.time_ms`.
+    pub best_time_ms: Option<f64>,
+    /// Root's best time over this one's (2.0 = twice as fast as the root).
+    pub speedup_over_root: Option<f64>,
+    /// Parent's best time over this one's.
+    pub speedup_over_parent: Option<f64>,
+    /// The commit message's first line.
+    pub summary: String,
+}
+
+/// One checkpoint in full, for [`Workflow::show`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckpointView {
+    pub id: CheckpointId,
+    pub parents: Vec<CheckpointId>,
+    pub branches: Vec<String>,
+    pub tags: Vec<String>,
+    pub message: String,
+    pub meta: CheckpointMeta,
+    pub validation: Value,
+    pub performance: Value,
+    pub transcript: Value,
+    pub reference: Value,
+    /// The context files by path relative to the context folder (non-UTF-8 bytes are
+    /// shown as U+FFFD; use [`Workflow::materialize`] for exact bytes).
+    pub files: BTreeMap<String, String>,
+}
+
+/// Where an interrupted session picks up, from [`Workflow::resume_state`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResumeState {
+    /// HEAD: the latest checkpoint of the current branch (or the detached checkpoint).
+    pub head: Head,
+    pub transformation: String,
+    pub best_time_ms: Option<f64>,
+    /// Attempts that started and never ended, and produced no checkpoint: the work the
+    /// interruption cut short, oldest first.
+    pub interrupted: Vec<AttemptRecord>,
+}
+
+/// A checkpoint read in full; any missing or malformed file is an error naming it.
+pub(crate) struct Snapshot {
+    pub id: Oid,
+    pub parents: Vec<Oid>,
+    pub message: String,
+    pub meta: CheckpointMeta,
+    pub validation: Value,
+    pub performance: Value,
+    pub transcript: Value,
+    pub reference: Value,
+    pub context: Files,
+}
+
+/// Ref names pointing at each commit, and where to start walking.
+#[derive(Default)]
+pub(crate) struct Labels {
+    pub branches: HashMap<Oid, Vec<String>>,
+    pub tags: HashMap<Oid, Vec<String>>,
+    pub head: Option<Oid>,
+    /// Refs that do not lead to a commit: (ref name, git's reason).
+    pub broken: Vec<(String, String)>,
+}
+
+impl Labels {
+    pub fn starts(&self) -> Vec<Oid> {
+        let mut starts: Vec<Oid> = self.branches.keys().chain(self.tags.keys()).copied().chain(self.head).collect();
+        starts.sort();
+        starts.dedup();
+        starts
+    }
+}
+
+/// A commit of the DAG as `log` and `resume` need it; meta is `None` when unreadable.
+struct Node {
+    id: Oid,
+    parents: Vec<Oid>,
+    meta: Option<CheckpointMeta>,
+    best: Option<f64>,
+    summary: String,
+}
+
+impl Workflow {
+    /// The refs that name checkpoints: branches (local and remote-tracking, except the
+    /// attempts mirror), tags, and HEAD.
+    pub(crate) fn labels(&self) -> Result<Labels> {
+        let mut labels = Labels::default();
+        for reference in self.repo.references().git("list refs")? {
+            let reference = reference.git("read ref")?;
+            let Ok(name) = reference.name().map(str::to_string) else { continue };
+            let (is_tag, label) = if let Some(branch) = name.strip_prefix("refs/heads/") {
+                if branch == MIRROR_BRANCH {
+                    continue;
+                }
+                (false, branch.to_string())
+            } else if let Some(remote) = name.strip_prefix("refs/remotes/") {
+                let branch = remote.split_once('/').map_or(remote, |(_, b)| b);
+                if branch == "HEAD" || branch == MIRROR_BRANCH {
+                    continue;
+                }
+                (false, remote.to_string())
+            } else if let Some(tag) = name.strip_prefix("refs/tags/") {
+                (true, tag.to_string())
+            } else {
+                continue;
+            };
+            match reference.peel_to_commit() {
+                Ok(commit) => {
+                    let map = if is_tag { &mut labels.tags } else { &mut labels.branches };
+                    map.entry(commit.id()).or_default().push(label);
+                }
+                Err(e) => labels.broken.push((name, e.message().to_string())),
+            }
+        }
+        match self.repo.head().and_then(|h| h.peel_to_commit()) {
+            Ok(commit) => labels.head = Some(commit.id()),
+            Err(e) => labels.broken.push(("HEAD".to_string(), e.message().to_string())),
+        }
+        for names in labels.branches.values_mut().chain(labels.tags.values_mut()) {
+            names.sort();
+        }
+        Ok(labels)
+    }
+
+    /// Every commit reachable from `starts`, children before parents.
+    pub(crate) fn walk(&self, starts: &[Oid]) -> Result<Vec<Oid>> {
+        let mut walk = self.repo.revwalk().git("walk history")?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).git("walk history")?;
+        for start in starts {
+            walk.push(*start).git(format!("walk history from {start}"))?;
+        }
+        walk.collect::<std::result::Result<Vec<_>, _>>().git("walk history")
+    }
+
+    fn nodes(&self, labels: &Labels) -> Result<Vec<Node>> {
+        self.walk(&labels.starts())?
+            .into_iter()
+            .map(|id| {
+                let commit = self.repo.find_commit(id).git(format!("read commit {id}"))?;
+                let tree = commit.tree().git(format!("read tree of {id}"))?;
+                let meta = read_tree_file(&self.repo, &tree, CHECKPOINT_FILE)
+                    .ok()
+                    .flatten()
+                    .and_then(|bytes| serde_json::from_slice::<CheckpointMeta>(&bytes).ok());
+                Ok(Node {
+                    id,
+                    parents: commit.parent_ids().collect(),
+                    meta,
+                    best: self.best_time_of(&tree),
+                    summary: commit.summary().ok().flatten().unwrap_or_default().to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// The checkpoint DAG over all branches and tags, newest first (children always
+    /// before their parents).
+    pub fn log(&self) -> Result<Vec<LogEntry>> {
+        let labels = self.labels()?;
+        let nodes = self.nodes(&labels)?;
+        // Parents come after children, so walk backwards to know each root's time first.
+        let mut root_of: HashMap<Oid, Oid> = HashMap::new();
+        let best: HashMap<Oid, Option<f64>> = nodes.iter().map(|n| (n.id, n.best)).collect();
+        for node in nodes.iter().rev() {
+            let root = node.parents.first().and_then(|p| root_of.get(p).copied()).unwrap_or(node.id);
+            root_of.insert(node.id, root);
+        }
+        let ratio = |base: Option<f64>, t: Option<f64>| Some(base? / t?);
+        Ok(nodes
+            .into_iter()
+            .map(|node| {
+                let root_best = best.get(&root_of[&node.id]).copied().flatten();
+                let parent_best = node.parents.first().and_then(|p| best.get(p).copied().flatten());
+                let meta = node.meta;
+                LogEntry {
+                    id: CheckpointId::from_oid(node.id),
+                    parents: node.parents.iter().copied().map(CheckpointId::from_oid).collect(),
+                    branches: labels.branches.get(&node.id).cloned().unwrap_or_default(),
+                    tags: labels.tags.get(&node.id).cloned().unwrap_or_default(),
+                    head: labels.head == Some(node.id),
+                    transformation: meta.as_ref().map(|m| m.transformation.clone()),
+                    verdict: meta.as_ref().and_then(|m| m.verdict.clone()),
+                    executor: meta.as_ref().map(|m| m.executor.clone()),
+                    model: meta.as_ref().and_then(|m| m.model.clone()),
+                    created: meta.as_ref().map(|m| m.created.clone()),
+                    best_time_ms: node.best,
+                    speedup_over_root: ratio(root_best, node.best),
+                    speedup_over_parent: ratio(parent_best, node.best),
+                    summary: node.summary,
+                }
+            })
+            .collect())
+    }
+
+    /// Read a checkpoint in full; any missing or malformed file is an error naming it.
+    pub(crate) fn load(&self, id: Oid) -> Result<Snapshot> {
+        let corrupt = |file: &str, message: String| WorkflowError::CorruptCheckpoint { id: id.to_string(), file: file.to_string(), message };
+        let commit = self.repo.find_commit(id).git(format!("read commit {id}"))?;
+        let tree = commit.tree().git(format!("read tree of {id}"))?;
+        let json = |file: &str| -> Result<Value> {
+            let bytes = read_tree_file(&self.repo, &tree, file)
+                .map_err(|e| corrupt(file, e.message().to_string()))?
+                .ok_or_else(|| corrupt(file, "missing".to_string()))?;
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(file, e.to_string()))
+        };
+        let meta: CheckpointMeta = serde_json::from_value(json(CHECKPOINT_FILE)?).map_err(|e| corrupt(CHECKPOINT_FILE, e.to_string()))?;
+        let context = read_tree_dir(&self.repo, &tree, CONTEXT_DIR).map_err(|e| corrupt(CONTEXT_DIR, e.message().to_string()))?;
+        Ok(Snapshot {
+            id,
+            parents: commit.parent_ids().collect(),
+            message: commit.message().unwrap_or_default().to_string(),
+            meta,
+            validation: json(VALIDATION_FILE)?,
+            performance: json(PERFORMANCE_FILE)?,
+            transcript: json(TRANSCRIPT_FILE)?,
+            reference: json(REFERENCE_FILE)?,
+            context,
+        })
+    }
+
+    /// One checkpoint in full.
+    pub fn show(&self, rev: &str) -> Result<CheckpointView> {
+        let snap = self.load(self.resolve_oid(rev)?)?;
+        let labels = self.labels()?;
+        Ok(CheckpointView {
+            id: CheckpointId::from_oid(snap.id),
+            parents: snap.parents.iter().copied().map(CheckpointId::from_oid).collect(),
+            branches: labels.branches.get(&snap.id).cloned().unwrap_or_default(),
+            tags: labels.tags.get(&snap.id).cloned().unwrap_or_default(),
+            message: snap.message,
+            meta: snap.meta,
+            validation: snap.validation,
+            performance: snap.performance,
+            transcript: snap.transcript,
+            reference: snap.reference,
+            files: snap.context.into_iter().map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned())).collect(),
+        })
+    }
+
+    /// Where to continue after an interruption: HEAD, and the attempts that were cut short.
+    /// An attempt whose checkpoint was written counts as finished even if its outcome
+    /// record was not, so nothing that reached the workflow is redone.
+    pub fn resume_state(&self) -> Result<ResumeState> {
+        let head = self.head()?;
+        let labels = self.labels()?;
+        let nodes = self.nodes(&labels)?;
+        let produced: HashSet<String> = nodes.iter().filter_map(|n| n.meta.as_ref()?.attempt.clone()).collect();
+        let head_node = nodes.iter().find(|n| n.id == head.id.oid());
+        let transformation = head_node.and_then(|n| n.meta.as_ref()).map(|m| m.transformation.clone()).unwrap_or_default();
+        let best_time_ms = head_node.and_then(|n| n.best);
+        let log = self.attempts()?;
+        let interrupted = log.unfinished().into_iter().filter(|r| !produced.contains(&r.id)).cloned().collect();
+        Ok(ResumeState { head, transformation, best_time_ms, interrupted })
+    }
+}
+
+/// The log as a table for terminals: one line per checkpoint, newest first, with the
+/// parent's short id so the DAG can be followed.
+pub fn render_log(entries: &[LogEntry]) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let mut names: Vec<String> = Vec::new();
+        if e.head {
+            names.push("HEAD".to_string());
+        }
+        names.extend(e.branches.iter().cloned());
+        names.extend(e.tags.iter().map(|t| format!("tag: {t}")));
+        let time = e.best_time_ms.map(fmt_ms).unwrap_or_else(|| "-".to_string());
+        let speed = |s: Option<f64>| s.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".to_string());
+        let executor = match (&e.executor, &e.model) {
+            (Some(x), Some(m)) => format!("{x} ({m})"),
+            (Some(x), None) => x.clone(),
+            (None, _) => "-".to_string(),
+        };
+        let parent = e.parents.first().map_or("-", |p| p.short());
+        let _ = write!(
+            out,
+            "{} {} {:<20} {:<14} {:>11} {:>8} root {:>8} parent  {}  from {}",
+            if e.head { '*' } else { ' ' },
+            e.id.short(),
+            e.transformation.as_deref().unwrap_or("(unreadable)"),
+            e.verdict.as_deref().unwrap_or("-"),
+            time,
+            speed(e.speedup_over_root),
+            speed(e.speedup_over_parent),
+            executor,
+            parent,
+        );
+        if !names.is_empty() {
+            let _ = write!(out, "  ({})", names.join(", "));
+        }
+        out.push('\n');
+    }
+    out
+}
