@@ -1,0 +1,43 @@
+//! Choosing a backend: the one place that names them. The rest of peak sees `dyn Backend`.
+
+use anyhow::Result;
+use peak_backend::{Backend, BackendError};
+use peak_spec::Backend as Language;
+
+/// Open the backend that runs `language` on this machine.
+pub fn open(language: Language) -> Result<Box<dyn Backend>, BackendError> {
+    match language {
+        Language::Opencl => Ok(Box::new(peak_opencl::OpenClBackend::new()?)),
+        other => Err(BackendError::Unavailable {
+            what: format!("the {other} backend"),
+            reason: "it is not part of this build yet".into(),
+            hint: "use an OpenCL context for now".into(),
+        }),
+    }
+}
+
+/// What `peak info` reports for each backend: a device, or a plain reason.
+pub struct Availability {
+    pub backend: Language,
+    pub devices: Result<Vec<String>, String>,
+}
+
+pub fn survey() -> Vec<Availability> {
+    Language::ALL
+        .into_iter()
+        .map(|backend| {
+            let devices = match backend {
+                Language::Opencl => peak_opencl::list_devices()
+                    .map(|list| list.into_iter().map(|d| format!("{}:{} {} ({})", d.platform, d.device, d.name.trim(), d.platform_name.trim())).collect())
+                    .map_err(|e| plain(&e)),
+                other => open(other).map(|b| vec![b.device().name.clone()]).map_err(|e| plain(&e)),
+            };
+            Availability { backend, devices }
+        })
+        .collect()
+}
+
+/// The first line of an error, without its hint: a plain word for `peak info`.
+fn plain(e: &BackendError) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}

@@ -1,0 +1,97 @@
+//! `peak run CONTEXT`: compile, fill, launch, time one execution parameter.
+
+use anyhow::{Result, anyhow};
+use peak_backend::{RunOptions, runner};
+use peak_spec::data::ArraySummary;
+use peak_spec::expr::{Expr, expression_engine};
+use peak_spec::{Context, ExecParams};
+use serde::Serialize;
+
+use super::{first_point, load_context, restricted_space};
+use crate::backends;
+use crate::cli::RunArgs;
+use crate::output::{format_ms, print_json};
+
+#[derive(Serialize)]
+struct RunReport {
+    context: String,
+    kernel: String,
+    backend: String,
+    device: String,
+    params: ExecParams,
+    /// Other points that `--set` left open; `run` takes the first.
+    other_points: usize,
+    warmup: usize,
+    repetitions: usize,
+    median_ms: Option<f64>,
+    min_ms: Option<f64>,
+    times_ms: Vec<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tflops: Option<f64>,
+    launches: usize,
+    outputs: Vec<OutputReport>,
+}
+
+#[derive(Serialize)]
+struct OutputReport {
+    name: String,
+    #[serde(flatten)]
+    summary: ArraySummary,
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let ctx = load_context(&args.context)?;
+    let space = restricted_space(&ctx, &args.set)?;
+    let params = first_point(&ctx, &space)?;
+    let other_points = space.iter().take(1001).count().saturating_sub(1);
+    let backend = backends::open(ctx.backend())?;
+    let options = RunOptions { warmup: args.warmup, repetitions: args.reps, data_seed: args.data_seed, ..RunOptions::default() };
+    let result = runner::run(backend.as_ref(), &ctx, &params, &options).map_err(|e| anyhow!("{} ({}): {e}", ctx.name(), params))?;
+    let median_ms = result.median_ms();
+    let report = RunReport {
+        context: ctx.dir.display().to_string(),
+        kernel: ctx.name().to_string(),
+        backend: ctx.backend().to_string(),
+        device: backend.device().name.clone(),
+        params: params.clone(),
+        other_points,
+        warmup: args.warmup,
+        repetitions: args.reps,
+        median_ms,
+        min_ms: result.times_ms.iter().copied().reduce(f64::min),
+        tflops: median_ms.and_then(|ms| flops(&ctx, &params).map(|f| f / (ms * 1e-3) / 1e12)),
+        times_ms: result.times_ms.clone(),
+        launches: result.launches,
+        outputs: result.outputs.iter().map(|(name, a)| OutputReport { name: name.clone(), summary: a.summary() }).collect(),
+    };
+    if args.json {
+        return print_json(&report);
+    }
+    if other_points > 0 {
+        eprintln!("note: {} more execution parameters match; running the first (narrow it with --set)", if other_points >= 1000 { "1000+".to_string() } else { other_points.to_string() });
+    }
+    println!("{} on {} ({})", report.kernel, report.device, report.backend);
+    println!("  params   {params}");
+    match median_ms {
+        Some(ms) => {
+            let rate = report.tflops.map(|t| format!("  {:.3} TFLOP/s", t)).unwrap_or_default();
+            println!("  time     {} median of {} (min {}){rate}", format_ms(ms), args.reps, format_ms(report.min_ms.unwrap_or(ms)));
+        }
+        None => println!("  time     not measured (--reps 0)"),
+    }
+    for o in &report.outputs {
+        let s = &o.summary;
+        let nan = if s.nan > 0 { format!("  {} NaN", s.nan) } else { String::new() };
+        println!("  output   {:<8} {} elements  digest {}  sum {:.6e}  range [{:.4}, {:.4}]{nan}", o.name, s.elements, s.digest, s.sum, s.min, s.max);
+    }
+    Ok(())
+}
+
+/// Floating-point operations of one run, from the manifest's `flops` expression.
+pub fn flops(ctx: &Context, params: &ExecParams) -> Option<f64> {
+    let text = ctx.manifest.kernel.flops.as_ref()?;
+    let engine = expression_engine();
+    let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
+    let expr = Expr::compile(&engine, text, &names).ok()?;
+    expr.eval_int(&engine, &mut params.scope()).ok().map(|v| v as f64)
+}

@@ -1,0 +1,63 @@
+//! `peak`: the command-line face of the peak library.
+//!
+//! Data goes to stdout (text, or JSON with `--json`); progress, warnings and errors go to
+//! stderr. Exit codes: 0 success, 1 failure (a check that failed, a run that errored),
+//! 2 bad usage (unknown option, unknown `--set` name, unreadable context).
+
+mod backends;
+mod cli;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+/// An error caused by what the user typed or pointed at; exits 2.
+#[derive(Debug)]
+pub struct UsageError(pub anyhow::Error);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Wrap an error as a usage error.
+pub fn usage(e: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(e.into()))
+}
+
+/// A command that ran fine but whose answer is "no" (a failed check): exit 1, no error text.
+#[derive(Debug)]
+pub struct Failed;
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed")
+    }
+}
+
+impl std::error::Error for Failed {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(args) => commands::info::run(args),
+        Command::Run(args) => commands::run::run(args),
+        Command::Check(args) => commands::check::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is::<Failed>() => ExitCode::from(1),
+        Err(err) => {
+            let code = if err.is::<UsageError>() { 2 } else { 1 };
+            output::print_error(&err);
+            ExitCode::from(code)
+        }
+    }
+}
