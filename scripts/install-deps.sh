@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install everything peak needs on a fresh Debian (bookworm) machine:
+# - OpenCL on the CPU (PoCL) and the OpenCL headers/loader,
+# - Vulkan on the CPU (Mesa's lavapipe), the Vulkan loader, and glslang for HLSL -> SPIR-V,
+# - NVRTC and the CUDA headers from PyPI, to compile-check CUDA without a GPU.
+# Rust itself comes from rustup (https://rustup.rs) and is not installed here.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+APT_PACKAGES=(
+  pocl-opencl-icd ocl-icd-opencl-dev clinfo
+  mesa-vulkan-drivers libvulkan-dev glslang-tools vulkan-tools
+  python3-pip pkg-config git
+)
+
+echo "peak: installing system packages: ${APT_PACKAGES[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ -x "$here/install-nvrtc.sh" ]; then
+  "$here/install-nvrtc.sh"
+fi
+echo "peak: system dependencies installed" >&2

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install NVRTC, the CUDA runtime headers and the CRT headers from PyPI, so that
+# `peak compile` can compile CUDA and HIP kernels on a machine without a GPU or a CUDA
+# toolkit. peak finds the wheels' libraries and headers by itself (it asks python3 where
+# site-packages are); see crates/peak-cuda/README.md.
+#
+# The version defaults to 13.0.88, which matches the CUDA 13.0 toolkit and driver 580 of
+# the H200 machines: a cubin from a newer NVRTC may not load on an older driver.
+#   PEAK_CUDA_WHEEL_VERSION=13.0.88   wheel version to install
+#   PYTHON=python3                    interpreter whose pip installs them
+set -euo pipefail
+version="${PEAK_CUDA_WHEEL_VERSION:-13.0.88}"
+python="${PYTHON:-python3}"
+"$python" -m pip install --quiet --disable-pip-version-check \
+  "nvidia-cuda-nvrtc==${version}" "nvidia-cuda-runtime==${version}" "nvidia-cuda-crt==${version}"
+# Show what peak will find, so a CI log says where NVRTC came from.
+"$python" - <<'PY'
+import glob, os, nvidia
+root = os.path.dirname(list(nvidia.__path__)[0])
+libs = sorted(glob.glob(os.path.join(root, "nvidia", "cu*", "lib", "libnvrtc*.so*")))
+incs = sorted(glob.glob(os.path.join(root, "nvidia", "cu*", "include", "cuda_runtime.h")))
+print("nvrtc libraries:", *libs, sep="\n  ")
+print("cuda headers:", *incs, sep="\n  ")
+if not libs or not incs:
+    raise SystemExit("install-nvrtc.sh: the wheels installed but libnvrtc or cuda_runtime.h is missing")
+PY

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The test command: every crate's tests. Hardware tests (CUDA, HIP on AMD) skip with a
+# printed reason on machines without that hardware; OpenCL and Vulkan tests run on the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --workspace --locked "$@"
