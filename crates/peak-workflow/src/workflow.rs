@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use git2::{Commit, ObjectType, Oid, Repository, RepositoryInitOptions, Signature, Tree, build::CheckoutBuilder};
+use git2::{Commit, ObjectType, Oid, Repository, RepositoryInitOptions, Signature, Tree};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -228,11 +228,17 @@ fn write_tree(repo: &Repository, entries: &BTreeMap<String, Oid>) -> Result<Oid>
 
 /// The files under `prefix/` in `tree`, by path relative to `prefix`.
 pub(crate) fn read_tree_dir(repo: &Repository, tree: &Tree<'_>, prefix: &str) -> std::result::Result<Files, git2::Error> {
+    match tree.get_name(prefix) {
+        Some(entry) => tree_files(repo, &entry.to_object(repo)?.peel_to_tree()?),
+        None => Ok(Files::new()),
+    }
+}
+
+/// Every file in `tree`, by `/`-separated path.
+fn tree_files(repo: &Repository, tree: &Tree<'_>) -> std::result::Result<Files, git2::Error> {
     let mut files = Files::new();
-    let Some(entry) = tree.get_name(prefix) else { return Ok(files) };
-    let sub = entry.to_object(repo)?.peel_to_tree()?;
     let mut failure = None;
-    sub.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
         if entry.kind() == Some(ObjectType::Blob) {
             let name = format!("{dir}{}", entry.name().unwrap_or(""));
             match repo.find_blob(entry.id()) {
@@ -510,12 +516,47 @@ impl Workflow {
             .collect()
     }
 
-    /// Make the working folder and the index match HEAD. The index still describes the
-    /// previous checkpoint, which is how libgit2 knows which files to delete.
+    /// Make the working folder and the index match HEAD, like `git checkout --force`:
+    /// every file of HEAD is written (unless already identical), files the index tracked
+    /// that HEAD lacks are deleted, untracked files are left alone, and the index is
+    /// rebuilt from the files just written. Done by hand because libgit2's checkout
+    /// compares against HEAD, which has already moved to the target at this point, and
+    /// would then skip files the working folder already holds without re-indexing them.
     pub(crate) fn refresh_worktree(&self) -> Result<()> {
-        let mut opts = CheckoutBuilder::new();
-        opts.force();
-        self.repo.checkout_head(Some(&mut opts)).git("write the working folder")
+        let tree = self.repo.head().and_then(|h| h.peel_to_tree()).git("resolve HEAD")?;
+        let files = tree_files(&self.repo, &tree).git("read HEAD's files")?;
+        let mut index = self.repo.index().git("open the index")?;
+        let tracked: Vec<String> = index.iter().map(|e| String::from_utf8_lossy(&e.path).into_owned()).collect();
+        for (rel, bytes) in &files {
+            let path = self.workdir.join(rel);
+            if std::fs::read(&path).ok().as_ref() != Some(bytes) {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).at(dir)?;
+                }
+                std::fs::write(&path, bytes).at(&path)?;
+            }
+        }
+        for rel in tracked.iter().filter(|rel| !files.contains_key(*rel)) {
+            let path = self.workdir.join(rel);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).at(&path),
+            }
+            // Drop folders the removal emptied; remove_dir refuses non-empty ones.
+            let mut dir = path.parent();
+            while let Some(d) = dir.filter(|d| *d != self.workdir && d.starts_with(&self.workdir)) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        index.clear().git("clear the index")?;
+        for rel in files.keys() {
+            index.add_path(Path::new(rel)).git(format!("index {rel}"))?;
+        }
+        index.write().git("write the index")
     }
 
     /// Tracked files whose working-folder copy differs from HEAD.
