@@ -1,0 +1,68 @@
+//! Errors of the transformation library and of prompt building.
+//!
+//! Reply and executor errors live beside their modules ([`crate::reply::ReplyError`],
+//! [`crate::executor::ExecutorError`]): a bad reply is an attempt outcome the workflow
+//! records, not a failure of the library.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::format::Backend;
+
+/// A transformation file, snippet or library directory that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryError {
+    #[error("{}: cannot read: {source}", file.display())]
+    Read { file: PathBuf, source: std::io::Error },
+
+    #[error("{}{}: TOML syntax error: {message}", file.display(), Line(*line))]
+    Syntax { file: PathBuf, line: Option<usize>, message: String },
+
+    /// A field with a bad value; `field` is a path such as `passes[2].region`.
+    #[error("{}{}: {field}: {message}", file.display(), Line(*line))]
+    Invalid { file: PathBuf, line: Option<usize>, field: String, message: String },
+
+    #[error("{}: transformation '{name}' is already defined in {}", file.display(), other.display())]
+    Duplicate { file: PathBuf, name: String, other: PathBuf },
+
+    #[error("no transformation named '{name}'{}", DidYouMean(suggestion.as_deref()))]
+    NotFound { name: String, suggestion: Option<String> },
+}
+
+/// Why a prompt could not be built for a pass.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("'{transformation}' has {count} passes; there is no pass {pass}")]
+    NoSuchPass { transformation: String, pass: usize, count: usize },
+
+    #[error("'{transformation}' does not apply to the {backend} backend (it applies to {applies_to})")]
+    NotApplicable { transformation: String, backend: Backend, applies_to: String },
+
+    #[error("'{transformation}' requires '{name}' in the kernel context, which has no tuning parameter or input of that name")]
+    MissingRequirement { transformation: String, name: String },
+
+    #[error("'{transformation}' introduces tuning parameter '{name}', but the kernel context already has one of that name; was it applied already?")]
+    ParameterExists { transformation: String, name: String },
+}
+
+struct Line(Option<usize>);
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(line) => write!(f, ":{line}"),
+            None => Ok(()),
+        }
+    }
+}
+
+struct DidYouMean<'a>(Option<&'a str>);
+
+impl fmt::Display for DidYouMean<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, "; did you mean '{name}'?"),
+            None => write!(f, "; `peak transformations list` shows them all"),
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! The transformation file format.
+//!
+//! One TOML file per transformation, written by a performance engineer in minutes:
+//!
+//! ```toml
+//! name = "Offset"
+//! description = "Pad shared-memory tiles to avoid bank conflicts"
+//! applies_to = ["cuda", "hip", "opencl", "hlsl"]   # optional: every backend when absent
+//! requires = ["TILE_K"]                            # context parameters the text relies on
+//! overview = "Why and what, shown in every pass prompt."
+//!
+//! [tuning]
+//! OFFSET = { values = [0, 1, 2, 4], description = "elements of padding per row" }
+//!
+//! [constraints]
+//! tuning = ["OFFSET < TILE_K"]
+//!
+//! [[passes]]
+//! region = "device"
+//! title = "Pad the shared tiles"
+//! instructions = "Declare every {{shared}} tile with OFFSET extra elements per row ..."
+//! snippets = ["tile_copy"]                          # inserted as-is at the top of the region
+//!
+//! [translations.cuda]
+//! bank_count = "32"
+//! ```
+//!
+//! Tuning domains use the manifest's syntax (`values`, `range` + `step`, `pow2`), plus an
+//! optional `description` the prompt shows the model. Parsing is strict
+//! (`deny_unknown_fields`) because a misspelt key in a prompt recipe silently changes what
+//! the model is asked to do; every error names the file and the field path. Checks that
+//! need the rest of the library (snippets exist, `{{placeholders}}` are defined for every
+//! backend) live in [`crate::library`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use peak_spec::Region;
+use serde::{Deserialize, Serialize};
+
+use crate::error::LibraryError;
+
+/// A device-code language a transformation can target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Cuda,
+    Hip,
+    Opencl,
+    Hlsl,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::Hip, Backend::Opencl, Backend::Hlsl];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cuda",
+            Backend::Hip => "hip",
+            Backend::Opencl => "opencl",
+            Backend::Hlsl => "hlsl",
+        }
+    }
+
+    /// File extension of this backend's snippets under `snippets/`.
+    pub fn snippet_extension(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cu",
+            Backend::Hip => "hip",
+            Backend::Opencl => "cl",
+            Backend::Hlsl => "hlsl",
+        }
+    }
+
+    /// Language tag for fenced code blocks in prompts.
+    pub(crate) fn fence_language(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cuda",
+            Backend::Hip => "cpp",
+            Backend::Opencl => "c",
+            Backend::Hlsl => "hlsl",
+        }
+    }
+
+    /// The name people know the language by, for prompts.
+    pub(crate) fn language(self) -> &'static str {
+        match self {
+            Backend::Cuda => "CUDA C++ (compiled with NVRTC)",
+            Backend::Hip => "HIP C++ (compiled with hiprtc)",
+            Backend::Opencl => "OpenCL C",
+            Backend::Hlsl => "HLSL compute shaders (compiled to SPIR-V, run through Vulkan)",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown backend '{s}': expected cuda, hip, opencl or hlsl"))
+    }
+}
+
+/// The values a tuning parameter may take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Domain {
+    Values(Vec<i64>),
+    /// Inclusive range.
+    Range { lo: i64, hi: i64, step: i64 },
+    /// Every power of two in the inclusive range.
+    Pow2 { lo: i64, hi: i64 },
+}
+
+impl Domain {
+    /// The concrete values, in increasing order for ranges and as written for `values`.
+    pub fn values(&self) -> Vec<i64> {
+        match self {
+            Domain::Values(values) => values.clone(),
+            Domain::Range { lo, hi, step } => (0..=(hi - lo) / step).map(|i| lo + i * step).collect(),
+            Domain::Pow2 { lo, hi } => {
+                std::iter::successors(Some(1_i64), |v| v.checked_mul(2)).skip_while(|v| v < lo).take_while(|v| v <= hi).collect()
+            }
+        }
+    }
+}
+
+impl fmt::Display for Domain {
+    /// The manifest's spelling, so a person can paste it into `peak.toml`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Domain::Values(values) => {
+                let list: Vec<String> = values.iter().map(i64::to_string).collect();
+                write!(f, "{{ values = [{}] }}", list.join(", "))
+            }
+            Domain::Range { lo, hi, step } => write!(f, "{{ range = [{lo}, {hi}], step = {step} }}"),
+            Domain::Pow2 { lo, hi } => write!(f, "{{ pow2 = [{lo}, {hi}] }}"),
+        }
+    }
+}
+
+/// A tuning parameter a transformation introduces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TuningParam {
+    pub name: String,
+    pub domain: Domain,
+    /// What the parameter means, for the model and for `show`.
+    pub description: Option<String>,
+}
+
+/// One step of a transformation: one region, one set of instructions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pass {
+    pub title: String,
+    pub region: Region,
+    pub instructions: String,
+    /// Snippet names, inserted verbatim at the top of the region.
+    pub snippets: Vec<String>,
+}
+
+/// Generic term -> this backend's spelling, e.g. `thread_x -> threadIdx.x`.
+pub type TranslationTable = BTreeMap<String, String>;
+
+/// A parsed and validated transformation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transformation {
+    pub name: String,
+    pub description: String,
+    pub overview: Option<String>,
+    /// Backends this transformation serves; every backend when the file does not say.
+    pub applies_to: Vec<Backend>,
+    /// Names (tuning parameters or scalar inputs) the context must already have.
+    pub requires: Vec<String>,
+    pub tuning: Vec<TuningParam>,
+    /// Rhai expressions over `tuning` and `requires` names, as in a manifest's
+    /// `[constraints] tuning`.
+    pub constraints: Vec<String>,
+    pub passes: Vec<Pass>,
+    /// This transformation's own terms; the library's shared table fills in the rest.
+    pub translations: BTreeMap<Backend, TranslationTable>,
+    /// Where the file came from (`builtin:<file>` for the shipped library).
+    pub source: PathBuf,
+}
+
+impl Transformation {
+    pub fn applies_to(&self, backend: Backend) -> bool {
+        self.applies_to.contains(&backend)
+    }
+
+    /// Every `{{term}}` placeholder in the texts sent to the model, with the field it is in.
+    pub(crate) fn placeholders(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut collect = |field: String, text: &str| {
+            if let Ok(terms) = placeholder_terms(text) {
+                out.extend(terms.into_iter().map(|t| (field.clone(), t)));
+            }
+        };
+        if let Some(overview) = &self.overview {
+            collect("overview".into(), overview);
+        }
+        for (i, pass) in self.passes.iter().enumerate() {
+            collect(format!("passes[{i}].title"), &pass.title);
+            collect(format!("passes[{i}].instructions"), &pass.instructions);
+        }
+        out
+    }
+
+    /// Parse one transformation file. `file` names the file in errors.
+    pub fn parse(file: &Path, text: &str) -> Result<Transformation, LibraryError> {
+        let deserializer = toml::Deserializer::parse(text).map_err(|e| syntax_error(file, text, &e))?;
+        let raw: RawTransformation = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            LibraryError::Invalid {
+                file: file.to_path_buf(),
+                line: inner.span().map(|s| line_of(text, s.start)),
+                field: if field == "." { "(top level)".into() } else { field },
+                message: inner.message().trim().to_string(),
+            }
+        })?;
+        raw.validate(file)
+    }
+}
+
+fn syntax_error(file: &Path, text: &str, e: &toml::de::Error) -> LibraryError {
+    LibraryError::Syntax {
+        file: file.to_path_buf(),
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: e.message().trim().to_string(),
+    }
+}
+
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The `{{term}}` names in `text`, or a message about a malformed placeholder.
+pub(crate) fn placeholder_terms(text: &str) -> Result<Vec<String>, String> {
+    let mut terms = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let end = after.find("}}").ok_or_else(|| {
+            let shown: String = after.chars().take(30).collect();
+            format!("'{{{{' without a closing '}}}}' near '{{{{{shown}'")
+        })?;
+        let term = after[..end].trim();
+        if !is_term(term) {
+            return Err(format!("'{{{{{term}}}}}' is not a placeholder: terms are lower_snake_case words like {{{{thread_x}}}}"));
+        }
+        terms.push(term.to_string());
+        rest = &after[end + 2..];
+    }
+    Ok(terms)
+}
+
+/// Replace every `{{term}}` with its spelling in `table`. Validation guarantees every term
+/// used is defined, so a missing one is left visibly unreplaced rather than panicking.
+pub(crate) fn substitute(text: &str, table: &TranslationTable) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find("}}") {
+            Some(end) => {
+                let term = after[..end].trim();
+                match table.get(term) {
+                    Some(spelling) => out.push_str(spelling),
+                    None => out.push_str(&rest[start..start + 2 + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+pub(crate) fn is_term(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase()) && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTransformation {
+    name: String,
+    description: String,
+    #[serde(default)]
+    overview: Option<String>,
+    #[serde(default)]
+    applies_to: Option<Vec<Backend>>,
+    #[serde(default)]
+    requires: Vec<String>,
+    #[serde(default)]
+    tuning: BTreeMap<String, RawDomain>,
+    #[serde(default)]
+    constraints: RawConstraints,
+    passes: Vec<RawPass>,
+    #[serde(default)]
+    translations: BTreeMap<Backend, TranslationTable>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDomain {
+    values: Option<Vec<i64>>,
+    range: Option<[i64; 2]>,
+    step: Option<i64>,
+    pow2: Option<[i64; 2]>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConstraints {
+    #[serde(default)]
+    tuning: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPass {
+    region: Region,
+    title: String,
+    instructions: String,
+    #[serde(default)]
+    snippets: Vec<String>,
+}
+
+impl RawDomain {
+    /// Same rules as the manifest's domains, so a transformation cannot introduce a
+    /// parameter the manifest would later reject.
+    fn validate(&self) -> Result<Domain, String> {
+        let forms = [self.values.is_some(), self.range.is_some(), self.pow2.is_some()];
+        match forms.iter().filter(|f| **f).count() {
+            0 => return Err("give one of `values = [..]`, `range = [lo, hi]` or `pow2 = [lo, hi]`".into()),
+            1 => {}
+            _ => return Err("give only one of `values`, `range` and `pow2`".into()),
+        }
+        if self.step.is_some() && self.range.is_none() {
+            return Err("`step` only goes with `range`".into());
+        }
+        if let Some(values) = &self.values {
+            if values.is_empty() {
+                return Err("`values` is empty".into());
+            }
+            let mut seen = BTreeSet::new();
+            if let Some(dup) = values.iter().find(|v| !seen.insert(**v)) {
+                return Err(format!("`values` lists {dup} twice"));
+            }
+            return Ok(Domain::Values(values.clone()));
+        }
+        if let Some([lo, hi]) = self.range {
+            let step = self.step.unwrap_or(1);
+            if step <= 0 {
+                return Err(format!("`step` must be positive, got {step}"));
+            }
+            if lo > hi {
+                return Err(format!("`range = [{lo}, {hi}]` is empty: the low end is above the high end"));
+            }
+            if (hi - lo) / step >= 1_000_000 {
+                return Err(format!("`range = [{lo}, {hi}]` has more than a million values; surely a mistake"));
+            }
+            return Ok(Domain::Range { lo, hi, step });
+        }
+        let Some([lo, hi]) = self.pow2 else {
+            return Err("give one of `values = [..]`, `range = [lo, hi]` or `pow2 = [lo, hi]`".into());
+        };
+        if lo < 1 || lo > hi {
+            return Err(format!("`pow2 = [{lo}, {hi}]` needs 1 <= lo <= hi"));
+        }
+        let domain = Domain::Pow2 { lo, hi };
+        if domain.values().is_empty() {
+            return Err(format!("`pow2 = [{lo}, {hi}]` holds no power of two"));
+        }
+        Ok(domain)
+    }
+}
+
+impl RawTransformation {
+    fn validate(self, file: &Path) -> Result<Transformation, LibraryError> {
+        let invalid = |field: String, message: String| LibraryError::Invalid { file: file.to_path_buf(), line: None, field, message };
+
+        if self.name.trim().is_empty() || self.name.trim() != self.name {
+            return Err(invalid("name".into(), "must be non-empty, without leading or trailing spaces".into()));
+        }
+        if crate::library::normalize(&self.name).is_empty() {
+            return Err(invalid("name".into(), "needs at least one letter or digit".into()));
+        }
+        if self.description.trim().is_empty() {
+            return Err(invalid("description".into(), "must not be empty".into()));
+        }
+        let applies_to = match self.applies_to {
+            Some(list) if list.is_empty() => return Err(invalid("applies_to".into(), "lists no backend; leave it out to mean every backend".into())),
+            Some(list) => {
+                let mut seen = BTreeSet::new();
+                if let Some(dup) = list.iter().find(|b| !seen.insert(**b)) {
+                    return Err(invalid("applies_to".into(), format!("lists {dup} twice")));
+                }
+                list
+            }
+            None => Backend::ALL.to_vec(),
+        };
+
+        for (i, name) in self.requires.iter().enumerate() {
+            if !is_identifier(name) {
+                return Err(invalid(format!("requires[{i}]"), format!("'{name}' is not an identifier")));
+            }
+        }
+
+        let mut tuning = Vec::new();
+        for (name, raw) in &self.tuning {
+            let field = format!("tuning.{name}");
+            if !is_identifier(name) {
+                return Err(invalid(field, format!("'{name}' is not an identifier usable as a #define and a script variable")));
+            }
+            if self.requires.contains(name) {
+                return Err(invalid(field, format!("'{name}' is both introduced here and listed in `requires`")));
+            }
+            let domain = raw.validate().map_err(|m| invalid(field.clone(), m))?;
+            if raw.description.as_deref().is_some_and(|d| d.trim().is_empty()) {
+                return Err(invalid(format!("{field}.description"), "is empty; leave it out instead".into()));
+            }
+            tuning.push(TuningParam { name: name.clone(), domain, description: raw.description.clone() });
+        }
+
+        // Constraints compile as Rhai expressions in strict-variables mode, as the manifest
+        // will compile them, so an unknown name or a syntax error shows up now rather
+        // than when the context is tuned after the model has already been paid for.
+        let mut engine = rhai::Engine::new_raw();
+        engine.set_strict_variables(true);
+        let mut scope = rhai::Scope::new();
+        for name in self.requires.iter().chain(self.tuning.keys()) {
+            scope.push_constant(name.as_str(), 0_i64);
+        }
+        for (i, text) in self.constraints.tuning.iter().enumerate() {
+            engine
+                .compile_expression_with_scope(&scope, text)
+                .map_err(|e| invalid(format!("constraints.tuning[{i}]"), format!("`{text}`: {e} (names must be introduced in [tuning] or listed in `requires`)")))?;
+        }
+
+        if self.passes.is_empty() {
+            return Err(invalid("passes".into(), "a transformation needs at least one [[passes]] entry".into()));
+        }
+        let mut passes = Vec::new();
+        for (i, raw) in self.passes.into_iter().enumerate() {
+            if raw.title.trim().is_empty() {
+                return Err(invalid(format!("passes[{i}].title"), "must not be empty".into()));
+            }
+            if raw.instructions.trim().is_empty() {
+                return Err(invalid(format!("passes[{i}].instructions"), "must not be empty".into()));
+            }
+            let mut seen = BTreeSet::new();
+            for (j, snippet) in raw.snippets.iter().enumerate() {
+                if !seen.insert(snippet) {
+                    return Err(invalid(format!("passes[{i}].snippets[{j}]"), format!("'{snippet}' is listed twice")));
+                }
+            }
+            for (field, text) in [("title", &raw.title), ("instructions", &raw.instructions)] {
+                placeholder_terms(text).map_err(|m| invalid(format!("passes[{i}].{field}"), m))?;
+            }
+            passes.push(Pass { title: raw.title, region: raw.region, instructions: raw.instructions, snippets: raw.snippets });
+        }
+        if let Some(overview) = &self.overview {
+            placeholder_terms(overview).map_err(|m| invalid("overview".into(), m))?;
+        }
+
+        for (backend, table) in &self.translations {
+            if !applies_to.contains(backend) {
+                return Err(invalid(format!("translations.{backend}"), format!("{backend} is not in `applies_to`")));
+            }
+            for term in table.keys() {
+                if !is_term(term) {
+                    return Err(invalid(format!("translations.{backend}.{term}"), "terms are lower_snake_case words".into()));
+                }
+            }
+        }
+
+        Ok(Transformation {
+            name: self.name,
+            description: self.description.trim().to_string(),
+            overview: self.overview,
+            applies_to,
+            requires: self.requires,
+            tuning,
+            constraints: self.constraints.tuning,
+            passes,
+            translations: self.translations,
+            source: file.to_path_buf(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Transformation, LibraryError> {
+        Transformation::parse(Path::new("t.toml"), text)
+    }
+
+    const MINIMAL: &str = r#"
+name = "Offset"
+description = "pad tiles"
+[tuning]
+OFFSET = { values = [0, 1, 2] }
+[constraints]
+tuning = ["OFFSET <= 2"]
+[[passes]]
+region = "device"
+title = "pad"
+instructions = "Pad each {{shared}} tile."
+"#;
+
+    #[test]
+    fn minimal_file_parses_with_defaults() {
+        let t = parse(MINIMAL).unwrap();
+        assert_eq!(t.name, "Offset");
+        assert_eq!(t.applies_to, Backend::ALL.to_vec());
+        assert_eq!(t.tuning[0].domain.values(), vec![0, 1, 2]);
+        assert_eq!(t.passes[0].region, Region::Device);
+        assert_eq!(t.placeholders(), vec![("passes[0].instructions".to_string(), "shared".to_string())]);
+    }
+
+    #[test]
+    fn unknown_field_names_file_and_path() {
+        let text = MINIMAL.replace("title = \"pad\"", "title = \"pad\"\nregoin = \"host\"");
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("t.toml"), "{err}");
+        assert!(err.contains("passes[0]"), "{err}");
+        assert!(err.contains("regoin"), "{err}");
+    }
+
+    #[test]
+    fn unknown_region_names_the_field() {
+        let err = parse(&MINIMAL.replace("\"device\"", "\"kernel\"")).unwrap_err().to_string();
+        assert!(err.contains("passes[0].region"), "{err}");
+        assert!(err.contains("kernel"), "{err}");
+    }
+
+    #[test]
+    fn bad_domains_name_the_parameter() {
+        for (domain, expect) in [
+            ("{ values = [] }", "empty"),
+            ("{ pow2 = [0, 8] }", "1 <= lo"),
+            ("{ range = [8, 1] }", "empty"),
+            ("{ step = 2, values = [1] }", "only goes with `range`"),
+            ("{ values = [1], pow2 = [1, 2] }", "only one"),
+            ("{ pow2 = [5, 7] }", "no power of two"),
+        ] {
+            let err = parse(&MINIMAL.replace("{ values = [0, 1, 2] }", domain)).unwrap_err().to_string();
+            assert!(err.contains("tuning.OFFSET") && err.contains(expect), "{domain}: {err}");
+        }
+    }
+
+    #[test]
+    fn domains_expand_like_the_manifest() {
+        assert_eq!(Domain::Pow2 { lo: 3, hi: 32 }.values(), vec![4, 8, 16, 32]);
+        assert_eq!(Domain::Range { lo: 1, hi: 8, step: 3 }.values(), vec![1, 4, 7]);
+        assert_eq!(Domain::Pow2 { lo: 4, hi: 64 }.to_string(), "{ pow2 = [4, 64] }");
+    }
+
+    #[test]
+    fn constraint_with_unknown_name_is_rejected() {
+        let err = parse(&MINIMAL.replace("OFFSET <= 2", "OFFSET <= TILE_K")).unwrap_err().to_string();
+        assert!(err.contains("constraints.tuning[0]") && err.contains("TILE_K"), "{err}");
+        let ok = MINIMAL.replace("OFFSET <= 2", "OFFSET <= TILE_K").replace("[tuning]", "requires = [\"TILE_K\"]\n[tuning]");
+        parse(&ok).unwrap();
+    }
+
+    #[test]
+    fn malformed_placeholder_is_rejected() {
+        let err = parse(&MINIMAL.replace("{{shared}}", "{{shared")).unwrap_err().to_string();
+        assert!(err.contains("passes[0].instructions"), "{err}");
+        let err = parse(&MINIMAL.replace("{{shared}}", "{{Shared Memory}}")).unwrap_err().to_string();
+        assert!(err.contains("not a placeholder"), "{err}");
+    }
+
+    #[test]
+    fn syntax_error_reports_line() {
+        let err = parse("name = \"x\"\ndescription = \n").unwrap_err();
+        assert!(matches!(err, LibraryError::Syntax { line: Some(2), .. }), "{err}");
+    }
+
+    #[test]
+    fn substitution_replaces_known_terms_only() {
+        let table: TranslationTable = [("thread_x".to_string(), "threadIdx.x".to_string())].into();
+        assert_eq!(substitute("a {{thread_x}} b {{ thread_x }} {{other}}", &table), "a threadIdx.x b threadIdx.x {{other}}");
+    }
+}

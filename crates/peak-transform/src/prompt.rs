@@ -1,0 +1,324 @@
+//! Prompts for one pass of a transformation, and for repairing it.
+//!
+//! A pass prompt carries everything the model needs and nothing it could confuse with the
+//! task: the transformation's text with this backend's terms substituted, the one region to
+//! edit, the other regions marked read-only, the tuning parameters (the context's and the
+//! ones this transformation introduces, with their constraints), the translation table,
+//! the snippets peak will insert, and the exact answer format that
+//! [`crate::reply::parse_reply`] expects. The same text goes to an LLM, to a person or agent
+//! through the agent executor, and into the transcript, so a replay shows what was asked.
+
+use std::fmt::Write as _;
+
+use peak_spec::{Region, Regions};
+
+use crate::error::PromptError;
+use crate::format::{Backend, Transformation, substitute};
+use crate::library::Library;
+use crate::reply::{ReplyError, parse_reply};
+
+/// A tuning parameter or scalar input of the kernel context, as the prompt shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextParam {
+    pub name: String,
+    /// The values it takes, written for a person: `8, 16, 32` or `pow2 [4, 64]`.
+    pub values: String,
+}
+
+impl ContextParam {
+    pub fn new(name: impl Into<String>, values: impl Into<String>) -> Self {
+        ContextParam { name: name.into(), values: values.into() }
+    }
+}
+
+/// The kernel context a pass is applied to.
+#[derive(Debug, Clone, Copy)]
+pub struct PromptContext<'a> {
+    /// The current source: for a pass, the result of the previous passes; for a repair,
+    /// the version that failed.
+    pub regions: &'a Regions,
+    pub backend: Backend,
+    /// The tuning parameters of the checkpoint the transformation starts from, without the
+    /// ones it introduces (those are added from the transformation file).
+    pub tuning: &'a [ContextParam],
+    /// Scalar inputs, e.g. `n`.
+    pub inputs: &'a [ContextParam],
+    /// The context's existing `[constraints] tuning` expressions.
+    pub constraints: &'a [String],
+}
+
+/// What went wrong with the previous attempt, for a repair prompt.
+#[derive(Debug, Clone)]
+pub enum Feedback {
+    /// The device code or the launch script did not compile; the compiler's log.
+    CompileError(String),
+    /// It ran but failed (a launch error, a crash, a time-out); what the runner reported.
+    RuntimeError(String),
+    /// It ran but the outputs differ from the reference; the validator's verdict.
+    WrongOutput(String),
+    /// The reply itself could not be used.
+    BadReply(ReplyError),
+}
+
+/// The prompt for one pass, and how to turn the reply into the region's new text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassPrompt {
+    pub transformation: String,
+    /// 1-based pass number.
+    pub pass: usize,
+    pub passes: usize,
+    /// The region this pass edits.
+    pub region: Region,
+    pub text: String,
+    /// Snippet texts to insert at the top of the region, those not already in the source.
+    snippets: Vec<String>,
+}
+
+impl PassPrompt {
+    /// Parse a reply and return the complete new text of [`Self::region`], with this
+    /// pass's snippets inserted at its top.
+    pub fn accept(&self, reply: &str, current: &Regions) -> Result<String, ReplyError> {
+        let code = parse_reply(reply, current, self.region)?;
+        let mut out = String::new();
+        for snippet in &self.snippets {
+            // An agent or model may have kept the snippet despite being told not to;
+            // inserting it again would define everything twice.
+            if !code.contains(snippet.trim()) {
+                out.push_str(snippet.trim_end());
+                out.push_str("\n\n");
+            }
+        }
+        out.push_str(&code);
+        Ok(out)
+    }
+}
+
+/// Longest log kept in a repair prompt. Compilers report the first errors first, and the
+/// first errors are the ones that matter, so the head is kept with a short tail.
+const MAX_LOG_CHARS: usize = 16_000;
+const LOG_TAIL_CHARS: usize = 2_000;
+
+impl Library {
+    /// The prompt for pass `pass` (1-based) of `transformation`.
+    pub fn pass_prompt(&self, transformation: &Transformation, pass: usize, ctx: &PromptContext<'_>) -> Result<PassPrompt, PromptError> {
+        self.build(transformation, pass, ctx, None)
+    }
+
+    /// The prompt for trying pass `pass` again after `feedback`. `ctx.regions` is the
+    /// version that failed, so the model sees what it is repairing.
+    pub fn repair_prompt(&self, transformation: &Transformation, pass: usize, ctx: &PromptContext<'_>, feedback: &Feedback) -> Result<PassPrompt, PromptError> {
+        self.build(transformation, pass, ctx, Some(feedback))
+    }
+
+    fn build(&self, t: &Transformation, pass_no: usize, ctx: &PromptContext<'_>, feedback: Option<&Feedback>) -> Result<PassPrompt, PromptError> {
+        let pass = pass_no
+            .checked_sub(1)
+            .and_then(|i| t.passes.get(i))
+            .ok_or_else(|| PromptError::NoSuchPass { transformation: t.name.clone(), pass: pass_no, count: t.passes.len() })?;
+        let backend = ctx.backend;
+        if !t.applies_to(backend) {
+            let applies_to: Vec<&str> = t.applies_to.iter().map(|b| b.name()).collect();
+            return Err(PromptError::NotApplicable { transformation: t.name.clone(), backend, applies_to: applies_to.join(", ") });
+        }
+        let known = |name: &str| ctx.tuning.iter().chain(ctx.inputs).any(|p| p.name == name);
+        if let Some(name) = t.requires.iter().find(|n| !known(n)) {
+            return Err(PromptError::MissingRequirement { transformation: t.name.clone(), name: name.clone() });
+        }
+        if let Some(p) = t.tuning.iter().find(|p| ctx.tuning.iter().any(|c| c.name == p.name)) {
+            return Err(PromptError::ParameterExists { transformation: t.name.clone(), name: p.name.clone() });
+        }
+
+        let table = self.translation_table(t, backend);
+        let lang = backend.fence_language();
+        let mut s = String::new();
+        let _ = writeln!(s, "You are an expert GPU performance engineer. You are applying one pass of a code transformation to a GPU kernel; you answer with the new code of one region of its source.\n");
+
+        let _ = writeln!(s, "# Transformation: {}\n", t.name);
+        let _ = writeln!(s, "{}\n", substitute(&t.description, &table));
+        if let Some(overview) = &t.overview {
+            let _ = writeln!(s, "{}\n", substitute(overview.trim_end(), &table));
+        }
+
+        let _ = writeln!(s, "# This pass: {pass_no} of {}, \"{}\"\n", t.passes.len(), substitute(&pass.title, &table));
+        let _ = writeln!(s, "You edit the **{}** region and nothing else.\n", pass.region);
+        let _ = writeln!(s, "{}\n", substitute(pass.instructions.trim_end(), &table));
+
+        let mut inserted = Vec::new();
+        let mut present = Vec::new();
+        for name in &pass.snippets {
+            // Validation guarantees the snippet exists for every backend the transformation
+            // applies to; a missing one can only come from a hand-built Library.
+            let Some(snippet) = self.snippet(name, backend) else { continue };
+            if Region::ALL.iter().any(|r| ctx.regions.get(*r).contains(snippet.text.trim())) {
+                present.push(name.as_str());
+            } else {
+                inserted.push(snippet);
+            }
+        }
+        if !inserted.is_empty() {
+            let _ = writeln!(s, "## Snippets\n");
+            let _ = writeln!(
+                s,
+                "peak inserts the following hand-written code verbatim at the top of the {} region, before your code. Use it as it is: do not copy, redefine or modify it in your answer.\n",
+                pass.region
+            );
+            for snippet in &inserted {
+                let _ = writeln!(s, "`{}`:\n{}", snippet.name, fenced(lang, &snippet.text));
+            }
+        }
+        if !present.is_empty() {
+            let _ = writeln!(s, "The snippets {} are already in the source below; use them and keep them unchanged.\n", present.join(", "));
+        }
+
+        let _ = writeln!(s, "# Backend: {} — {}\n", backend, backend.language());
+        if !table.is_empty() {
+            let _ = writeln!(s, "The generic terms of this transformation and their {backend} spelling:\n");
+            let _ = writeln!(s, "| term | {backend} |\n|---|---|");
+            for (term, spelling) in &table {
+                let _ = writeln!(s, "| {term} | {} |", spelling.replace('|', "\\|"));
+            }
+            s.push('\n');
+        }
+
+        let _ = writeln!(s, "# Tuning parameters\n");
+        let _ = writeln!(
+            s,
+            "peak defines every tuning parameter as `#define NAME value` before the macros region, and as an integer variable of the same name in the host script. Never define them yourself and never hard-code their values: an autotuner chooses them, and the code must be correct for every combination the values and constraints below allow.\n"
+        );
+        if ctx.tuning.is_empty() {
+            let _ = writeln!(s, "The kernel context has no tuning parameters yet.");
+        } else {
+            let _ = writeln!(s, "The kernel context's parameters:");
+            for p in ctx.tuning {
+                let _ = writeln!(s, "- `{}`: {}", p.name, p.values);
+            }
+        }
+        if !t.tuning.is_empty() {
+            let _ = writeln!(s, "\nIntroduced by this transformation (peak adds them to the context):");
+            for p in &t.tuning {
+                let values: Vec<String> = p.domain.values().iter().map(i64::to_string).collect();
+                let _ = write!(s, "- `{}`: {}", p.name, values.join(", "));
+                if let Some(d) = &p.description {
+                    let _ = write!(s, " — {}", substitute(d, &table));
+                }
+                s.push('\n');
+            }
+        }
+        let constraints: Vec<&String> = ctx.constraints.iter().chain(&t.constraints).collect();
+        if !constraints.is_empty() {
+            let _ = writeln!(s, "\nConstraints (only combinations satisfying all of them are run):");
+            for c in constraints {
+                let _ = writeln!(s, "- `{c}`");
+            }
+        }
+        if !ctx.inputs.is_empty() {
+            let _ = writeln!(s, "\nScalar inputs (kernel arguments, and variables in the host script):");
+            for p in ctx.inputs {
+                let _ = writeln!(s, "- `{}`: {}", p.name, p.values);
+            }
+        }
+        s.push('\n');
+
+        let _ = writeln!(s, "# Kernel context\n");
+        let _ = writeln!(
+            s,
+            "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (the {} kernels and device functions) and **host** (a Rhai launch script: it sees tuning parameters and scalar inputs as integer variables and arrays by name, and calls `launch(\"kernel\", [grid_x, grid_y], [block_x, block_y], shared_bytes, args...)`, `ceil_div(a, b)` and `alloc(\"f32\", count)` for scratch buffers).\n",
+            backend.language()
+        );
+        for region in Region::ALL {
+            let role = if region == pass.region { "the region you edit" } else { "read-only" };
+            let region_lang = if region == Region::Host { "rhai" } else { lang };
+            let text = ctx.regions.get(region);
+            let _ = writeln!(s, "## {region} region ({role})\n");
+            if text.trim().is_empty() {
+                let _ = writeln!(s, "(empty)\n");
+            } else {
+                let _ = writeln!(s, "{}", fenced(region_lang, text));
+            }
+        }
+
+        if let Some(feedback) = feedback {
+            let _ = writeln!(s, "# The previous attempt failed\n");
+            match feedback {
+                Feedback::CompileError(log) => {
+                    let _ = writeln!(s, "The source above, produced by this transformation, does not compile. The compiler said:\n\n{}", fenced("text", &clip(log)));
+                }
+                Feedback::RuntimeError(log) => {
+                    let _ = writeln!(s, "The source above, produced by this transformation, compiles but fails when run:\n\n{}", fenced("text", &clip(log)));
+                }
+                Feedback::WrongOutput(verdict) => {
+                    let _ = writeln!(
+                        s,
+                        "The source above, produced by this transformation, compiles and runs but its outputs differ from the original kernel's. The validator said:\n\n{}\nLook for indexing, bounds, synchronisation and tile-size assumptions that break for some of the allowed tuning values.\n",
+                        fenced("text", &clip(verdict))
+                    );
+                }
+                Feedback::BadReply(error) => {
+                    let _ = writeln!(s, "The previous answer could not be used: {error}. Answer exactly in the format below.\n");
+                }
+            }
+            let _ = writeln!(s, "Fix it by rewriting the {} region, while still carrying out this pass.\n", pass.region);
+        }
+
+        let _ = writeln!(s, "# Answer format\n");
+        let _ = writeln!(
+            s,
+            "Reply with exactly one fenced code block holding the complete new text of the {region} region, from its first line to its last, and nothing else: no second code block, no explanation outside the block.\n\
+             - Do not include the region marker lines (`// @peak ...`) or the other regions; they stay exactly as shown.\n\
+             - Do not include the snippets listed above; peak inserts them.\n\
+             - Keep everything in the {region} region that this pass does not ask you to change.",
+            region = pass.region
+        );
+
+        Ok(PassPrompt {
+            transformation: t.name.clone(),
+            pass: pass_no,
+            passes: t.passes.len(),
+            region: pass.region,
+            text: s,
+            snippets: inserted.iter().map(|sn| sn.text.clone()).collect(),
+        })
+    }
+}
+
+/// A fenced block that cannot be closed early by backticks inside `text`.
+fn fenced(lang: &str, text: &str) -> String {
+    let longest = text
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = text.trim_end_matches('\n');
+    format!("{fence}{lang}\n{body}\n{fence}\n")
+}
+
+fn clip(log: &str) -> String {
+    let chars: Vec<char> = log.chars().collect();
+    if chars.len() <= MAX_LOG_CHARS {
+        return log.to_string();
+    }
+    let head: String = chars[..MAX_LOG_CHARS - LOG_TAIL_CHARS].iter().collect();
+    let tail: String = chars[chars.len() - LOG_TAIL_CHARS..].iter().collect();
+    format!("{head}\n[... {} characters left out ...]\n{tail}", chars.len() - MAX_LOG_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fence_outgrows_backticks_in_the_text() {
+        assert_eq!(fenced("c", "int x;\n"), "```c\nint x;\n```\n");
+        assert!(fenced("c", "a ```` b").starts_with("`````c\n"));
+    }
+
+    #[test]
+    fn long_logs_keep_head_and_tail() {
+        let log = format!("FIRST{}LAST", "x".repeat(40_000));
+        let clipped = clip(&log);
+        assert!(clipped.starts_with("FIRST") && clipped.ends_with("LAST"));
+        assert!(clipped.len() < 17_000);
+        assert!(clipped.contains("characters left out"));
+    }
+}
