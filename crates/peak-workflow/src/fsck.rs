@@ -29,7 +29,8 @@ pub enum FindingKind {
     MissingObject,
     /// A transcript holds something key-shaped (written by something other than peak).
     SecretInTranscript,
-    /// A dead process left its lock record: it was killed mid-operation.
+    /// A writer was killed mid-operation: it left its record in peak's lock file, or a
+    /// git lock file (`index.lock`, `refs/heads/NAME.lock`) that would block later writes.
     StaleLock,
     /// A live process holds the lock; other findings may be transient.
     LockHeld,
@@ -87,7 +88,8 @@ impl Workflow {
     /// mirrors; and that the working folder matches HEAD.
     ///
     /// With `repair`, fixes what can be fixed without losing anything: a dead holder's lock
-    /// record is cleared (finishing its working-folder refresh if it died in one), damaged
+    /// record and git lock files are cleared (finishing the working-folder refresh if the
+    /// holder died in one), damaged
     /// lines are dropped from the local attempts log and the mirror branch is rewritten
     /// from what is readable. Edits in the working folder are never touched; they are
     /// reported with [`FindingKind::WorktreeDiffers`].
@@ -111,31 +113,42 @@ impl Workflow {
     /// Returns whether a live process holds the lock (then nothing is repaired).
     fn fsck_lock(&mut self, repair: bool, findings: &mut Vec<Finding>) -> Result<bool> {
         let path = self.lock_path();
-        let subject = path.display().to_string();
-        match lock::inspect(&path, false)? {
-            LockState::Free => Ok(false),
+        let stale = match lock::inspect(&path, false)? {
             LockState::Held(holder) => {
                 let who = holder.map_or_else(|| "a process whose record is not readable yet".to_string(), |h| h.to_string());
-                findings.push(Finding { kind: FindingKind::LockHeld, subject, message: format!("held by {who}"), repaired: false });
-                Ok(true)
+                let message = format!("held by {who}");
+                findings.push(Finding { kind: FindingKind::LockHeld, subject: path.display().to_string(), message, repaired: false });
+                return Ok(true);
             }
-            LockState::Stale(holder) => {
-                let who = holder.as_ref().map_or_else(|| "a process whose record was cut short".to_string(), |h| h.to_string());
-                let mut message = format!("left by {who}, which is gone");
-                let mut repaired = false;
-                if repair {
-                    // Taking the lock runs the same recovery every writer runs, and a clean
-                    // release empties the record.
-                    let restored = self.with_lock("fsck-repair", |wf| wf.recover(&holder))?;
-                    if restored {
-                        message.push_str("; restored the working folder from HEAD, which it was rewriting");
-                    }
-                    repaired = true;
-                }
-                findings.push(Finding { kind: FindingKind::StaleLock, subject, message, repaired });
-                Ok(false)
-            }
+            LockState::Stale(holder) => Some(holder),
+            LockState::Free => None,
+        };
+        let git_locks = self.git_lock_files()?;
+        // Decided before repairing: the repair's own recovery makes it moot.
+        let refresh = stale.as_ref().is_some_and(|h| self.cut_short_refresh(h));
+        let fix = repair && (stale.is_some() || !git_locks.is_empty());
+        if fix {
+            // Taking the lock runs the recovery every writer runs after a crash (which
+            // also removes git's lock files); a clean release then empties the record.
+            self.with_lock("fsck-repair", |wf| wf.remove_git_locks())?;
         }
+        if let Some(holder) = stale {
+            let who = holder.as_ref().map_or_else(|| "a process whose record was cut short".to_string(), |h| h.to_string());
+            let mut message = format!("left by {who}, which is gone");
+            if fix && refresh {
+                message.push_str("; restored the working folder from HEAD, which it was rewriting");
+            }
+            findings.push(Finding { kind: FindingKind::StaleLock, subject: path.display().to_string(), message, repaired: fix });
+        }
+        for lock_file in git_locks {
+            findings.push(Finding {
+                kind: FindingKind::StaleLock,
+                subject: lock_file.display().to_string(),
+                message: "git lock file left by a writer that died (or by a git command running right now)".to_string(),
+                repaired: fix,
+            });
+        }
+        Ok(false)
     }
 
     fn fsck_history(&self, findings: &mut Vec<Finding>) -> Result<()> {

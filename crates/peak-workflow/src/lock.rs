@@ -50,6 +50,9 @@ pub struct LockHolder {
     /// The operation in progress (`checkpoint`, `checkout`, ..., or `idle` between the
     /// operations of a session that keeps the lock).
     pub operation: String,
+    /// With operation `refresh-worktree`: the commit HEAD is being moved to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 impl fmt::Display for LockHolder {
@@ -62,9 +65,12 @@ impl fmt::Display for LockHolder {
     }
 }
 
-/// The operation name a writer records between moving a ref and rewriting the working
-/// folder to match. A dead holder with this operation left a half-written working folder
-/// whose content is already committed, so restoring it from HEAD loses nothing.
+/// The operation a writer records, with the commit as `target`, just before it moves HEAD
+/// (or HEAD's branch) to that commit and rewrites the working folder to match. If the
+/// holder died and HEAD is at `target`, the move happened and the working folder may be
+/// half-written; its content is committed, so restoring it from HEAD loses nothing. If
+/// HEAD is elsewhere, the move never happened and the working folder is left alone (it
+/// may hold edits that were about to become that commit).
 pub(crate) const OP_REFRESH_WORKTREE: &str = "refresh-worktree";
 pub(crate) const OP_IDLE: &str = "idle";
 
@@ -149,16 +155,18 @@ impl WorkflowLock {
             command: secrets::redact(&std::env::args().collect::<Vec<_>>().join(" ")).into_owned(),
             started: now_rfc3339(),
             operation: operation.to_string(),
+            target: None,
         };
         let mut lock = WorkflowLock { file, holder };
         lock.write_record(path)?;
         Ok((lock, stale))
     }
 
-    /// Record the operation now in progress.
-    pub(crate) fn set_operation(&mut self, path: &Path, operation: &str) -> Result<()> {
-        if self.holder.operation != operation {
+    /// Record the operation now in progress, and the commit it moves HEAD to, if any.
+    pub(crate) fn set_operation(&mut self, path: &Path, operation: &str, target: Option<String>) -> Result<()> {
+        if self.holder.operation != operation || self.holder.target != target {
             self.holder.operation = operation.to_string();
+            self.holder.target = target;
             self.write_record(path)?;
         }
         Ok(())
@@ -271,6 +279,7 @@ mod tests {
             command: "peak apply".into(),
             started: "t".into(),
             operation: OP_REFRESH_WORKTREE.into(),
+            target: Some("0".repeat(40)),
         };
         std::fs::write(&path, serde_json::to_string(&dead).unwrap()).unwrap();
         assert_eq!(inspect(&path, false).unwrap(), LockState::Stale(Some(dead.clone())));

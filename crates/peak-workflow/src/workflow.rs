@@ -461,37 +461,84 @@ impl Workflow {
                 }
             }
         } else {
-            self.set_operation(operation)?;
+            self.set_operation(operation, None)?;
         }
         let result = f(self);
         if temporary {
             self.held = None;
             result
         } else {
-            let idle = self.set_operation(OP_IDLE);
+            let idle = self.set_operation(OP_IDLE, None);
             result.and_then(|value| idle.map(|()| value))
         }
     }
 
-    pub(crate) fn set_operation(&mut self, operation: &str) -> Result<()> {
+    pub(crate) fn set_operation(&mut self, operation: &str, target: Option<Oid>) -> Result<()> {
         let path = self.lock_path();
         match self.held.as_mut() {
-            Some(lock) => lock.set_operation(&path, operation),
+            Some(lock) => lock.set_operation(&path, operation, target.map(|t| t.to_string())),
             None => Ok(()),
         }
     }
 
     /// Finish what a dead lock holder cut short. Returns whether the working folder was
-    /// restored. Only a holder that died after moving a ref and before rewriting the
-    /// working folder needs anything: everything else it did was atomic.
+    /// restored.
+    ///
+    /// Git's own lock files (`index.lock`, `refs/heads/main.lock`, ...) the dead writer
+    /// left would make every later git write fail, so they go; while our lock is held no
+    /// other peak process can own them. The only unfinished work that needs redoing is a
+    /// working-folder refresh: everything else a writer does is atomic.
     pub(crate) fn recover(&mut self, stale: &Option<LockHolder>) -> Result<bool> {
-        match stale {
-            Some(holder) if holder.operation == OP_REFRESH_WORKTREE => {
-                self.refresh_worktree()?;
-                Ok(true)
-            }
-            _ => Ok(false),
+        self.remove_git_locks()?;
+        if self.cut_short_refresh(stale) {
+            self.refresh_worktree()?;
+            return Ok(true);
         }
+        Ok(false)
+    }
+
+    /// Whether a dead holder had moved HEAD and not finished rewriting the working folder.
+    pub(crate) fn cut_short_refresh(&self, stale: &Option<LockHolder>) -> bool {
+        let Some(holder) = stale else { return false };
+        let head = self.repo.head().and_then(|h| h.peel_to_commit()).map(|c| c.id().to_string());
+        holder.operation == OP_REFRESH_WORKTREE && head.ok().is_some_and(|h| holder.target.as_deref() == Some(h.as_str()))
+    }
+
+    /// Lock files git writers create next to what they update, found in `.git`.
+    pub(crate) fn git_lock_files(&self) -> Result<Vec<PathBuf>> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+            let entries = match std::fs::read_dir(dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e).at(dir),
+            };
+            for entry in entries {
+                let path = entry.at(dir)?.path();
+                if path.is_dir() {
+                    walk(&path, out)?;
+                } else if path.extension().is_some_and(|e| e == "lock") {
+                    out.push(path);
+                }
+            }
+            Ok(())
+        }
+        let git = self.repo.path();
+        let mut out: Vec<PathBuf> =
+            ["index.lock", "HEAD.lock", "packed-refs.lock", "config.lock"].iter().map(|n| git.join(n)).filter(|p| p.exists()).collect();
+        walk(&git.join("refs"), &mut out)?;
+        walk(&git.join("logs"), &mut out)?;
+        Ok(out)
+    }
+
+    pub(crate) fn remove_git_locks(&self) -> Result<()> {
+        for path in self.git_lock_files()? {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).at(&path),
+            }
+        }
+        Ok(())
     }
 
     fn signature(&self) -> Result<Signature<'static>> {
@@ -644,16 +691,20 @@ impl Workflow {
     }
 
     fn checkpoint_locked(&mut self, input: CheckpointInput, files: Files, in_place: bool) -> Result<CheckpointId> {
-        let new = self.commit_checkpoint(input, files, in_place)?;
-        self.set_operation(OP_REFRESH_WORKTREE)?;
+        let (new, tip, branch_ref, summary) = self.commit_checkpoint(input, files, in_place)?;
+        self.set_operation(OP_REFRESH_WORKTREE, Some(new))?;
+        self.repo
+            .reference_matching(&branch_ref, new, true, tip, &format!("peak checkpoint: {summary}"))
+            .git(format!("move {branch_ref}"))?;
         self.refresh_worktree()?;
-        self.set_operation("sync-attempts")?;
+        self.set_operation("sync-attempts", None)?;
         self.sync_attempts_locked()?;
         Ok(CheckpointId::from_oid(new))
     }
 
-    /// Write the checkpoint's objects and move the branch to it.
-    fn commit_checkpoint(&self, input: CheckpointInput, files: Files, in_place: bool) -> Result<Oid> {
+    /// Write the checkpoint's objects. Returns the new commit, the tip it goes on, the
+    /// branch's ref name and the message's summary line.
+    fn commit_checkpoint(&self, input: CheckpointInput, files: Files, in_place: bool) -> Result<(Oid, Oid, String, String)> {
         let head = self.repo.head().git("resolve HEAD")?;
         let tip = head.peel_to_commit().git("resolve HEAD")?;
         if !head.is_branch() {
@@ -715,11 +766,8 @@ impl Workflow {
         blobs.insert(REFERENCE_FILE.to_string(), reference);
         let tree = write_tree(&self.repo, &blobs)?;
         let new = self.commit(&[&tip], tree, &message)?;
-        let summary = message.lines().next().unwrap_or_default();
-        self.repo
-            .reference_matching(&branch_ref, new, true, tip.id(), &format!("peak checkpoint: {summary}"))
-            .git(format!("move branch {branch}"))?;
-        Ok(new)
+        let summary = message.lines().next().unwrap_or_default().to_string();
+        Ok((new, tip.id(), branch_ref, summary))
     }
 
     pub(crate) fn best_time_of(&self, tree: &Tree<'_>) -> Option<f64> {
@@ -783,7 +831,7 @@ impl Workflow {
                 None
             };
             let id = wf.resolve_oid(branch.as_deref().map_or(target, |_| local.as_str()))?;
-            wf.set_operation(OP_REFRESH_WORKTREE)?;
+            wf.set_operation(OP_REFRESH_WORKTREE, Some(id))?;
             match &branch {
                 Some(_) => wf.repo.set_head(&local).git(format!("switch to branch {target}"))?,
                 None => wf.repo.set_head_detached(id).git(format!("detach HEAD at {id}"))?,

@@ -1,0 +1,205 @@
+//! Concurrent writers and `kill -9` mid-checkpoint.
+//!
+//! Real writer processes are this test binary re-executed on the ignored `child_writer`
+//! test, with the workflow and a mode passed in environment variables.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::*;
+use peak_workflow::{Attempt, CheckpointInput, FindingKind, LockMode, Workflow, WorkflowError};
+use serde_json::json;
+
+const ENV_DIR: &str = "PEAK_WF_CHILD_DIR";
+const ENV_ITERATIONS: &str = "PEAK_WF_CHILD_ITERATIONS";
+
+/// One checkpoint from a writer: a fresh context (distinct device code and tuning), an
+/// attempt around it, and now and then a failed attempt, a tag and a sync.
+fn write_step(wf: &mut Workflow, staging: &Path, who: &str, i: u32) {
+    let ctx = staging.join(format!("{who}-{i}"));
+    let device = format!("__kernel void k(__global float* a) {{ a[get_global_id(0)] = {i}.0f; /* {who} */ }}\n");
+    write_context(&ctx, &device, &format!("TILE = {{ values = [{}] }}\n", i + 1));
+    let transformation = format!("{who}-step");
+    let id = wf.start_attempt(Attempt { transformation: transformation.clone(), executor: who.into(), ..Attempt::default() }).unwrap();
+    let made = wf
+        .checkpoint(CheckpointInput {
+            attempt: Some(id.clone()),
+            ..input(&ctx, &transformation, 1.0 + f64::from(i % 7), json!({"TILE": i + 1}))
+        })
+        .unwrap();
+    wf.finish_attempt(&id, Attempt { transformation, executor: who.into(), outcome: "passed".into(), checkpoint: Some(made.to_string()), ..Attempt::default() })
+        .unwrap();
+    if i % 3 == 2 {
+        wf.record_attempt(Attempt { transformation: "Split-K".into(), executor: who.into(), outcome: "compile-failed".into(), error: Some("boom".into()), ..Attempt::default() })
+            .unwrap();
+        wf.tag(&format!("{who}-t{i}"), None).unwrap();
+        wf.sync_attempts().unwrap();
+    }
+    std::fs::remove_dir_all(&ctx).unwrap();
+}
+
+/// The writer process. Ignored so a normal test run skips it; the tests below run it.
+#[test]
+#[ignore = "helper process for the tests in this file; needs PEAK_WF_CHILD_DIR"]
+fn child_writer() {
+    let dir = PathBuf::from(std::env::var(ENV_DIR).expect("run by the safety tests, which set PEAK_WF_CHILD_DIR"));
+    // 0 = until killed.
+    let iterations: u32 = std::env::var(ENV_ITERATIONS).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let who = format!("p{}", std::process::id());
+    let staging = dir.with_extension(format!("staging-{who}"));
+    let mut wf = Workflow::open(&dir).unwrap();
+    wf.set_lock_mode(LockMode::Wait(Duration::from_secs(60)));
+    let mut i = 0;
+    while iterations == 0 || i < iterations {
+        write_step(&mut wf, &staging, &who, i);
+        i += 1;
+    }
+}
+
+fn spawn_writer(dir: &Path, iterations: u32) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_writer", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(ENV_DIR, dir)
+        .env(ENV_ITERATIONS, iterations.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Every reachable checkpoint reads back whole.
+fn assert_all_whole(wf: &Workflow) -> usize {
+    let log = wf.log().unwrap();
+    for entry in &log {
+        let view = wf.show(entry.id.as_str()).unwrap_or_else(|e| panic!("checkpoint {} is not whole: {e}", entry.id));
+        assert!(view.files.contains_key("kernel.cl") && view.files.contains_key("peak.toml"));
+    }
+    log.len()
+}
+
+#[test]
+fn a_second_writer_fails_naming_the_holder_or_waits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut holder = new_workflow(tmp.path());
+    holder.hold_lock().unwrap();
+
+    let dir = holder.dir().to_path_buf();
+    let ctx = write_context(&tmp.path().join("other"), DEVICE_1, TUNING_1);
+    let mut other = Workflow::open(&dir).unwrap();
+    other.set_lock_mode(LockMode::Fail);
+    let err = other.checkpoint(input(&ctx, "TB-Tiling", 2.0, json!({}))).unwrap_err();
+    let WorkflowError::Locked { holder: Some(who), .. } = &err else { panic!("expected Locked naming the holder, got {err:?}") };
+    assert_eq!(who.pid, std::process::id());
+    assert!(who.command.contains("safety"), "the holder's command line: {}", who.command);
+    let text = err.to_string();
+    assert!(text.contains(&format!("pid {}", std::process::id())) && text.contains("locked by"), "{text}");
+    other.set_lock_mode(LockMode::Wait(Duration::from_millis(100)));
+    assert!(matches!(other.tag("x", None), Err(WorkflowError::LockTimeout { holder: Some(_), .. })));
+    // fsck sees a live holder, not a stale one.
+    assert_eq!(other.fsck(false).unwrap().iter().map(|f| f.kind).collect::<Vec<_>>(), [FindingKind::LockHeld]);
+
+    // A waiting writer proceeds once the holder lets go, and only then.
+    let released = Arc::new(AtomicBool::new(false));
+    let waiter = {
+        let released = released.clone();
+        std::thread::spawn(move || {
+            other.set_lock_mode(LockMode::Wait(Duration::from_secs(30)));
+            let id = other.checkpoint(input(&ctx, "TB-Tiling", 2.0, json!({}))).unwrap();
+            (released.load(Ordering::SeqCst), id)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    released.store(true, Ordering::SeqCst);
+    holder.release_lock();
+    let (was_released, id) = waiter.join().unwrap();
+    assert!(was_released, "the waiting writer got in while the lock was held");
+    assert_eq!(holder.head().unwrap().id, id);
+    assert!(holder.fsck(false).unwrap().is_empty());
+}
+
+#[test]
+fn concurrent_writer_processes_serialise_and_leave_a_clean_workflow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut wf = new_workflow(tmp.path());
+    let writers: Vec<Child> = (0..2).map(|_| spawn_writer(wf.dir(), 6)).collect();
+    for child in writers {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "writer failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let log = wf.log().unwrap();
+    assert_eq!(log.len(), 13);
+    // One linear chain: each writer's checkpoint went on top of whatever was the tip.
+    for pair in log.windows(2) {
+        assert_eq!(pair[0].parents, [pair[1].id.clone()]);
+    }
+    let attempts = wf.attempts().unwrap();
+    assert!(attempts.damaged.is_empty());
+    assert_eq!(attempts.records.len(), 2 * (6 * 2 + 2));
+    assert!(wf.resume_state().unwrap().interrupted.is_empty());
+    assert_all_whole(&wf);
+    assert_eq!(wf.fsck(false).unwrap(), []);
+    assert_eq!(git(wf.dir(), &["fsck", "--strict", "--no-progress", "--no-dangling"]).trim(), "");
+}
+
+/// Pseudo-random milliseconds in `lo..hi` (std's per-process random hash keys as the
+/// source, so each run kills at different moments).
+fn random_ms(lo: u64, hi: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(lo);
+    lo + h.finish() % (hi - lo)
+}
+
+#[test]
+fn kill_9_mid_checkpoint_leaves_every_checkpoint_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut wf = new_workflow(tmp.path());
+    let mut checkpoints = 1;
+    let mut stale_seen = 0;
+    for round in 0..10 {
+        let mut child = spawn_writer(wf.dir(), 0);
+        std::thread::sleep(Duration::from_millis(random_ms(150, 600)));
+        child.kill().unwrap(); // SIGKILL
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "the writer should have been killed, not finished");
+
+        let mut wf_after = Workflow::open(wf.dir()).unwrap();
+        let findings = wf_after.fsck(false).unwrap();
+        for f in &findings {
+            assert!(!f.kind.is_corruption(), "round {round}: corruption after kill -9: {f}");
+            assert!(matches!(f.kind, FindingKind::StaleLock | FindingKind::WorktreeDiffers), "round {round}: unexpected {f}");
+        }
+        let stale = findings.iter().any(|f| f.kind == FindingKind::StaleLock);
+        // The working folder only lags behind HEAD when a writer died rewriting it.
+        assert!(stale || !findings.iter().any(|f| f.kind == FindingKind::WorktreeDiffers), "round {round}: {findings:?}");
+        stale_seen += usize::from(stale);
+        let now = assert_all_whole(&wf_after);
+        assert!(now >= checkpoints, "round {round}: checkpoints were lost ({checkpoints} -> {now})");
+        checkpoints = now;
+        // Half the rounds repair explicitly; the others leave recovery to the next writer.
+        if round % 2 == 0 {
+            let repaired = wf_after.fsck(true).unwrap();
+            assert!(repaired.iter().all(|f| f.repaired), "round {round}: {repaired:?}");
+            assert_eq!(wf_after.fsck(false).unwrap(), [], "round {round}: not clean after repair");
+        }
+    }
+    assert!(checkpoints > 1, "the writers never got a checkpoint in");
+    eprintln!("kill -9: {checkpoints} checkpoints over 10 kills, {stale_seen} kills landed while the lock was held");
+
+    // The workflow stays usable: repair, then one more checkpoint on top.
+    wf.fsck(true).unwrap();
+    assert_eq!(wf.fsck(false).unwrap(), []);
+    let before = wf.head().unwrap().id;
+    let next = add(&mut wf, tmp.path(), "after-the-crashes", DEVICE_2, 0.5);
+    assert_eq!(wf.show(next.as_str()).unwrap().parents, [before]);
+    assert!(wf.attempts().unwrap().damaged.is_empty());
+    // Killed writes leave unreachable objects (dangling, which git gc collects); anything
+    // else git fsck says is damage.
+    assert_eq!(git(wf.dir(), &["fsck", "--strict", "--no-progress", "--no-dangling"]).trim(), "");
+    assert_eq!(git(wf.dir(), &["status", "--porcelain"]), "");
+}
