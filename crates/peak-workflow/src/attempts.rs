@@ -140,8 +140,11 @@ pub(crate) fn new_id() -> String {
     format!("{:016x}", h.finish())
 }
 
+/// Records read from one source, and the lines that could not be read.
+pub(crate) type Parsed = (Vec<AttemptRecord>, Vec<DamagedLine>);
+
 /// Parse JSON lines; unreadable lines are reported, never fatal.
-pub(crate) fn parse(text: &str, source: &str) -> (Vec<AttemptRecord>, Vec<DamagedLine>) {
+pub(crate) fn parse(text: &str, source: &str) -> Parsed {
     let mut records = Vec::new();
     let mut damaged = Vec::new();
     let ends_with_newline = text.ends_with('\n');
@@ -201,7 +204,7 @@ pub(crate) fn append(path: &Path, record: &AttemptRecord) -> Result<()> {
 }
 
 /// Read the local log; a missing file is an empty log.
-pub(crate) fn read_local(path: &Path) -> Result<(Vec<AttemptRecord>, Vec<DamagedLine>)> {
+pub(crate) fn read_local(path: &Path) -> Result<Parsed> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(parse(&String::from_utf8_lossy(&bytes), "local")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Vec::new(), Vec::new())),

@@ -49,10 +49,10 @@ pub enum WorkflowError {
     SecretInTranscript { pointer: String, kind: &'static str },
 
     #[error("{}: the workflow is locked by {}", path.display(), holder_text(holder))]
-    Locked { path: PathBuf, holder: Option<LockHolder> },
+    Locked { path: PathBuf, holder: Option<Box<LockHolder>> },
 
     #[error("{}: gave up after waiting {waited_ms} ms for the lock held by {}", path.display(), holder_text(holder))]
-    LockTimeout { path: PathBuf, waited_ms: u128, holder: Option<LockHolder> },
+    LockTimeout { path: PathBuf, waited_ms: u128, holder: Option<Box<LockHolder>> },
 
     #[error("checkpoint {id}: {file}: {message}")]
     CorruptCheckpoint { id: String, file: String, message: String },
@@ -67,7 +67,7 @@ pub enum WorkflowError {
     Json { what: String, source: serde_json::Error },
 }
 
-fn holder_text(holder: &Option<LockHolder>) -> String {
+fn holder_text(holder: &Option<Box<LockHolder>>) -> String {
     match holder {
         Some(h) => h.to_string(),
         // The holder writes its record right after taking the lock; an empty or partial

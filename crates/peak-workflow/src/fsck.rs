@@ -113,7 +113,10 @@ impl Workflow {
     /// Returns whether a live process holds the lock (then nothing is repaired).
     fn fsck_lock(&mut self, repair: bool, findings: &mut Vec<Finding>) -> Result<bool> {
         let path = self.lock_path();
-        let stale = match lock::inspect(&path, false)? {
+        // Holding the lock ourselves (a session), we recovered whatever was stale when we
+        // took it; inspecting would only see our own hold.
+        let state = if self.holds_lock() { LockState::Free } else { lock::inspect(&path, false)? };
+        let stale = match state {
             LockState::Held(holder) => {
                 let who = holder.map_or_else(|| "a process whose record is not readable yet".to_string(), |h| h.to_string());
                 let message = format!("held by {who}");

@@ -125,6 +125,10 @@ fn holder_of(path: &Path) -> Option<LockHolder> {
     std::fs::read_to_string(path).ok().and_then(|t| parse_record(&t))
 }
 
+fn boxed_holder_of(path: &Path) -> Option<Box<LockHolder>> {
+    holder_of(path).map(Box::new)
+}
+
 impl WorkflowLock {
     /// Take the lock. Also returns the record a dead previous holder left behind, if any,
     /// so the caller can finish what it cut short.
@@ -134,14 +138,14 @@ impl WorkflowLock {
         while !try_lock(&file, path)? {
             match mode {
                 LockMode::Fail => {
-                    return Err(WorkflowError::Locked { path: path.to_path_buf(), holder: holder_of(path) });
+                    return Err(WorkflowError::Locked { path: path.to_path_buf(), holder: boxed_holder_of(path) });
                 }
                 LockMode::Wait(limit) => {
                     if start.elapsed() >= limit {
                         return Err(WorkflowError::LockTimeout {
                             path: path.to_path_buf(),
                             waited_ms: start.elapsed().as_millis(),
-                            holder: holder_of(path),
+                            holder: boxed_holder_of(path),
                         });
                     }
                     std::thread::sleep(Duration::from_millis(20));

@@ -423,14 +423,20 @@ impl Workflow {
     /// just for each write. Released by [`Workflow::release_lock`] or on drop.
     pub fn hold_lock(&mut self) -> Result<()> {
         if self.held.is_none() {
-            let (lock, stale) = WorkflowLock::acquire(&self.lock_path(), self.lock_mode, OP_IDLE)?;
-            self.held = Some(lock);
-            if let Some(stale) = stale {
-                if let Err(e) = self.recover(&stale) {
-                    self.held = None;
-                    return Err(e);
-                }
-            }
+            self.acquire(OP_IDLE)?;
+        }
+        Ok(())
+    }
+
+    /// Take the lock, then finish whatever a dead previous holder cut short.
+    fn acquire(&mut self, operation: &str) -> Result<()> {
+        let (lock, stale) = WorkflowLock::acquire(&self.lock_path(), self.lock_mode, operation)?;
+        self.held = Some(lock);
+        if let Some(stale) = stale
+            && let Err(e) = self.recover(&stale)
+        {
+            self.held = None;
+            return Err(e);
         }
         Ok(())
     }
@@ -438,6 +444,10 @@ impl Workflow {
     /// Release a lock taken by [`Workflow::hold_lock`].
     pub fn release_lock(&mut self) {
         self.held = None;
+    }
+
+    pub(crate) fn holds_lock(&self) -> bool {
+        self.held.is_some()
     }
 
     pub(crate) fn lock_path(&self) -> PathBuf {
@@ -452,14 +462,7 @@ impl Workflow {
     pub(crate) fn with_lock<T>(&mut self, operation: &str, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let temporary = self.held.is_none();
         if temporary {
-            let (lock, stale) = WorkflowLock::acquire(&self.lock_path(), self.lock_mode, operation)?;
-            self.held = Some(lock);
-            if let Some(stale) = stale {
-                if let Err(e) = self.recover(&stale) {
-                    self.held = None;
-                    return Err(e);
-                }
-            }
+            self.acquire(operation)?;
         } else {
             self.set_operation(operation, None)?;
         }
@@ -758,11 +761,11 @@ impl Workflow {
         }
         // The reference identity is fixed at init; every checkpoint carries the same blob so
         // each commit is self-contained.
-        let reference = tip_tree.get_name(REFERENCE_FILE).map(|e| e.id());
-        let reference = match reference {
-            Some(oid) => oid,
-            None => self.repo.blob(b"null\n").git(format!("write {REFERENCE_FILE}"))?,
-        };
+        let reference = tip_tree.get_name(REFERENCE_FILE).map(|e| e.id()).ok_or_else(|| WorkflowError::CorruptCheckpoint {
+            id: tip.id().to_string(),
+            file: REFERENCE_FILE.to_string(),
+            message: "missing; every checkpoint carries the root's reference identity".to_string(),
+        })?;
         blobs.insert(REFERENCE_FILE.to_string(), reference);
         let tree = write_tree(&self.repo, &blobs)?;
         let new = self.commit(&[&tip], tree, &message)?;
@@ -897,7 +900,7 @@ impl Workflow {
     }
 
     /// The attempts held by each mirror ref, by ref name.
-    pub(crate) fn mirror_logs(&self) -> Result<BTreeMap<String, (Vec<AttemptRecord>, Vec<attempts::DamagedLine>)>> {
+    pub(crate) fn mirror_logs(&self) -> Result<BTreeMap<String, attempts::Parsed>> {
         let mut out = BTreeMap::new();
         let mut names = vec![format!("refs/heads/{MIRROR_BRANCH}")];
         for reference in self.repo.references_glob(&format!("refs/remotes/*/{MIRROR_BRANCH}")).git("list attempt mirrors")? {
@@ -946,5 +949,27 @@ impl Workflow {
         }
         .git("update the attempts mirror")?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_keep_about_three_significant_digits() {
+        assert_eq!(fmt_ms(1.234), "1.23 ms");
+        assert_eq!(fmt_ms(12.34), "12.3 ms");
+        assert_eq!(fmt_ms(123.4), "123 ms");
+        assert_eq!(fmt_ms(0.01234), "0.0123 ms");
+        assert_eq!(fmt_ms(0.5), "0.500 ms");
+    }
+
+    #[test]
+    fn best_time_ignores_missing_and_nonsense_values() {
+        assert_eq!(best_time(&serde_json::json!({"best": {"time_ms": 1.5}})), Some(1.5));
+        assert_eq!(best_time(&serde_json::json!({"best": {"time_ms": "fast"}})), None);
+        assert_eq!(best_time(&serde_json::json!({"best": {"time_ms": 0.0}})), None);
+        assert_eq!(best_time(&serde_json::json!({})), None);
     }
 }

@@ -51,7 +51,7 @@ fn init_checkpoints_tag_branch_checkout_diff_and_log() {
     assert!(close(warp.speedup_over_root, 4.0) && close(warp.speedup_over_parent, 2.0), "{warp:?}");
     let offset = entry(&log, "Offset");
     assert!(offset.head && offset.branches == ["alt"]);
-    assert_eq!(offset.parents, [c1.clone()]);
+    assert_eq!(offset.parents, std::slice::from_ref(&c1));
     assert!(close(offset.speedup_over_root, 2.5) && close(offset.speedup_over_parent, 1.25), "{offset:?}");
     assert_eq!(warp.summary, "Warp-Tiling: 1.00 ms (4.00x over root)");
     let table = peak_workflow::render_log(&log);
@@ -118,7 +118,7 @@ fn checkout_refuses_uncommitted_edits_unless_forced_and_detached_head_takes_no_c
     let head = wf.checkout("root", true).unwrap();
     assert_eq!(head.branch, None);
     assert_eq!(std::fs::read(&kernel).unwrap(), std::fs::read(tmp.path().join("ctx0/kernel.cl")).unwrap());
-    assert_eq!(std::fs::read_to_string(wf.dir().join("performance.json")).unwrap().contains("4.0"), true);
+    assert!(std::fs::read_to_string(wf.dir().join("performance.json")).unwrap().contains("4.0"));
     let err = wf.checkpoint(input(&other, "X", 1.0, json!({}))).unwrap_err();
     assert!(matches!(&err, WorkflowError::DetachedHead { id } if id == wf.resolve("root").unwrap().as_str()), "{err}");
     assert_eq!(wf.log().unwrap().len(), 2);
