@@ -289,16 +289,13 @@ pub(crate) fn fmt_ms(ms: f64) -> String {
 
 /// The human-readable commit message (`TB-Tiling: 1.23 ms (3.40x over root)`).
 fn commit_message(meta: &CheckpointMeta, kernel: Option<&str>, best: Option<f64>, root_best: Option<f64>, parent_best: Option<f64>) -> String {
-    let mut summary = if meta.transformation == INIT_TRANSFORMATION {
-        format!("{INIT_TRANSFORMATION}: kernel {}", kernel.unwrap_or("?"))
-    } else {
-        meta.transformation.clone()
+    let summary = match (meta.parent.is_some(), best, root_best) {
+        (false, Some(t), _) => format!("{INIT_TRANSFORMATION}: kernel {} ({})", kernel.unwrap_or("?"), fmt_ms(t)),
+        (false, None, _) => format!("{INIT_TRANSFORMATION}: kernel {}", kernel.unwrap_or("?")),
+        (true, Some(t), Some(r)) => format!("{}: {} ({:.2}x over root)", meta.transformation, fmt_ms(t), r / t),
+        (true, Some(t), None) => format!("{}: {}", meta.transformation, fmt_ms(t)),
+        (true, None, _) => format!("{}: {}", meta.transformation, meta.verdict.as_deref().unwrap_or("no timing")),
     };
-    match (best, root_best) {
-        (Some(t), Some(r)) if meta.parent.is_some() => summary.push_str(&format!(": {} ({:.2}x over root)", fmt_ms(t), r / t)),
-        (Some(t), _) => summary.push_str(&format!(": {}", fmt_ms(t))),
-        (None, _) => summary.push_str(&format!(": {}", meta.verdict.as_deref().unwrap_or("no timing"))),
-    }
     let mut body = format!("\n\nverdict: {}\nexecutor: {}", meta.verdict.as_deref().unwrap_or("none"), meta.executor);
     if let Some(model) = &meta.model {
         body.push_str(&format!(" ({model})"));
@@ -407,11 +404,6 @@ impl Workflow {
     /// The working folder's copy of the current checkpoint's context.
     pub fn context_dir(&self) -> PathBuf {
         self.workdir.join(CONTEXT_DIR)
-    }
-
-    /// The underlying repository, for callers that need plain git operations.
-    pub fn repository(&self) -> &Repository {
-        &self.repo
     }
 
     /// How writers wait for the lock (default: wait up to 10 s).
