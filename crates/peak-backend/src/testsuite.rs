@@ -47,12 +47,15 @@ pub fn dialect(language: Language) -> Dialect {
             broken: "extern \"C\" __global__ void vadd(float* out) { out[0] = undeclared_thing; }\n",
             threads_per_block: 64,
         },
+        // The launch's kernel name is the HLSL entry point; scalars travel in a push-constant
+        // block, which glslang only honours on a ConstantBuffer<T> (a plain `Params p;`
+        // lands in the $Global uniform buffer instead).
         Language::Hlsl => Dialect {
             source_file: "kernel.hlsl",
-            vector_add: "RWStructuredBuffer<float> a : register(u0);\nRWStructuredBuffer<float> b : register(u1);\nRWStructuredBuffer<float> outp : register(u2);\nstruct Params { int n; };\n[[vk::push_constant]] Params p;\n[numthreads(64, 1, 1)]\nvoid main(uint3 id : SV_DispatchThreadID) {\n  if ((int)id.x < p.n) outp[id.x] = a[id.x] + b[id.x] * SCALE;\n}\n",
-            scalar_args: "RWStructuredBuffer<float> s : register(u0);\nRWStructuredBuffer<float> outp : register(u1);\nstruct Params { int n; float x; uint y; };\n[[vk::push_constant]] Params p;\n[numthreads(64, 1, 1)]\nvoid main(uint3 id : SV_DispatchThreadID) {\n  if ((int)id.x < p.n) outp[id.x] = s[id.x] + p.x * (float)id.x + (float)p.y;\n}\n",
-            half_writer: "RWStructuredBuffer<float> outp : register(u0);\nstruct Params { int n; };\n[[vk::push_constant]] Params p;\n[numthreads(64, 1, 1)]\nvoid main(uint3 id : SV_DispatchThreadID) {\n  if ((int)id.x < p.n / 2) outp[id.x] = 1.0;\n}\n",
-            broken: "RWStructuredBuffer<float> outp : register(u0);\n[numthreads(64, 1, 1)]\nvoid main(uint3 id : SV_DispatchThreadID) { outp[0] = undeclared_thing; }\n",
+            vector_add: "RWStructuredBuffer<float> a : register(u0);\nRWStructuredBuffer<float> b : register(u1);\nRWStructuredBuffer<float> outp : register(u2);\nstruct Params { int n; };\n[[vk::push_constant]] ConstantBuffer<Params> p;\n[numthreads(64, 1, 1)]\nvoid vadd(uint3 id : SV_DispatchThreadID) {\n  if ((int)id.x < p.n) outp[id.x] = a[id.x] + b[id.x] * SCALE;\n}\n",
+            scalar_args: "RWStructuredBuffer<float> s : register(u0);\nRWStructuredBuffer<float> outp : register(u1);\nstruct Params { int n; float x; uint y; };\n[[vk::push_constant]] ConstantBuffer<Params> p;\n[numthreads(64, 1, 1)]\nvoid scal(uint3 id : SV_DispatchThreadID) {\n  if ((int)id.x < p.n) outp[id.x] = s[id.x] + p.x * (float)id.x + (float)p.y;\n}\n",
+            half_writer: "RWStructuredBuffer<float> outp : register(u0);\nstruct Params { int n; };\n[[vk::push_constant]] ConstantBuffer<Params> p;\n[numthreads(64, 1, 1)]\nvoid half_w(uint3 id : SV_DispatchThreadID) {\n  if ((int)id.x < p.n / 2) outp[id.x] = 1.0;\n}\n",
+            broken: "RWStructuredBuffer<float> outp : register(u0);\n[numthreads(64, 1, 1)]\nvoid vadd(uint3 id : SV_DispatchThreadID) { outp[0] = undeclared_thing; }\n",
             threads_per_block: 64,
         },
     }
