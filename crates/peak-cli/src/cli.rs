@@ -20,6 +20,140 @@ pub enum Command {
     Run(RunArgs),
     /// Run two contexts on the same sampled execution parameters and inputs, and compare outputs.
     Check(CheckArgs),
+    /// Create a workflow (a git repository) whose root checkpoint is a context.
+    Init(InitArgs),
+    /// The workflow's checkpoints: transformation, verdict, best time, speedups.
+    Log(LogArgs),
+    /// One checkpoint: its metadata, results, transcript and context.
+    Show(ShowArgs),
+    /// Code diff per region, tuning-parameter and performance deltas between two checkpoints.
+    Diff(DiffArgs),
+    /// Name a checkpoint (a git tag).
+    Tag(TagArgs),
+    /// Start a line of work from a checkpoint (a git branch).
+    Branch(BranchArgs),
+    /// Restore a checkpoint's context into the workflow's working folder.
+    Checkout(CheckoutArgs),
+    /// Measure two checkpoints in the same run on the same inputs and print the speedup.
+    Compare(CompareArgs),
+    /// Verify a workflow: refs, checkpoints, attempts log, lock, working folder.
+    Fsck(FsckArgs),
+}
+
+/// Which workflow: a folder inside one (default: the current folder).
+#[derive(Debug, Args, Clone)]
+pub struct WorkflowArg {
+    #[arg(long, short = 'w', default_value = ".", value_name = "WORKFLOW")]
+    pub workflow: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The folder to create.
+    pub workflow: PathBuf,
+    /// The initial kernel context; its outputs become the reference.
+    #[arg(long)]
+    pub from: PathBuf,
+    /// Record the context under another backend name (the manifest's by default).
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Seed of the reference inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A checkpoint: tag, branch, id, HEAD, HEAD~N or root.
+    #[arg(default_value = "HEAD")]
+    pub checkpoint: String,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    pub a: String,
+    #[arg(default_value = "HEAD")]
+    pub b: String,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TagArgs {
+    pub name: String,
+    /// The checkpoint to name (default HEAD).
+    pub checkpoint: Option<String>,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BranchArgs {
+    pub name: String,
+    /// Where the branch starts (default HEAD).
+    #[arg(long)]
+    pub from: Option<String>,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckoutArgs {
+    /// A checkpoint id, tag or branch.
+    pub target: String,
+    /// Discard uncommitted edits in the working folder's context.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    pub a: String,
+    pub b: String,
+    #[command(flatten)]
+    pub set: SetArgs,
+    /// Timed repetitions of each side, interleaved.
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FsckArgs {
+    /// Repair what can be repaired (stale locks, a half-rewritten working folder).
+    #[arg(long)]
+    pub repair: bool,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -50,6 +50,15 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(args),
         Command::Run(args) => commands::run::run(args),
         Command::Check(args) => commands::check::run(args),
+        Command::Init(args) => commands::init::run(args),
+        Command::Log(args) => commands::log::run(args),
+        Command::Show(args) => commands::show::run(args),
+        Command::Diff(args) => commands::diff::run(args),
+        Command::Tag(args) => commands::tag::run(args),
+        Command::Branch(args) => commands::branch::run(args),
+        Command::Checkout(args) => commands::checkout::run(args),
+        Command::Compare(args) => commands::compare::run(args),
+        Command::Fsck(args) => commands::fsck::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

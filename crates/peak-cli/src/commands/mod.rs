@@ -1,8 +1,17 @@
 //! One module per command.
 
+pub mod branch;
 pub mod check;
+pub mod checkout;
+pub mod compare;
+pub mod diff;
+pub mod fsck;
 pub mod info;
+pub mod init;
+pub mod log;
 pub mod run;
+pub mod show;
+pub mod tag;
 
 use anyhow::{Context as _, Result};
 use peak_spec::{Context, ExecParams, Space};
@@ -29,4 +38,9 @@ pub fn first_point(ctx: &Context, space: &Space) -> Result<ExecParams> {
         .next()
         .with_context(|| format!("{}: no execution parameter satisfies the constraints (after --set)", ctx.manifest_path().display()))
         .map_err(usage)
+}
+
+/// Open the workflow a command works on; a folder that is not one is a usage error.
+pub fn open_workflow(arg: &crate::cli::WorkflowArg) -> Result<peak_workflow::Workflow> {
+    peak_workflow::Workflow::open(&arg.workflow).map_err(usage)
 }

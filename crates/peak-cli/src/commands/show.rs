@@ -1,0 +1,30 @@
+//! `peak show CKPT`: one checkpoint in full.
+
+use anyhow::Result;
+
+use super::open_workflow;
+use crate::cli::ShowArgs;
+use crate::output::print_json;
+
+pub fn run(args: ShowArgs) -> Result<()> {
+    let wf = open_workflow(&args.workflow)?;
+    let view = wf.show(&args.checkpoint)?;
+    if args.json {
+        return print_json(&view);
+    }
+    let names = view.tags.iter().chain(&view.branches).cloned().collect::<Vec<_>>().join(", ");
+    println!("checkpoint {}{}", view.id, if names.is_empty() { String::new() } else { format!(" ({names})") });
+    println!("  {}", view.message.lines().next().unwrap_or_default());
+    let m = &view.meta;
+    println!("  transformation  {}", m.transformation);
+    println!("  executor        {}{}", m.executor, m.model.as_ref().map(|s| format!(" ({s})")).unwrap_or_default());
+    println!("  verdict         {}", m.verdict.as_deref().unwrap_or("-"));
+    println!("  created         {}", m.created);
+    if let Some(best) = view.performance.get("best") {
+        println!("  best            {best}");
+    }
+    for (name, text) in &view.files {
+        println!("\n--- context/{name}\n{text}");
+    }
+    Ok(())
+}
