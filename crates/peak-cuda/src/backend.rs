@@ -1,0 +1,757 @@
+//! [`CudaBackend`]: the driver API through cudarc's raw bindings.
+//!
+//! Why the raw layer rather than cudarc's safe API: the backend needs the driver's exact
+//! error codes (to tell an invalid configuration from a fault), launches with arguments
+//! only known at run time (including a 128-byte tensor map by value), and events on its
+//! own stream; the safe API hides or types away each of those.
+//!
+//! One backend holds the device's primary context and one non-blocking stream; every
+//! copy, fill, launch and event goes to that stream, so the order the runner asks for is
+//! the order the device runs. Any thread may call in: each call makes the context
+//! current on its thread first.
+
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::{self, CUdevice, CUdevice_attribute, CUdeviceptr, CUfunction, CUfunction_attribute, CUmodule, CUresult, CUstream};
+use peak_backend::plan::{BackendOp, OpValue};
+use peak_backend::{
+    Backend, BackendError, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, Launch, Module, OpPhase, ScriptFunction,
+};
+
+use crate::driver::{self, check};
+use crate::libs;
+use crate::nvrtc::{self, Arch, Dialect};
+use crate::tensor_map::{self, TensorMapSpec};
+
+/// Name of the launch-script function that raises a kernel's dynamic shared-memory limit.
+pub const MAX_DYNAMIC_SHARED: &str = "cuda_max_dynamic_shared";
+
+/// The device's primary context, retained for as long as a backend or module uses it.
+struct Context {
+    device: CUdevice,
+    ctx: sys::CUcontext,
+}
+
+// The handles are plain driver pointers, valid on any thread once made current there.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+impl Context {
+    fn bind(&self) -> Result<(), BackendError> {
+        check(unsafe { sys::cuCtxSetCurrent(self.ctx) }, "making the CUDA context current")
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        unsafe {
+            sys::cuDevicePrimaryCtxRelease_v2(self.device);
+        }
+    }
+}
+
+/// A kernel of a loaded module, with what the driver says about it.
+struct Function {
+    handle: CUfunction,
+    max_threads: u32,
+    static_shared: u32,
+    /// Sizes of the kernel's parameters in order, where the driver reports them.
+    params: Option<Vec<usize>>,
+}
+
+/// A loaded cubin: the backend's [`Module`] handle.
+struct CudaModule {
+    context: Arc<Context>,
+    module: CUmodule,
+    functions: HashMap<String, Function>,
+}
+
+unsafe impl Send for CudaModule {}
+unsafe impl Sync for CudaModule {}
+
+impl Drop for CudaModule {
+    fn drop(&mut self) {
+        // After a fault the context refuses everything; there is nothing left to free then.
+        if self.context.bind().is_ok() {
+            unsafe {
+                sys::cuModuleUnload(self.module);
+            }
+        }
+    }
+}
+
+impl CudaModule {
+    fn function(&self, name: &str) -> Result<&Function, BackendError> {
+        self.functions.get(name).ok_or_else(|| {
+            let mut names: Vec<&str> = self.functions.keys().map(String::as_str).collect();
+            names.sort();
+            let mangled = names.iter().any(|n| n.starts_with("_Z") && n.contains(name));
+            let hint = if mangled { format!("; `{name}` exists only as a C++-mangled name: declare the kernel `extern \"C\"`") } else { String::new() };
+            BackendError::Launch {
+                kernel: name.to_string(),
+                message: format!("no kernel of that name in the module; it has: {}{hint}", if names.is_empty() { "none".into() } else { names.join(", ") }),
+            }
+        })
+    }
+}
+
+/// A device buffer and its size.
+#[derive(Clone, Copy)]
+struct Buffer {
+    ptr: CUdeviceptr,
+    bytes: usize,
+}
+
+/// The CUDA backend; also runs HIP source through the prelude ([`CudaBackend::hip`]).
+pub struct CudaBackend {
+    info: DeviceInfo,
+    dialect: Dialect,
+    arch: Arch,
+    context: Arc<Context>,
+    stream: CUstream,
+    features: libs::DriverFeatures,
+    max_block: [u32; 3],
+    max_grid: [u32; 3],
+    l2_bytes: usize,
+    buffers: Mutex<HashMap<u64, Buffer>>,
+    events: Mutex<HashMap<u64, sys::CUevent>>,
+    /// Scratch for `flush_cache`, allocated at the first flush.
+    flush_buffer: Mutex<Option<Buffer>>,
+    /// Encoded tensor maps by (buffer, call); buffers are never renumbered, so an entry
+    /// stays right until its buffer is freed.
+    tensor_maps: Mutex<HashMap<(u64, String), Vec<u8>>>,
+    /// The first fault, once one happened: the context is dead from then on.
+    fault: Mutex<Option<String>>,
+    next_id: AtomicU64,
+}
+
+unsafe impl Send for CudaBackend {}
+unsafe impl Sync for CudaBackend {}
+
+/// Run a driver-touching closure, turning a cudarc panic (a symbol missing after all)
+/// into an error rather than an abort of the whole program.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, BackendError>) -> Result<T, BackendError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+        Err(BackendError::Unavailable { what: what.into(), reason: format!("cudarc panicked: {message}"), hint: "check the CUDA driver and NVRTC installation".into() })
+    })
+}
+
+impl CudaBackend {
+    /// CUDA C++ on the device named by `PEAK_CUDA_DEVICE` (an ordinal), else device 0.
+    pub fn new() -> Result<Self, BackendError> {
+        Self::open(Dialect::Cuda, default_ordinal()?)
+    }
+
+    /// HIP source on an NVIDIA GPU, through the translation prelude.
+    pub fn hip() -> Result<Self, BackendError> {
+        Self::open(Dialect::Hip, default_ordinal()?)
+    }
+
+    pub fn open(dialect: Dialect, ordinal: i32) -> Result<Self, BackendError> {
+        let features = libs::driver()?;
+        let nvrtc = libs::nvrtc()?;
+        guarded("the CUDA driver", || Self::open_checked(dialect, ordinal, features, nvrtc))
+    }
+
+    fn open_checked(dialect: Dialect, ordinal: i32, features: libs::DriverFeatures, nvrtc: &libs::NvrtcInstall) -> Result<Self, BackendError> {
+        let unavailable = |reason: String| BackendError::Unavailable {
+            what: "a CUDA device".into(),
+            reason,
+            hint: "check `nvidia-smi`; PEAK_CUDA_DEVICE picks another device".into(),
+        };
+        let status = unsafe { sys::cuInit(0) };
+        if status != CUresult::CUDA_SUCCESS {
+            return Err(unavailable(format!("cuInit failed: {}", driver::describe(status))));
+        }
+        let mut count = 0;
+        check(unsafe { sys::cuDeviceGetCount(&mut count) }, "counting devices")?;
+        if ordinal < 0 || ordinal >= count {
+            return Err(unavailable(format!("device {ordinal} asked for, the driver sees {count}")));
+        }
+        let mut device: CUdevice = 0;
+        check(unsafe { sys::cuDeviceGet(&mut device, ordinal) }, "opening the device")?;
+        let attr = |a: CUdevice_attribute| -> Result<i32, BackendError> {
+            let mut v = 0;
+            check(unsafe { sys::cuDeviceGetAttribute(&mut v, a, device) }, "reading a device attribute")?;
+            Ok(v)
+        };
+        use CUdevice_attribute::*;
+        let major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let mut name_buf = [0 as std::ffi::c_char; 256];
+        check(unsafe { sys::cuDeviceGetName(name_buf.as_mut_ptr(), 256, device) }, "reading the device name")?;
+        let name = unsafe { std::ffi::CStr::from_ptr(name_buf.as_ptr()) }.to_string_lossy().into_owned();
+        let mut total = 0usize;
+        check(unsafe { sys::cuDeviceTotalMem_v2(&mut total, device) }, "reading the memory size")?;
+        let mut driver_version = 0;
+        check(unsafe { sys::cuDriverGetVersion(&mut driver_version) }, "reading the driver version")?;
+
+        let mut ctx = std::ptr::null_mut();
+        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, device) }, "retaining the primary context")?;
+        let context = Arc::new(Context { device, ctx });
+        context.bind()?;
+        let mut stream = std::ptr::null_mut();
+        check(unsafe { sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) }, "creating a stream")?;
+
+        let arch = Arch::for_device(major, minor);
+        let u = |v: i32| v.max(0) as u32;
+        let info = DeviceInfo {
+            backend: match dialect {
+                Dialect::Cuda => "cuda".into(),
+                Dialect::Hip => "hip".into(),
+            },
+            name,
+            driver: format!(
+                "CUDA driver {}.{} / NVRTC {}.{}{}",
+                driver_version / 1000,
+                driver_version % 1000 / 10,
+                nvrtc.version.0,
+                nvrtc.version.1,
+                if dialect == Dialect::Hip { " / HIP prelude" } else { "" }
+            ),
+            arch: arch.to_string(),
+            compute_units: u(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
+            max_threads_per_block: u(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?),
+            // The opt-in limit: more than 48 KB needs cuda_max_dynamic_shared() first.
+            max_shared_bytes: u(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?),
+            warp_size: u(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?),
+            global_memory_bytes: total as u64,
+        };
+        Ok(CudaBackend {
+            info,
+            dialect,
+            arch,
+            context,
+            stream,
+            features,
+            max_block: [
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?),
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?),
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?),
+            ],
+            max_grid: [
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?),
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?),
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?),
+            ],
+            l2_bytes: attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as usize,
+            buffers: Mutex::new(HashMap::new()),
+            events: Mutex::new(HashMap::new()),
+            flush_buffer: Mutex::new(None),
+            tensor_maps: Mutex::new(HashMap::new()),
+            fault: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// The architecture this backend compiles for.
+    pub fn arch(&self) -> &Arch {
+        &self.arch
+    }
+
+    /// The stream all work goes to, for libraries that share it (cuBLAS).
+    pub fn raw_stream(&self) -> CUstream {
+        self.stream
+    }
+
+    /// The device pointer of a buffer, for libraries that take raw pointers (cuBLAS).
+    pub fn device_ptr(&self, buffer: BufferId) -> Result<CUdeviceptr, BackendError> {
+        self.buffer(buffer).map(|b| b.ptr)
+    }
+
+    /// Make the context current on this thread, unless a fault has killed it.
+    pub fn bind(&self) -> Result<(), BackendError> {
+        if let Some(first) = self.fault.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            return Err(BackendError::Fault(format!("an earlier fault broke the CUDA context ({first})")));
+        }
+        self.context.bind()
+    }
+
+    /// Pass an error through, remembering it if it is a fault.
+    pub fn note(&self, err: BackendError) -> BackendError {
+        if let BackendError::Fault(message) = &err {
+            self.fault.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| message.clone());
+        }
+        err
+    }
+
+    fn checked(&self, status: CUresult, what: &str) -> Result<(), BackendError> {
+        check(status, what).map_err(|e| self.note(e))
+    }
+
+    fn id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn buffer(&self, id: BufferId) -> Result<Buffer, BackendError> {
+        self.buffers.lock().unwrap().get(&id.0).copied().ok_or_else(|| BackendError::Internal(format!("unknown buffer {}", id.0)))
+    }
+
+    fn sync_stream(&self, what: &str) -> Result<(), BackendError> {
+        self.checked(unsafe { sys::cuStreamSynchronize(self.stream) }, what)
+    }
+
+    fn function_attr(function: CUfunction, attr: CUfunction_attribute) -> Option<u32> {
+        let mut value = 0;
+        let status = unsafe { sys::cuFuncGetAttribute(&mut value, attr, function) };
+        (status == CUresult::CUDA_SUCCESS).then_some(value.max(0) as u32)
+    }
+
+    fn param_sizes(&self, function: CUfunction) -> Option<Vec<usize>> {
+        if !self.features.param_info {
+            return None;
+        }
+        let mut sizes = Vec::new();
+        // The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter.
+        for index in 0..4096 {
+            let (mut offset, mut size) = (0usize, 0usize);
+            if unsafe { sys::cuFuncGetParamInfo(function, index, &mut offset, &mut size) } != CUresult::CUDA_SUCCESS {
+                break;
+            }
+            sizes.push(size);
+        }
+        Some(sizes)
+    }
+
+    fn check_shape(&self, launch: &Launch, function: &Function) -> Result<(), BackendError> {
+        let threads: u64 = launch.block.iter().map(|&b| u64::from(b)).product();
+        if threads > u64::from(function.max_threads) {
+            return Err(BackendError::InvalidConfig(format!(
+                "a block of {threads} threads is more than the {} that `{}` can run with (its registers and the device's limit decide)",
+                function.max_threads, launch.kernel
+            )));
+        }
+        for (dim, ((&b, &max_b), (&g, &max_g))) in launch.block.iter().zip(&self.max_block).zip(launch.grid.iter().zip(&self.max_grid)).enumerate() {
+            if b > max_b {
+                return Err(BackendError::InvalidConfig(format!("block dimension {dim} is {b}, over the device's {max_b}")));
+            }
+            if g > max_g {
+                return Err(BackendError::InvalidConfig(format!("grid dimension {dim} is {g}, over the device's {max_g}")));
+            }
+        }
+        if launch.shared_bytes > 0 {
+            let allowed = Self::function_attr(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).unwrap_or(0);
+            if launch.shared_bytes > allowed {
+                let device_max = self.info.max_shared_bytes.saturating_sub(function.static_shared);
+                return Err(BackendError::InvalidConfig(if launch.shared_bytes > device_max {
+                    format!(
+                        "`{}` asks for {} bytes of dynamic shared memory; with its {} static bytes the device allows {device_max}",
+                        launch.kernel, launch.shared_bytes, function.static_shared
+                    )
+                } else {
+                    format!(
+                        "`{}` asks for {} bytes of dynamic shared memory but may use {allowed}; raise the limit with {MAX_DYNAMIC_SHARED}(\"{}\", {}) in the launch script",
+                        launch.kernel, launch.shared_bytes, launch.kernel, launch.shared_bytes
+                    )
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    fn marshal(&self, launch: &Launch, function: &Function) -> Result<ArgBlock, BackendError> {
+        let mut block = ArgBlock::default();
+        for arg in &launch.args {
+            match arg {
+                KernelArg::Buffer(id) => block.push(&self.buffer(*id)?.ptr.to_le_bytes()),
+                KernelArg::I32(v) => block.push(&v.to_le_bytes()),
+                KernelArg::U32(v) => block.push(&v.to_le_bytes()),
+                KernelArg::I64(v) => block.push(&v.to_le_bytes()),
+                KernelArg::F32(v) => block.push(&v.to_le_bytes()),
+                KernelArg::Bytes(bytes) => block.push(bytes),
+            }
+        }
+        if let Some(params) = &function.params {
+            let given: Vec<usize> = block.sizes();
+            if params.len() != given.len() {
+                return Err(BackendError::Launch {
+                    kernel: launch.kernel.clone(),
+                    message: format!("the kernel takes {} arguments, the launch passes {}", params.len(), given.len()),
+                });
+            }
+            if let Some(i) = (0..params.len()).find(|&i| params[i] != given[i]) {
+                return Err(BackendError::Launch {
+                    kernel: launch.kernel.clone(),
+                    message: format!(
+                        "argument {i} is {} bytes ({}) but the kernel's parameter {i} takes {} bytes; use i32()/u32()/i64()/f32() to type scalars",
+                        given[i],
+                        describe_arg(&launch.args[i]),
+                        params[i]
+                    ),
+                });
+            }
+        }
+        Ok(block)
+    }
+
+    fn set_max_dynamic_shared(&self, module: &Module, op: &BackendOp) -> Result<(), BackendError> {
+        let usage = || BackendError::Launch {
+            kernel: MAX_DYNAMIC_SHARED.into(),
+            message: format!("line {}: {MAX_DYNAMIC_SHARED}(kernel, bytes) takes a kernel name and a byte count", op.line),
+        };
+        let [OpValue::Str(kernel), OpValue::Int(bytes)] = op.args.as_slice() else { return Err(usage()) };
+        let module = module.downcast::<CudaModule>()?;
+        let function = module.function(kernel)?;
+        let device_max = i64::from(self.info.max_shared_bytes.saturating_sub(function.static_shared));
+        if *bytes < 0 || *bytes > device_max {
+            return Err(BackendError::InvalidConfig(format!(
+                "{MAX_DYNAMIC_SHARED}(\"{kernel}\", {bytes}) at line {}: `{kernel}` can have at most {device_max} bytes of dynamic shared memory here",
+                op.line
+            )));
+        }
+        self.bind()?;
+        let status = unsafe {
+            sys::cuFuncSetAttribute(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, *bytes as i32)
+        };
+        match status {
+            CUresult::CUDA_SUCCESS => Ok(()),
+            CUresult::CUDA_ERROR_INVALID_VALUE => Err(BackendError::InvalidConfig(format!(
+                "{MAX_DYNAMIC_SHARED}(\"{kernel}\", {bytes}) at line {}: the driver refused: {}",
+                op.line,
+                driver::describe(status)
+            ))),
+            s => Err(self.note(driver::error(s, MAX_DYNAMIC_SHARED))),
+        }
+    }
+
+    fn tensor_map(&self, op: &BackendOp, buffers: &BufferLookup) -> Result<KernelArg, BackendError> {
+        let spec = TensorMapSpec::from_op(op)?;
+        let id = buffers(&spec.buffer);
+        let key = (id.0, format!("{:?}", op.args));
+        if let Some(bytes) = self.tensor_maps.lock().unwrap().get(&key) {
+            return Ok(KernelArg::Bytes(bytes.clone()));
+        }
+        let buffer = self.buffer(id)?;
+        spec.check(op, buffer.bytes)?;
+        self.bind()?;
+        let bytes = spec.encode(buffer.ptr).map_err(|status| BackendError::Launch {
+            kernel: tensor_map::NAME.into(),
+            message: format!("line {}: cuTensorMapEncodeTiled refused the map: {}", op.line, driver::describe(status)),
+        })?;
+        self.tensor_maps.lock().unwrap().insert(key, bytes.clone());
+        Ok(KernelArg::Bytes(bytes))
+    }
+}
+
+fn default_ordinal() -> Result<i32, BackendError> {
+    match std::env::var("PEAK_CUDA_DEVICE") {
+        Ok(text) => text.trim().parse().map_err(|_| BackendError::Unavailable {
+            what: "a CUDA device".into(),
+            reason: format!("PEAK_CUDA_DEVICE={text} is not a device number"),
+            hint: "set PEAK_CUDA_DEVICE to 0, 1, ... as `nvidia-smi` numbers the devices".into(),
+        }),
+        Err(_) => Ok(0),
+    }
+}
+
+fn describe_arg(arg: &KernelArg) -> String {
+    match arg {
+        KernelArg::Buffer(_) => "a buffer pointer".into(),
+        KernelArg::I32(v) => format!("i32 {v}"),
+        KernelArg::U32(v) => format!("u32 {v}"),
+        KernelArg::I64(v) => format!("i64 {v}"),
+        KernelArg::F32(v) => format!("f32 {v}"),
+        KernelArg::Bytes(b) => format!("{} raw bytes", b.len()),
+    }
+}
+
+/// Kernel arguments laid out for `cuLaunchKernel`, which takes an array of pointers to
+/// each value. Each value sits in its own 128-byte-aligned slot: a tensor map must be
+/// 64-byte aligned, and the driver copies each parameter by its declared size.
+#[derive(Default)]
+struct ArgBlock {
+    slots: Vec<Vec<Slot>>,
+    lens: Vec<usize>,
+}
+
+#[repr(C, align(128))]
+#[derive(Clone, Copy)]
+struct Slot([u8; 128]);
+
+impl ArgBlock {
+    fn push(&mut self, bytes: &[u8]) {
+        let mut slots = vec![Slot([0; 128]); bytes.len().div_ceil(128).max(1)];
+        for (i, b) in bytes.iter().enumerate() {
+            slots[i / 128].0[i % 128] = *b;
+        }
+        self.slots.push(slots);
+        self.lens.push(bytes.len());
+    }
+
+    fn sizes(&self) -> Vec<usize> {
+        self.lens.clone()
+    }
+
+    fn pointers(&mut self) -> Vec<*mut c_void> {
+        self.slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect()
+    }
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        if self.bind().is_err() {
+            return;
+        }
+        unsafe {
+            sys::cuStreamSynchronize(self.stream);
+            for (_, event) in self.events.get_mut().unwrap().drain() {
+                sys::cuEventDestroy_v2(event);
+            }
+            for (_, buffer) in self.buffers.get_mut().unwrap().drain() {
+                sys::cuMemFree_v2(buffer.ptr);
+            }
+            if let Some(flush) = self.flush_buffer.get_mut().unwrap().take() {
+                sys::cuMemFree_v2(flush.ptr);
+            }
+            sys::cuStreamDestroy_v2(self.stream);
+        }
+    }
+}
+
+impl Backend for CudaBackend {
+    fn device(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn compile(&self, request: &CompileRequest) -> Result<Module, BackendError> {
+        let cubin = nvrtc::compile(request, self.dialect, &self.arch)?;
+        self.bind()?;
+        let mut module: CUmodule = std::ptr::null_mut();
+        let status = unsafe { sys::cuModuleLoadData(&mut module, cubin.image.as_ptr().cast()) };
+        if status != CUresult::CUDA_SUCCESS {
+            return Err(self.note(driver::error(status, &format!("loading the cubin NVRTC built for {}", self.arch))));
+        }
+        let mut functions = HashMap::new();
+        let mut kernels = Vec::with_capacity(cubin.kernels.len());
+        for mut kernel in cubin.kernels {
+            let name = CString::new(kernel.name.as_str()).map_err(|_| BackendError::Internal(format!("kernel name {:?}", kernel.name)))?;
+            let mut handle: CUfunction = std::ptr::null_mut();
+            let status = unsafe { sys::cuModuleGetFunction(&mut handle, module, name.as_ptr()) };
+            if status != CUresult::CUDA_SUCCESS {
+                unsafe { sys::cuModuleUnload(module) };
+                return Err(self.note(driver::error(status, &format!("finding `{}` in the loaded module", kernel.name))));
+            }
+            use CUfunction_attribute::*;
+            // The driver's figures are the ones launches obey; ptxas's agree and fill spills.
+            kernel.registers = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_NUM_REGS).or(kernel.registers);
+            kernel.shared_bytes = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).or(kernel.shared_bytes);
+            kernel.local_bytes = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).or(kernel.local_bytes);
+            let max_threads = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).unwrap_or(self.info.max_threads_per_block);
+            kernel.max_threads_per_block = Some(max_threads);
+            functions.insert(
+                kernel.name.clone(),
+                Function { handle, max_threads, static_shared: kernel.shared_bytes.unwrap_or(0), params: self.param_sizes(handle) },
+            );
+            kernels.push(kernel);
+        }
+        let handle = CudaModule { context: self.context.clone(), module, functions };
+        Ok(Module { handle: Arc::new(handle), log: cubin.log, kernels })
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<BufferId, BackendError> {
+        self.bind()?;
+        let mut ptr: CUdeviceptr = 0;
+        // cuMemAlloc refuses zero bytes; one byte keeps an empty array addressable.
+        match unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) } {
+            CUresult::CUDA_SUCCESS => {}
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY => return Err(BackendError::OutOfMemory { bytes }),
+            s => return Err(self.note(driver::error(s, &format!("allocating {bytes} bytes")))),
+        }
+        let id = self.id();
+        self.buffers.lock().unwrap().insert(id, Buffer { ptr, bytes });
+        Ok(BufferId(id))
+    }
+
+    fn free(&self, buffer: BufferId) {
+        let Some(b) = self.buffers.lock().unwrap().remove(&buffer.0) else { return };
+        self.tensor_maps.lock().unwrap().retain(|(id, _), _| *id != buffer.0);
+        if self.bind().is_ok() {
+            unsafe {
+                sys::cuMemFree_v2(b.ptr);
+            }
+        }
+    }
+
+    fn write(&self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
+        let b = self.buffer(buffer)?;
+        if data.len() > b.bytes {
+            return Err(BackendError::Internal(format!("writing {} bytes into a buffer of {}", data.len(), b.bytes)));
+        }
+        self.bind()?;
+        self.checked(unsafe { sys::cuMemcpyHtoDAsync_v2(b.ptr, data.as_ptr().cast(), data.len(), self.stream) }, "copying to the device")?;
+        // The source is pageable host memory the caller may reuse once this returns.
+        self.sync_stream("copying to the device")
+    }
+
+    fn read(&self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
+        let b = self.buffer(buffer)?;
+        if out.len() > b.bytes {
+            return Err(BackendError::Internal(format!("reading {} bytes from a buffer of {}", out.len(), b.bytes)));
+        }
+        self.bind()?;
+        self.checked(unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), b.ptr, out.len(), self.stream) }, "copying from the device")?;
+        self.sync_stream("copying from the device")
+    }
+
+    fn copy(&self, src: BufferId, dst: BufferId, bytes: usize) -> Result<(), BackendError> {
+        let (s, d) = (self.buffer(src)?, self.buffer(dst)?);
+        if bytes > s.bytes || bytes > d.bytes {
+            return Err(BackendError::Internal(format!("copying {bytes} bytes between buffers of {} and {}", s.bytes, d.bytes)));
+        }
+        self.bind()?;
+        self.checked(unsafe { sys::cuMemcpyDtoDAsync_v2(d.ptr, s.ptr, bytes, self.stream) }, "copying on the device")
+    }
+
+    fn fill(&self, buffer: BufferId, pattern: &[u8], bytes: usize) -> Result<(), BackendError> {
+        let b = self.buffer(buffer)?;
+        if bytes > b.bytes {
+            return Err(BackendError::Internal(format!("filling {bytes} bytes of a buffer of {}", b.bytes)));
+        }
+        if bytes % pattern.len().max(1) != 0 || ![1, 2, 4].contains(&pattern.len()) {
+            let mut data = pattern.repeat(bytes / pattern.len().max(1) + 1);
+            data.truncate(bytes);
+            return self.write(buffer, &data);
+        }
+        self.bind()?;
+        let n = bytes / pattern.len();
+        let status = unsafe {
+            match pattern.len() {
+                1 => sys::cuMemsetD8Async(b.ptr, pattern[0], n, self.stream),
+                2 => sys::cuMemsetD16Async(b.ptr, u16::from_le_bytes([pattern[0], pattern[1]]), n, self.stream),
+                _ => sys::cuMemsetD32Async(b.ptr, u32::from_le_bytes([pattern[0], pattern[1], pattern[2], pattern[3]]), n, self.stream),
+            }
+        };
+        self.checked(status, "filling a buffer")
+    }
+
+    fn launch(&self, module: &Module, launch: &Launch) -> Result<(), BackendError> {
+        let cuda_module = module.downcast::<CudaModule>()?;
+        let function = cuda_module.function(&launch.kernel)?;
+        self.check_shape(launch, function)?;
+        let mut args = self.marshal(launch, function)?;
+        let mut pointers = args.pointers();
+        self.bind()?;
+        let [gx, gy, gz] = launch.grid;
+        let [bx, by, bz] = launch.block;
+        let status = unsafe {
+            sys::cuLaunchKernel(
+                function.handle,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                launch.shared_bytes,
+                self.stream,
+                if pointers.is_empty() { std::ptr::null_mut() } else { pointers.as_mut_ptr() },
+                std::ptr::null_mut(),
+            )
+        };
+        if status == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(self.note(driver::launch_error(status, &launch.kernel))) }
+    }
+
+    fn record_event(&self) -> Result<EventId, BackendError> {
+        self.bind()?;
+        let mut event = std::ptr::null_mut();
+        self.checked(unsafe { sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DEFAULT as u32) }, "creating an event")?;
+        if let Err(e) = self.checked(unsafe { sys::cuEventRecord(event, self.stream) }, "recording an event") {
+            unsafe { sys::cuEventDestroy_v2(event) };
+            return Err(e);
+        }
+        let id = self.id();
+        self.events.lock().unwrap().insert(id, event);
+        Ok(EventId(id))
+    }
+
+    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64, BackendError> {
+        let (a, b) = {
+            let mut events = self.events.lock().unwrap();
+            (events.remove(&start.0), events.remove(&end.0))
+        };
+        let destroy = |e: Option<sys::CUevent>| {
+            if let Some(e) = e {
+                unsafe { sys::cuEventDestroy_v2(e) };
+            }
+        };
+        let (Some(ea), Some(eb)) = (a, b) else {
+            destroy(a);
+            destroy(b);
+            return Err(BackendError::Internal("unknown timing event".into()));
+        };
+        let result = self.bind().and_then(|_| {
+            self.checked(unsafe { sys::cuEventSynchronize(eb) }, "waiting for the device")?;
+            let mut ms = 0f32;
+            self.checked(unsafe { sys::cuEventElapsedTime_v2(&mut ms, ea, eb) }, "reading an event time")?;
+            Ok(f64::from(ms))
+        });
+        destroy(Some(ea));
+        destroy(Some(eb));
+        result
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.bind()?;
+        self.sync_stream("running on the device")
+    }
+
+    fn script_functions(&self) -> Vec<ScriptFunction> {
+        vec![
+            ScriptFunction {
+                name: MAX_DYNAMIC_SHARED,
+                arity: 2,
+                phase: OpPhase::Setup,
+                doc: "cuda_max_dynamic_shared(kernel, bytes): let `kernel` use up to `bytes` of dynamic shared memory (needed above 48 KB)",
+            },
+            ScriptFunction {
+                name: tensor_map::NAME,
+                arity: 6,
+                phase: OpPhase::Argument,
+                doc: "cuda_tensor_map(buffer, dtype, dims, strides, box, swizzle): a Hopper tensor map over `buffer` (dims and box innermost first, strides in bytes, swizzle \"none\"/\"32b\"/\"64b\"/\"128b\"), passed by value",
+            },
+        ]
+    }
+
+    fn run_op(&self, module: &Module, op: &BackendOp, _buffers: &BufferLookup) -> Result<(), BackendError> {
+        match op.name.as_str() {
+            MAX_DYNAMIC_SHARED => self.set_max_dynamic_shared(module, op),
+            other => Err(BackendError::Unsupported(format!("{other}() as a step on {}", self.info.backend))),
+        }
+    }
+
+    fn op_argument(&self, _module: &Module, op: &BackendOp, buffers: &BufferLookup) -> Result<KernelArg, BackendError> {
+        match op.name.as_str() {
+            tensor_map::NAME => self.tensor_map(op, buffers),
+            other => Err(BackendError::Unsupported(format!("{other}() as an argument on {}", self.info.backend))),
+        }
+    }
+
+    fn flush_cache(&self) -> Result<(), BackendError> {
+        // Writing twice the L2's size through it evicts whatever the last run left there.
+        let bytes = (self.l2_bytes * 2).max(64 << 20);
+        let buffer = {
+            let mut flush = self.flush_buffer.lock().unwrap();
+            match *flush {
+                Some(b) => b,
+                None => {
+                    self.bind()?;
+                    let mut ptr: CUdeviceptr = 0;
+                    match unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) } {
+                        CUresult::CUDA_SUCCESS => {}
+                        CUresult::CUDA_ERROR_OUT_OF_MEMORY => return Err(BackendError::OutOfMemory { bytes }),
+                        s => return Err(self.note(driver::error(s, "allocating the cache-flush buffer"))),
+                    }
+                    *flush = Some(Buffer { ptr, bytes });
+                    flush.unwrap()
+                }
+            }
+        };
+        self.bind()?;
+        let value = self.id() as u32;
+        self.checked(unsafe { sys::cuMemsetD32Async(buffer.ptr, value, buffer.bytes / 4, self.stream) }, "flushing the cache")
+    }
+}
