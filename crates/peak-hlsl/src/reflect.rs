@@ -389,7 +389,7 @@ impl Module {
                 _ => {}
             }
         }
-        bindings.sort_by_key(|b| (b.set, b.binding));
+        bindings.sort_by(|a, b| (a.set, a.binding, &a.name).cmp(&(b.set, b.binding, &b.name)));
         let mut features: Vec<Feature> = self.capabilities.iter().filter_map(|c| Feature::from_capability(*c)).collect();
         features.dedup();
         Ok(Reflection { entry_point, local_size, bindings, push, workgroup_bytes, features })
