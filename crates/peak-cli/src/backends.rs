@@ -8,6 +8,8 @@ use peak_spec::Backend as Language;
 pub fn open(language: Language) -> Result<Box<dyn Backend>, BackendError> {
     match language {
         Language::Opencl => Ok(Box::new(peak_opencl::OpenClBackend::new()?)),
+        Language::Cuda => Ok(Box::new(peak_cuda::CudaBackend::new()?)),
+        Language::Hip => Ok(Box::new(peak_cuda::CudaBackend::hip()?)),
         other => Err(BackendError::Unavailable {
             what: format!("the {other} backend"),
             reason: "it is not part of this build yet".into(),

@@ -20,6 +20,10 @@ pub enum Command {
     Run(RunArgs),
     /// Run two contexts on the same sampled execution parameters and inputs, and compare outputs.
     Check(CheckArgs),
+    /// Compile every variant of a CUDA or HIP context with NVRTC (no GPU needed); report registers, shared memory and spills.
+    Compile(CompileArgs),
+    /// Time a matmul context's kernel and cuBLAS in the same run, on the same inputs; print % of cuBLAS.
+    Baseline(BaselineArgs),
     /// Create a workflow (a git repository) whose root checkpoint is a context.
     Init(InitArgs),
     /// The workflow's checkpoints: transformation, verdict, best time, speedups.
@@ -205,6 +209,47 @@ pub struct CheckArgs {
     pub seed: u64,
     #[command(flatten)]
     pub set: SetArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompileArgs {
+    /// The context folder (holding peak.toml); a cuda or hip context.
+    pub context: PathBuf,
+    #[command(flatten)]
+    pub set: SetArgs,
+    /// NVRTC's target architecture.
+    #[arg(long, default_value = "sm_90a")]
+    pub arch: String,
+    /// AMD target for hipcc's compile check of HIP contexts.
+    #[arg(long, default_value = "gfx90a")]
+    pub offload_arch: String,
+    /// Skip the hipcc compile check of HIP contexts.
+    #[arg(long)]
+    pub no_hipcc: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// The context folder (holding peak.toml); a cuda or hip context with [kernel.matmul].
+    pub context: PathBuf,
+    #[command(flatten)]
+    pub set: SetArgs,
+    /// Untimed runs before timing, for each side.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Timed runs for each side; the medians are compared.
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+    /// Salt for the random inputs (0: the manifest's seeds as written).
+    #[arg(long, default_value_t = 0)]
+    pub data_seed: u64,
+    /// Evict the L2 cache before each timed run, on both sides.
+    #[arg(long)]
+    pub flush_cache: bool,
     #[arg(long)]
     pub json: bool,
 }

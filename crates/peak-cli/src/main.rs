@@ -50,6 +50,8 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(args),
         Command::Run(args) => commands::run::run(args),
         Command::Check(args) => commands::check::run(args),
+        Command::Compile(args) => commands::compile::run(args),
+        Command::Baseline(args) => commands::baseline::run(args),
         Command::Init(args) => commands::init::run(args),
         Command::Log(args) => commands::log::run(args),
         Command::Show(args) => commands::show::run(args),

@@ -1,7 +1,9 @@
 //! One module per command.
 
 pub mod branch;
+pub mod baseline;
 pub mod check;
+pub mod compile;
 pub mod checkout;
 pub mod compare;
 pub mod diff;

@@ -1,0 +1,65 @@
+//! `peak baseline CONTEXT`: time the context's kernel and cuBLAS on the same matmul, in one
+//! process, the same way (warm-up, event-timed repetitions, median, the same inputs), and
+//! report both rates and the kernel's percentage of cuBLAS. The context must be a CUDA or
+//! HIP context with a `[kernel.matmul]` table. Exits 1 when the kernel's output disagrees
+//! with cuBLAS's.
+
+use anyhow::{Result, anyhow};
+use peak_backend::RunOptions;
+use peak_cuda::CudaBackend;
+use peak_cuda::baseline::{BaselineError, run_baseline};
+use peak_spec::Backend as Language;
+
+use super::{first_point, load_context, restricted_space};
+use crate::cli::BaselineArgs;
+use crate::output::{format_ms, print_json};
+use crate::{Failed, usage};
+
+pub fn run(args: BaselineArgs) -> Result<()> {
+    let ctx = load_context(&args.context)?;
+    let space = restricted_space(&ctx, &args.set)?;
+    let params = first_point(&ctx, &space)?;
+    let backend = match ctx.backend() {
+        Language::Cuda => CudaBackend::new()?,
+        Language::Hip => CudaBackend::hip()?,
+        other => {
+            return Err(usage(anyhow!(
+                "{}: peak baseline compares with cuBLAS, so it needs a cuda or hip context; this one is {other}",
+                ctx.manifest_path().display()
+            )));
+        }
+    };
+    let options = RunOptions { warmup: args.warmup, repetitions: args.reps, data_seed: args.data_seed, flush_cache: args.flush_cache, ..RunOptions::default() };
+    let report = run_baseline(&backend, &ctx, &params, &options).map_err(|e| match e {
+        BaselineError::NotMatmul { .. } | BaselineError::Shape { .. } | BaselineError::Types { .. } => usage(anyhow!(e)),
+        other => anyhow!("{} ({}): {other}", ctx.name(), params),
+    })?;
+    if args.json {
+        print_json(&report)?;
+    } else {
+        let s = report.shape;
+        println!("{} on {} ({}), m={} n={} k={}", report.kernel, report.device, report.backend, s.m, s.n, s.k);
+        println!("  params   {}", report.params);
+        let k = &report.kernel_timing;
+        let c = &report.cublas_timing;
+        println!("  kernel   {:>10} median of {}  {:>9.3} TFLOP/s", format_ms(k.median_ms), report.repetitions, k.tflops);
+        println!(
+            "  cuBLAS   {:>10} median of {}  {:>9.3} TFLOP/s  ({}, {}, {})",
+            format_ms(c.median_ms),
+            report.repetitions,
+            c.tflops,
+            report.cublas.routine,
+            report.cublas.compute_type,
+            report.cublas.math_mode
+        );
+        println!("  kernel at {:.2}% of cuBLAS", report.percent_of_cublas);
+        let v = &report.validation;
+        let verdict = if v.passed { "matches cuBLAS" } else { "DIFFERS from cuBLAS" };
+        println!("  output   {verdict} (relative error {:.3e}, tolerance {:.1e}, {} non-finite)", v.relative_error, v.tolerance, v.non_finite);
+    }
+    if !report.validation.passed {
+        eprintln!("error: the kernel's output does not match cuBLAS's on the same inputs");
+        return Err(Failed.into());
+    }
+    Ok(())
+}
