@@ -173,9 +173,10 @@ impl Library {
         let _ = writeln!(s, "# Backend: {} — {}\n", backend, backend.language());
         if !table.is_empty() {
             let _ = writeln!(s, "The generic terms of this transformation and their {backend} spelling:\n");
-            let _ = writeln!(s, "| term | {backend} |\n|---|---|");
             for (term, spelling) in &table {
-                let _ = writeln!(s, "| {term} | {} |", spelling.replace('|', "\\|"));
+                // A multi-line spelling (a block of preprocessor lines) stays readable as an
+                // indented continuation, where a table cell would break.
+                let _ = writeln!(s, "- `{term}`: {}", spelling.trim_end().replace('\n', "\n  "));
             }
             s.push('\n');
         }
@@ -222,7 +223,7 @@ impl Library {
         let _ = writeln!(s, "# Kernel context\n");
         let _ = writeln!(
             s,
-            "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (the {} kernels and device functions) and **host** (a Rhai launch script: it sees tuning parameters and scalar inputs as integer variables and arrays by name, and calls `launch(\"kernel\", [grid_x, grid_y], [block_x, block_y], shared_bytes, args...)`, `ceil_div(a, b)` and `alloc(\"f32\", count)` for scratch buffers).\n",
+            "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (the {} kernels and device functions) and **host**, a Rhai launch script. The script sees tuning parameters and scalar inputs as integer constants, arrays as buffers of the same name, and the device's limits as the constants `WARP_SIZE`, `MAX_THREADS_PER_BLOCK`, `MAX_SHARED_BYTES` and `COMPUTE_UNITS`. It calls `launch(\"kernel\", grid, block, shared_bytes, args...)` (grid and block are an integer or `[x, y, z]`), `ceil_div(a, b)`, `min`, `max`, `alloc(\"f32\", count)` for a scratch buffer, `fill(buffer, value)`, and `invalid(\"reason\")` to declare a configuration that cannot work, which prunes it instead of failing it.\n",
             backend.language()
         );
         for region in Region::ALL {

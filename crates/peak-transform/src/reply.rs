@@ -147,6 +147,10 @@ fn significant_lines(text: &str) -> Vec<&str> {
     text.lines().map(str::trim).filter(|l| l.chars().filter(|c| c.is_alphanumeric()).count() >= 3).collect()
 }
 
+/// Letters and digits a region must have before a verbatim copy of it counts as an edit
+/// outside the target region.
+const MIN_DISTINCTIVE_CHARS: usize = 24;
+
 fn check_inside(code: &str, current: &Regions, target: Region) -> Result<(), ReplyError> {
     if let Some(marker) = code.lines().map(str::trim).find(|l| l.starts_with("// @peak")) {
         return Err(ReplyError::EditOutsideRegion { target, reason: format!("it contains the region marker line `{marker}`") });
@@ -154,7 +158,10 @@ fn check_inside(code: &str, current: &Regions, target: Region) -> Result<(), Rep
     let reply_lines = significant_lines(code);
     for other in Region::ALL.into_iter().filter(|r| *r != target) {
         let other_lines = significant_lines(current.get(other));
-        if other_lines.len() >= 2 && reply_lines.windows(other_lines.len()).any(|w| w == other_lines.as_slice()) {
+        // Short regions (`#define X 1`) could coincide with legitimate code; a copy is only
+        // called one when what was copied is distinctive.
+        let distinctive = other_lines.iter().map(|l| l.chars().filter(|c| c.is_alphanumeric()).count()).sum::<usize>() >= MIN_DISTINCTIVE_CHARS;
+        if !other_lines.is_empty() && distinctive && reply_lines.windows(other_lines.len()).any(|w| w == other_lines.as_slice()) {
             return Err(ReplyError::EditOutsideRegion { target, reason: format!("it repeats the whole {other} region") });
         }
     }
@@ -221,9 +228,16 @@ mod tests {
         assert_eq!(err.kind(), "edit-outside-region");
         assert!(err.to_string().contains("// @peak device"), "{err}");
 
-        let copied = format!("```c\n#define IDX(r, c, ld) ((r) * (ld) + (c))\n#define TX threadIdx.x\n__global__ void k() {{}}\n```");
-        let err = parse(&copied).unwrap_err();
+        let copied = "```c\n#define IDX(r, c, ld) ((r) * (ld) + (c))\n#define TX threadIdx.x\n__global__ void k() {}\n```";
+        let err = parse(copied).unwrap_err();
         assert!(err.to_string().contains("macros region"), "{err}");
+
+        // A one-line region counts when it is distinctive: here the whole launch script.
+        let err = parse("```c\n__global__ void k() {}\nlaunch(\"matmul\", [ceil_div(n, BLOCK_X), ceil_div(n, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, n);\n```").unwrap_err();
+        assert!(err.to_string().contains("host region"), "{err}");
+        // A short one (`#define X 1`) would not be: regions below the threshold are never matched.
+        let short = Regions::new("#define X 1\n", "", "");
+        assert!(parse_reply("```c\n#define X 1\nint y;\n```", &short, Region::Device).is_ok());
 
         // Using a macro of another region is not copying it.
         assert!(parse("```c\n__global__ void k() { int i = IDX(1, 2, 3); }\n```").is_ok());

@@ -103,7 +103,7 @@ impl LlmConfig {
     pub fn from_provider(provider: &Provider, model: &str, env: impl Fn(&str) -> Option<String>) -> Result<LlmConfig, ExecutorError> {
         let base_url = provider
             .base_url_env()
-            .and_then(|var| env(var))
+            .and_then(&env)
             .filter(|url| !url.trim().is_empty())
             .unwrap_or_else(|| provider.default_base_url().to_string());
         let mut config = LlmConfig::new(provider.protocol(), base_url, model);

@@ -1,0 +1,362 @@
+// Checks the CUDA snippets of the transformation library on a GPU: every helper is run
+// once and its result compared with a host computation. The Hopper helpers (tma, wgmma)
+// need compute capability 9.0 and the sm_90a target.
+//
+//   nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o cuda_snippets cuda_snippets.cu -lcuda
+//   ./cuda_snippets        # prints one line per check, exits non-zero on any failure
+//
+// It includes the snippet files themselves, so it checks exactly the text peak inserts.
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "../snippets/async_copy.cu"
+#include "../snippets/mma_sync.cu"
+#include "../snippets/tile_copy.cu"
+#include "../snippets/tile_copy_transposed.cu"
+#include "../snippets/tma.cu"
+#include "../snippets/wgmma.cu"
+
+static int failures = 0;
+
+#define CUDA_OK(call)                                                                                  \
+    do {                                                                                               \
+        cudaError_t e_ = (call);                                                                       \
+        if (e_ != cudaSuccess) {                                                                       \
+            std::printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
+            std::exit(2);                                                                              \
+        }                                                                                              \
+    } while (0)
+
+static void report(const char* what, bool ok, const char* detail = "") {
+    std::printf("%s %s %s\n", ok ? "ok  " : "FAIL", what, detail);
+    if (!ok) ++failures;
+}
+
+static float value_at(int r, int c) { return (float)(((r * 131 + c * 71) % 17) - 8) / 8.0f; }
+
+template <typename T> static T from_float(float v);
+template <> float from_float<float>(float v) { return v; }
+template <> __half from_float<__half>(float v) { return __float2half(v); }
+static float to_float(float v) { return v; }
+static float to_float(__half v) { return __half2float(v); }
+
+// ---- tile copies: plain, transposed, asynchronous (with zero fill past the matrix) ----
+template <typename T, int ROWS, int COLS>
+__global__ void copy_tiles(const T* src, int ld, int rows, int cols, int row0, int col0, T* out, T* out_t, T* out_async) {
+    __shared__ T tile[ROWS][COLS + 1];
+    __shared__ T tile_t[COLS][ROWS + 3];
+    __shared__ __align__(16) T tile_a[ROWS][COLS];
+    const int tid = threadIdx.x, nthr = blockDim.x;
+    PEAK_TILE_COPY(tile, src, ld, row0, col0, ROWS, COLS, rows, cols, tid, nthr);
+    PEAK_TILE_COPY_T(tile_t, src, ld, row0, col0, ROWS, COLS, rows, cols, tid, nthr);
+    for (int i = tid; i < ROWS * COLS; i += nthr) {
+        const int r = i / COLS, c = i % COLS, gr = row0 + r, gc = col0 + c;
+        PEAK_ASYNC_COPY(tile_a[r][c], src, gr * ld + gc, gr < rows && gc < cols);
+    }
+    PEAK_ASYNC_COMMIT();
+    PEAK_ASYNC_WAIT(0);
+    __syncthreads();
+    for (int i = tid; i < ROWS * COLS; i += nthr) {
+        const int r = i / COLS, c = i % COLS;
+        out[i] = tile[r][c];
+        out_t[i] = tile_t[c][r];
+        out_async[i] = tile_a[r][c];
+    }
+}
+
+template <typename T>
+static void check_tile_copies(const char* type) {
+    constexpr int ROWS = 40, COLS = 24;
+    const int rows = 44, cols = 26, ld = cols, row0 = 8, col0 = 4;  // rows 44.. and cols 26.. lie outside
+    std::vector<T> host(rows * cols);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) host[r * cols + c] = from_float<T>(value_at(r, c));
+    T *src, *out;
+    CUDA_OK(cudaMalloc(&src, host.size() * sizeof(T)));
+    CUDA_OK(cudaMalloc(&out, 3 * ROWS * COLS * sizeof(T)));
+    CUDA_OK(cudaMemcpy(src, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(out, 0x7f, 3 * ROWS * COLS * sizeof(T)));
+    copy_tiles<T, ROWS, COLS><<<1, 96>>>(src, ld, rows, cols, row0, col0, out, out + ROWS * COLS, out + 2 * ROWS * COLS);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<T> got(3 * ROWS * COLS);
+    CUDA_OK(cudaMemcpy(got.data(), out, got.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    const char* names[3] = {"PEAK_TILE_COPY", "PEAK_TILE_COPY_T", "PEAK_ASYNC_COPY"};
+    for (int k = 0; k < 3; ++k) {
+        int bad = 0;
+        for (int r = 0; r < ROWS; ++r)
+            for (int c = 0; c < COLS; ++c) {
+                const int gr = row0 + r, gc = col0 + c;
+                const float want = (gr < rows && gc < cols) ? value_at(gr, gc) : 0.0f;
+                if (to_float(got[k * ROWS * COLS + r * COLS + c]) != to_float(from_float<T>(want))) ++bad;
+            }
+        char what[96], detail[64];
+        std::snprintf(what, sizeof what, "%s (%s)", names[k], type);
+        std::snprintf(detail, sizeof detail, "%d wrong of %d", bad, ROWS * COLS);
+        report(what, bad == 0, detail);
+    }
+    cudaFree(src);
+    cudaFree(out);
+}
+
+// 16-byte elements take the cp.async path with the largest copy size.
+__global__ void copy_vectors(const float4* src, int count, float4* out) {
+    __shared__ __align__(16) float4 tile[64];
+    const int i = threadIdx.x;
+    PEAK_ASYNC_COPY(tile[i], src, i, i < count);
+    PEAK_ASYNC_COMMIT();
+    PEAK_ASYNC_WAIT(0);
+    __syncthreads();
+    out[i] = tile[i];
+}
+
+static void check_vector_async_copy() {
+    std::vector<float4> host(64);
+    for (int i = 0; i < 64; ++i) host[i] = make_float4(i, -i, 0.5f * i, 1.0f + i);
+    float4 *src, *out;
+    CUDA_OK(cudaMalloc(&src, 64 * sizeof(float4)));
+    CUDA_OK(cudaMalloc(&out, 64 * sizeof(float4)));
+    CUDA_OK(cudaMemcpy(src, host.data(), 64 * sizeof(float4), cudaMemcpyHostToDevice));
+    copy_vectors<<<1, 64>>>(src, 50, out);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float4> got(64);
+    CUDA_OK(cudaMemcpy(got.data(), out, 64 * sizeof(float4), cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int i = 0; i < 64; ++i) {
+        const float4 want = i < 50 ? host[i] : make_float4(0, 0, 0, 0);
+        if (std::memcmp(&want, &got[i], sizeof want) != 0) ++bad;
+    }
+    report("PEAK_ASYNC_COPY (float4, zero fill)", bad == 0);
+    cudaFree(src);
+    cudaFree(out);
+}
+
+// ---- mma.sync with ldmatrix: one warp, C(16x16) = A(16x16) * B(16x16) ----
+__global__ void mma_tile(const __half* A, const __half* B, float* C) {
+    __shared__ __align__(16) __half As[16][24];  // padded rows of 48 bytes keep 16-byte alignment
+    __shared__ __align__(16) __half Bs[16][24];
+    const int lane = threadIdx.x;
+    for (int i = lane; i < 256; i += 32) {
+        As[i / 16][i % 16] = A[i];
+        Bs[i / 16][i % 16] = B[i];
+    }
+    __syncwarp();
+    unsigned a[4], b[4];
+    peak_ldmatrix_a(a, &As[lane % 16][(lane / 16) * 8]);
+    peak_ldmatrix_b(b, &Bs[lane % 16][(lane / 16) * 8]);
+    float acc[2][4] = {};
+    peak_mma_16816(acc[0], a, &b[0]);
+    peak_mma_16816(acc[1], a, &b[2]);
+    const int g = lane / 4, q = lane % 4;
+    for (int h = 0; h < 2; ++h)
+        for (int e = 0; e < 4; ++e) C[(g + 8 * (e / 2)) * 16 + 8 * h + 2 * q + e % 2] = acc[h][e];
+}
+
+static void check_mma() {
+    std::vector<__half> a(256), b(256);
+    for (int i = 0; i < 256; ++i) {
+        a[i] = __float2half(value_at(i / 16, i % 16));
+        b[i] = __float2half(value_at(i % 16 + 3, i / 16 + 5));
+    }
+    __half *da, *db;
+    float* dc;
+    CUDA_OK(cudaMalloc(&da, 512));
+    CUDA_OK(cudaMalloc(&db, 512));
+    CUDA_OK(cudaMalloc(&dc, 1024));
+    CUDA_OK(cudaMemcpy(da, a.data(), 512, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(db, b.data(), 512, cudaMemcpyHostToDevice));
+    mma_tile<<<1, 32>>>(da, db, dc);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> c(256);
+    CUDA_OK(cudaMemcpy(c.data(), dc, 1024, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int r = 0; r < 16; ++r)
+        for (int col = 0; col < 16; ++col) {
+            float want = 0;
+            for (int k = 0; k < 16; ++k) want += __half2float(a[r * 16 + k]) * __half2float(b[k * 16 + col]);
+            worst = std::fmax(worst, std::fabs(want - c[r * 16 + col]));
+        }
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
+    report("peak_ldmatrix_a/b + peak_mma_16816", worst < 1e-3, detail);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+}
+
+// ---- TMA: tensor maps as the host function cuda_tensor_map(...) is to build them ----
+static PeakTensorMap tensor_map(void* ptr, unsigned long long rows, unsigned long long cols, unsigned box_rows, unsigned box_cols, CUtensorMapSwizzle swizzle) {
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {cols, rows};
+    const cuuint64_t strides[1] = {cols * sizeof(__half)};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    const cuuint32_t elem[2] = {1, 1};
+    const CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ptr, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                              CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        std::printf("FAIL cuTensorMapEncodeTiled: error %d\n", (int)r);
+        std::exit(2);
+    }
+    PeakTensorMap out;
+    static_assert(sizeof(out) == sizeof(map), "PeakTensorMap must be a CUtensorMap's size");
+    std::memcpy(&out, &map, sizeof out);
+    return out;
+}
+
+// Two boxes through one barrier: phase 0 then phase 1, checking the parity rule.
+__global__ void tma_boxes(const __grid_constant__ PeakTensorMap tmap, int x0, int y0, int x1, int y1, __half* out) {
+    __shared__ __align__(128) __half box[64][32];
+    __shared__ __align__(8) unsigned long long bar;
+    if (threadIdx.x == 0) {
+        peak_mbar_init(&bar, 1);
+        peak_fence_mbar_init();
+    }
+    __syncthreads();
+    const int xs[2] = {x0, x1}, ys[2] = {y0, y1};
+    for (int phase = 0; phase < 2; ++phase) {
+        if (threadIdx.x == 0) {
+            peak_mbar_arrive_expect_tx(&bar, sizeof(box));
+            peak_tma_load_2d(box, &tmap, xs[phase], ys[phase], &bar);
+        }
+        peak_mbar_wait(&bar, phase & 1);
+        for (int i = threadIdx.x; i < 64 * 32; i += blockDim.x) out[phase * 64 * 32 + i] = box[i / 32][i % 32];
+        __syncthreads();  // everyone has read the box before the next copy overwrites it
+    }
+}
+
+static void check_tma() {
+    const int rows = 128, cols = 104;  // row pitch 208 bytes: a multiple of 16, as TMA requires
+    std::vector<__half> host(rows * cols);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) host[r * cols + c] = __float2half(value_at(r, c));
+    __half *src, *out;
+    CUDA_OK(cudaMalloc(&src, host.size() * 2));
+    CUDA_OK(cudaMalloc(&out, 2 * 64 * 32 * 2));
+    CUDA_OK(cudaMemcpy(src, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
+    const PeakTensorMap map = tensor_map(src, rows, cols, 64, 32, CU_TENSOR_MAP_SWIZZLE_NONE);
+    const int x[2] = {16, 80}, y[2] = {32, 96};  // the second box sticks out right and below
+    tma_boxes<<<1, 128>>>(map, x[0], y[0], x[1], y[1], out);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<__half> got(2 * 64 * 32);
+    CUDA_OK(cudaMemcpy(got.data(), out, got.size() * 2, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int p = 0; p < 2; ++p)
+        for (int r = 0; r < 64; ++r)
+            for (int c = 0; c < 32; ++c) {
+                const int gr = y[p] + r, gc = x[p] + c;
+                const float want = (gr < rows && gc < cols) ? __half2float(host[gr * cols + gc]) : 0.0f;
+                if (__half2float(got[p * 2048 + r * 32 + c]) != want) ++bad;
+            }
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "%d wrong of %d", bad, 2 * 64 * 32);
+    report("peak_tma_load_2d + mbarrier phases (zero fill past the edge)", bad == 0, detail);
+    cudaFree(src);
+    cudaFree(out);
+}
+
+// ---- wgmma: one warpgroup, D(64 x N) = A(64 x 64) * B(64 x N), tiles loaded by TMA with the 128-byte swizzle ----
+template <int N>
+__device__ __forceinline__ void wgmma_step(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    if constexpr (N == 64) peak_wgmma_m64n64k16(d, da, db, accumulate);
+    else if constexpr (N == 128) peak_wgmma_m64n128k16(d, da, db, accumulate);
+    else peak_wgmma_m64n256k16(d, da, db, accumulate);
+}
+
+template <int N>
+__global__ void __launch_bounds__(128) wgmma_tile(const __grid_constant__ PeakTensorMap tma, const __grid_constant__ PeakTensorMap tmb, float* D) {
+    extern __shared__ unsigned char smem_raw[];
+    // 1024-byte alignment for the 128-byte swizzle: round the dynamic base up.
+    unsigned char* smem = smem_raw + ((1024 - (peak_smem_u32(smem_raw) & 1023)) & 1023);
+    __half* a = reinterpret_cast<__half*>(smem);                 // [64][64]: 8192 bytes
+    __half* b = reinterpret_cast<__half*>(smem + 8192);          // N / 64 boxes of [64][64]
+    unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem + 8192 + N / 64 * 8192);
+    if (threadIdx.x == 0) {
+        peak_mbar_init(bar, 1);
+        peak_fence_mbar_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        peak_mbar_arrive_expect_tx(bar, 8192 + N / 64 * 8192);
+        peak_tma_load_2d(a, &tma, 0, 0, bar);
+        for (int c = 0; c < N / 64; ++c) peak_tma_load_2d(b + c * 64 * 64, &tmb, c * 64, 0, bar);
+    }
+    peak_mbar_wait(bar, 0);
+    float d[N / 2];
+    const unsigned long long da = peak_wgmma_desc(a, 16, 1024), db = peak_wgmma_desc(b, 8192, 1024);
+    peak_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wgmma_step<N>(d, da + 2 * k, db + 128 * k, k > 0);
+    peak_wgmma_commit();
+    peak_wgmma_wait<0>();
+    const int t = threadIdx.x, w = t / 32, g = (t % 32) / 4, q = t % 4;
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        D[(16 * w + g) * N + 8 * j + 2 * q] = d[4 * j];
+        D[(16 * w + g) * N + 8 * j + 2 * q + 1] = d[4 * j + 1];
+        D[(16 * w + g + 8) * N + 8 * j + 2 * q] = d[4 * j + 2];
+        D[(16 * w + g + 8) * N + 8 * j + 2 * q + 1] = d[4 * j + 3];
+    }
+}
+
+template <int N>
+static void check_wgmma() {
+    std::vector<__half> a(64 * 64), b(64 * N);
+    for (int r = 0; r < 64; ++r)
+        for (int k = 0; k < 64; ++k) a[r * 64 + k] = __float2half(value_at(r, k));
+    for (int k = 0; k < 64; ++k)
+        for (int c = 0; c < N; ++c) b[k * N + c] = __float2half(value_at(k + 7, c + 3));
+    __half *da, *db;
+    float* dd;
+    CUDA_OK(cudaMalloc(&da, a.size() * 2));
+    CUDA_OK(cudaMalloc(&db, b.size() * 2));
+    CUDA_OK(cudaMalloc(&dd, 64 * N * 4));
+    CUDA_OK(cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+    const PeakTensorMap ma = tensor_map(da, 64, 64, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+    const PeakTensorMap mb = tensor_map(db, 64, N, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+    const int smem = 1024 + 8192 + N / 64 * 8192 + 16;
+    CUDA_OK(cudaFuncSetAttribute(wgmma_tile<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    wgmma_tile<N><<<1, 128, smem>>>(ma, mb, dd);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> d(64 * N);
+    CUDA_OK(cudaMemcpy(d.data(), dd, d.size() * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int r = 0; r < 64; ++r)
+        for (int c = 0; c < N; ++c) {
+            float want = 0;
+            for (int k = 0; k < 64; ++k) want += __half2float(a[r * 64 + k]) * __half2float(b[k * N + c]);
+            worst = std::fmax(worst, std::fabs(want - d[r * N + c]));
+        }
+    char what[64], detail[64];
+    std::snprintf(what, sizeof what, "peak_wgmma_m64n%dk16 (A K-major, B N-major, 128B swizzle)", N);
+    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
+    report(what, worst < 1e-2, detail);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dd);
+}
+
+int main() {
+    cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("device: %s (compute capability %d.%d)\n", prop.name, prop.major, prop.minor);
+    check_tile_copies<float>("f32");
+    check_tile_copies<__half>("f16");
+    check_vector_async_copy();
+    check_mma();
+    if (prop.major >= 9) {
+        check_tma();
+        check_wgmma<64>();
+        check_wgmma<128>();
+        check_wgmma<256>();
+    } else {
+        std::printf("skip tma and wgmma: they need compute capability 9.0\n");
+    }
+    std::printf("%s\n", failures == 0 ? "all snippet checks passed" : "SOME SNIPPET CHECKS FAILED");
+    return failures == 0 ? 0 : 1;
+}

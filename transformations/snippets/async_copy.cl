@@ -1,0 +1,11 @@
+// Global -> __local copies for multi-stage pipelines, with the same interface as the CUDA
+// cp.async version. OpenCL C has no per-work-item asynchronous copy (async_work_group_copy
+// is collective and strided differently), so the copy happens at once and commit/wait are
+// no-ops; the pipeline still overlaps the loads of later stages with the current math.
+//   PEAK_ASYNC_COPY(dst, src, index, in_bounds)  dst = src[index], or zero when !in_bounds
+//   PEAK_ASYNC_COMMIT()  close the group of copies started since the last commit
+//   PEAK_ASYNC_WAIT(N)   wait until at most N committed groups are in flight; follow it
+//       with a barrier before reading the data
+#define PEAK_ASYNC_COPY(dst, src, index, in_bounds) ((dst) = (in_bounds) ? (src)[index] : 0)
+#define PEAK_ASYNC_COMMIT() ((void)0)
+#define PEAK_ASYNC_WAIT(N) ((void)0)

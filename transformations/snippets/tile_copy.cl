@@ -1,0 +1,16 @@
+// PEAK_TILE_COPY: the whole work-group copies a ROWS x COLS tile of a row-major global
+// matrix into a 2-D __local array, coalesced and without bank conflicts: consecutive
+// work-items take consecutive columns of one row. Elements outside the matrix are stored
+// as zero, so a partial tile at the edge computes correctly.
+//   dst         __local array indexed dst[r][c] (any padding of its rows is fine)
+//   src, ld     global matrix and its row length
+//   row0, col0  top-left element of the tile in the matrix
+//   rows, cols  matrix extent (for the bounds check)
+//   tid, nthr   this work-item's linear index in the group, and the group's size
+#define PEAK_TILE_COPY(dst, src, ld, row0, col0, ROWS, COLS, rows, cols, tid, nthr)        \
+    for (int peak_i = (tid); peak_i < (ROWS) * (COLS); peak_i += (nthr)) {                 \
+        const int peak_r = peak_i / (COLS), peak_c = peak_i % (COLS);                      \
+        const int peak_gr = (row0) + peak_r, peak_gc = (col0) + peak_c;                    \
+        if (peak_gr < (rows) && peak_gc < (cols)) (dst)[peak_r][peak_c] = (src)[(size_t)peak_gr * (ld) + peak_gc]; \
+        else (dst)[peak_r][peak_c] = 0;                                                    \
+    }
