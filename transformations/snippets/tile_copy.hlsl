@@ -1,3 +1,18 @@
+#ifndef PEAK_ZERO_DEFINED
+#define PEAK_ZERO_DEFINED
+// A zero of the same type as the argument. glslang's HLSL front end converts no literal to
+// half implicitly, so zero-filling goes through these overloads, picked by the type of
+// the destination element.
+float peak_zero(float x) { return 0.0f; }
+float2 peak_zero(float2 x) { return (float2)0.0f; }
+float4 peak_zero(float4 x) { return (float4)0.0f; }
+half peak_zero(half x) { return (half)0.0f; }
+half2 peak_zero(half2 x) { return (half2)(half)0.0f; }
+half4 peak_zero(half4 x) { return (half4)(half)0.0f; }
+int peak_zero(int x) { return 0; }
+uint peak_zero(uint x) { return 0u; }
+#endif
+
 // PEAK_TILE_COPY: the whole group copies a ROWS x COLS tile of a row-major buffer into a
 // 2-D groupshared array, coalesced and without bank conflicts: consecutive threads take
 // consecutive columns of one row. Elements outside the matrix are stored as zero, so a
@@ -13,5 +28,5 @@
         const int peak_r = peak_i / (COLS), peak_c = peak_i % (COLS);                      \
         const int peak_gr = (int)(row0) + peak_r, peak_gc = (int)(col0) + peak_c;          \
         if (peak_gr < (int)(rows) && peak_gc < (int)(cols)) dst[peak_r][peak_c] = src[peak_gr * (ld) + peak_gc]; \
-        else dst[peak_r][peak_c] = 0;                                                      \
+        else dst[peak_r][peak_c] = peak_zero(dst[peak_r][peak_c]);                         \
     }

@@ -223,7 +223,7 @@ impl Library {
         let _ = writeln!(s, "# Kernel context\n");
         let _ = writeln!(
             s,
-            "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (the {} kernels and device functions) and **host**, a Rhai launch script. The script sees tuning parameters and scalar inputs as integer constants, arrays as buffers of the same name, and the device's limits as the constants `WARP_SIZE`, `MAX_THREADS_PER_BLOCK`, `MAX_SHARED_BYTES` and `COMPUTE_UNITS`. It calls `launch(\"kernel\", grid, block, shared_bytes, args...)` (grid and block are an integer or `[x, y, z]`), `ceil_div(a, b)`, `min`, `max`, `alloc(\"f32\", count)` for a scratch buffer, `fill(buffer, value)`, and `invalid(\"reason\")` to declare a configuration that cannot work, which prunes it instead of failing it.\n",
+            "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (kernels and device functions in {}) and **host**, a Rhai launch script. The script sees tuning parameters and scalar inputs as integer constants, arrays as buffers of the same name, and the device's limits as the constants `WARP_SIZE`, `MAX_THREADS_PER_BLOCK`, `MAX_SHARED_BYTES` and `COMPUTE_UNITS`. It calls `launch(\"kernel\", grid, block, shared_bytes, args...)` (grid and block are an integer or `[x, y, z]`), `ceil_div(a, b)`, `min`, `max`, `alloc(\"f32\", count)` for a scratch buffer, `fill(buffer, value)`, and `invalid(\"reason\")` to declare a configuration that cannot work, which prunes it instead of failing it.\n",
             backend.language()
         );
         for region in Region::ALL {
@@ -265,11 +265,13 @@ impl Library {
         let _ = writeln!(
             s,
             "Reply with exactly one fenced code block holding the complete new text of the {region} region, from its first line to its last, and nothing else: no second code block, no explanation outside the block.\n\
-             - Do not include the region marker lines (`// @peak ...`) or the other regions; they stay exactly as shown.\n\
-             - Do not include the snippets listed above; peak inserts them.\n\
-             - Keep everything in the {region} region that this pass does not ask you to change.",
+             - Do not include the region marker lines (`// @peak ...`) or the other regions; they stay exactly as shown.",
             region = pass.region
         );
+        if !inserted.is_empty() {
+            let _ = writeln!(s, "- Do not include the snippets listed above; peak inserts them.");
+        }
+        let _ = writeln!(s, "- Keep everything in the {} region that this pass does not ask you to change.", pass.region);
 
         Ok(PassPrompt {
             transformation: t.name.clone(),

@@ -70,6 +70,7 @@ fn introduced_parameters_and_snippets_are_shown_and_snippets_inserted_once() {
     let prompt = library.pass_prompt(tb, 1, &ctx).unwrap();
     assert!(prompt.text.contains("- `TILE_K`: 4, 8, 16, 32, 64 — the k-extent"), "{}", prompt.text);
     assert!(prompt.text.contains("## Snippets") && prompt.text.contains("#define PEAK_TILE_COPY("), "{}", prompt.text);
+    assert!(prompt.text.contains("Do not include the snippets listed above"), "{}", prompt.text);
 
     let new_macros = prompt.accept("Here:\n```c\n#define TILE_M BLOCK_Y\n```\n", &regions).unwrap();
     assert!(new_macros.starts_with("// PEAK_TILE_COPY"), "{new_macros}");
@@ -86,7 +87,7 @@ fn introduced_parameters_and_snippets_are_shown_and_snippets_inserted_once() {
     let ctx = PromptContext { regions: &applied, ..ctx };
     let next = library.pass_prompt(tb, 1, &ctx).unwrap();
     assert!(next.text.contains("already in the source"), "{}", next.text);
-    assert!(!next.text.contains("## Snippets"), "{}", next.text);
+    assert!(!next.text.contains("## Snippets") && !next.text.contains("Do not include the snippets"), "{}", next.text);
     let kept = next.accept("```c\n#define TILE_M BLOCK_Y\n```", &applied).unwrap();
     assert_eq!(kept, "#define TILE_M BLOCK_Y\n");
 }
