@@ -9,6 +9,7 @@ pub mod plan;
 pub mod runner;
 pub mod script;
 pub mod testsuite;
+pub mod worker;
 
 pub use backend::{Backend, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, KernelResources, Launch, Module, OpPhase, ScriptFunction};
 pub use error::BackendError;

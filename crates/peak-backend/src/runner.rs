@@ -78,11 +78,15 @@ pub struct RunOptions {
     pub check_inputs: bool,
     /// Salt for random array contents: each value gives fresh inputs.
     pub data_seed: u64,
+    /// Stop timing after a repetition slower than this (the tuner passes a multiple of
+    /// the best time so far, so hopeless variants cost one timed run, not twenty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoff_ms: Option<f64>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { warmup: 3, repetitions: 20, input_sets: 1, flush_cache: false, check_inputs: false, data_seed: 0 }
+        RunOptions { warmup: 3, repetitions: 20, input_sets: 1, flush_cache: false, check_inputs: false, data_seed: 0, cutoff_ms: None }
     }
 }
 
@@ -191,13 +195,28 @@ pub fn run_compiled(
     options: &RunOptions,
 ) -> Result<RunResult, RunError> {
     let arrays = size_arrays(ctx, params)?;
-    let plan = plan(backend, ctx, params, &arrays)?;
     let host = generate_arrays(&arrays, options.data_seed);
+    run_prepared(backend, ctx, module, params, options, &arrays, &host)
+}
+
+/// Run with a compiled module and host arrays already sized and generated (a worker keeps
+/// the arrays of the last input configuration, since generating them can cost more than
+/// running a fast kernel).
+pub fn run_prepared(
+    backend: &dyn Backend,
+    ctx: &Context,
+    module: &Module,
+    params: &ExecParams,
+    options: &RunOptions,
+    arrays: &[SizedArray],
+    host: &[HostArray],
+) -> Result<RunResult, RunError> {
+    let plan = plan(backend, ctx, params, arrays)?;
     let mut device = DeviceArrays { backend, sets: Vec::new(), scratch: Vec::new() };
     let sets = options.input_sets.max(1);
     for _ in 0..sets {
         let mut set = Vec::with_capacity(arrays.len());
-        for (array, data) in arrays.iter().zip(&host) {
+        for (array, data) in arrays.iter().zip(host) {
             let id = backend.alloc(data.bytes.len()).map_err(RunError::from_backend)?;
             set.push(id);
             if array.spec.output {
@@ -222,12 +241,12 @@ pub fn run_compiled(
         backend.run_op(module, op, &lookup).map_err(RunError::from_backend)?;
     }
 
-    device.run_steps(module, &plan, &arrays, 0)?;
+    device.run_steps(module, &plan, arrays, 0)?;
     backend.synchronize().map_err(RunError::from_backend)?;
 
     let mut outputs = Vec::new();
     let mut modified_inputs = Vec::new();
-    for (i, (array, data)) in arrays.iter().zip(&host).enumerate() {
+    for (i, (array, data)) in arrays.iter().zip(host).enumerate() {
         let check = array.spec.output || (options.check_inputs && !array.spec.inout);
         if !check {
             continue;
@@ -244,7 +263,7 @@ pub fn run_compiled(
     let mut times_ms = Vec::with_capacity(options.repetitions);
     if options.repetitions > 0 {
         for w in 0..options.warmup {
-            device.run_steps(module, &plan, &arrays, w % sets)?;
+            device.run_steps(module, &plan, arrays, w % sets)?;
         }
         backend.synchronize().map_err(RunError::from_backend)?;
         for rep in 0..options.repetitions {
@@ -252,9 +271,13 @@ pub fn run_compiled(
                 backend.flush_cache().map_err(RunError::from_backend)?;
             }
             let start = backend.record_event().map_err(RunError::from_backend)?;
-            device.run_steps(module, &plan, &arrays, rep % sets)?;
+            device.run_steps(module, &plan, arrays, rep % sets)?;
             let end = backend.record_event().map_err(RunError::from_backend)?;
-            times_ms.push(backend.elapsed_ms(start, end).map_err(RunError::from_backend)?);
+            let ms = backend.elapsed_ms(start, end).map_err(RunError::from_backend)?;
+            times_ms.push(ms);
+            if options.cutoff_ms.is_some_and(|cutoff| ms > cutoff) {
+                break;
+            }
         }
         backend.synchronize().map_err(RunError::from_backend)?;
     }

@@ -1,0 +1,40 @@
+//! Validators and performance evaluators.
+//!
+//! - [`validate`]: is a candidate right? Sampled execution parameters, fresh inputs per
+//!   sample, outputs compared with references recorded from a reference context
+//!   ([`reference`]), verdicts as data ([`verdict`]); [`sanitizer`] adds NVIDIA
+//!   compute-sanitizer. The [`validate::Validator`] trait is the extension point.
+//! - [`tune`]: how fast can it go? Strategies ([`strategy`]: exhaustive, random and an
+//!   ensemble autotuner) over the constrained space ([`search`]), measured in crash-isolated
+//!   workers ([`workers`], `peak_backend::worker`), remembered in a durable results cache
+//!   ([`cache`]) so a killed run resumes; [`replay`] runs strategies on a recorded cache
+//!   with no device; [`profile`] attaches Nsight Compute metrics.
+//!
+//! Nothing here names a backend: kernels run in worker processes started from a command
+//! line the caller provides (`peak worker --backend NAME` in the product).
+
+pub mod cache;
+pub mod error;
+pub mod hash;
+pub mod profile;
+pub mod reference;
+pub mod replay;
+pub mod sanitizer;
+pub mod search;
+pub mod session;
+pub mod strategy;
+pub mod tune;
+pub mod validate;
+pub mod verdict;
+pub mod workers;
+
+pub use cache::{CacheIdentity, Outcome, ResultsCache};
+pub use error::EvalError;
+pub use reference::ReferenceStore;
+pub use search::SearchSpace;
+pub use session::{TuneReport, TuneSetup, default_cache_dir, tune_context, tuning_run_options};
+pub use strategy::StrategyKind;
+pub use tune::{TuneOptions, TuneReporter, TuneRun, tune};
+pub use validate::{OutputValidator, ValidationReport, Validator, validate};
+pub use verdict::Verdict;
+pub use workers::Workers;

@@ -1,0 +1,282 @@
+//! The space a tuner searches: every valid choice of the tuning parameters for one fixed
+//! input configuration, enumerated once.
+//!
+//! Points are vectors of value *indices*, so strategies see an ordinal grid: one step
+//! along a dimension is the next value of that parameter, whatever its spacing (powers of
+//! two, ranges with a step). Constraints are applied up front and each one's rejections
+//! are counted, so a summary can say why the space is as small as it is, and strategies
+//! only ever propose points that can run.
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+use peak_spec::expr::{Expr, expression_engine};
+use peak_spec::{Context, ExecParams, Space};
+use rhai::Scope;
+use serde::{Deserialize, Serialize};
+
+use crate::error::EvalError;
+
+/// Refuse to enumerate more than this many unconstrained points.
+pub const MAX_PRODUCT: u128 = 5_000_000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConstraintCount {
+    pub constraint: String,
+    /// Points this constraint was the first to reject.
+    pub rejected: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchSpace {
+    pub inputs: IndexMap<String, i64>,
+    names: Vec<String>,
+    values: Vec<Vec<i64>>,
+    /// Valid points, flattened: point i is `points[i*dims .. (i+1)*dims]`.
+    points: Vec<u16>,
+    index: HashMap<Vec<u16>, u32>,
+    /// Size of the unconstrained product.
+    pub product: u128,
+    pub pruned: Vec<ConstraintCount>,
+}
+
+impl SearchSpace {
+    /// The tuning space of `ctx` (restricted as `space` is, e.g. by `--set`) at `inputs`.
+    pub fn new(ctx: &Context, space: &Space, inputs: &IndexMap<String, i64>) -> Result<SearchSpace, EvalError> {
+        let err = |message: String| EvalError::Space { context: ctx.dir.display().to_string(), message };
+        let names: Vec<String> = space.tuning_names().map(String::from).collect();
+        let values: Vec<Vec<i64>> = names.iter().map(|n| space.values(n).unwrap_or_default().to_vec()).collect();
+        if let Some((name, v)) = names.iter().zip(&values).find(|(_, v)| v.len() > usize::from(u16::MAX)) {
+            return Err(err(format!("tuning parameter {name} has {} values; at most {} are supported", v.len(), u16::MAX)));
+        }
+        let engine = expression_engine();
+        let input_names: Vec<&str> = inputs.keys().map(String::as_str).collect();
+        let all_names: Vec<&str> = input_names.iter().copied().chain(names.iter().map(String::as_str)).collect();
+        let mut scope = Scope::new();
+        for (name, value) in inputs {
+            scope.push(name.clone(), *value);
+        }
+        for c in &ctx.manifest.constraints.inputs {
+            let expr = Expr::compile(&engine, c, &input_names).map_err(|m| err(format!("constraint `{c}`: {m}")))?;
+            if !expr.eval_bool(&engine, &mut scope).unwrap_or(false) {
+                return Err(err(format!("the inputs {} violate the input constraint `{c}`", crate::hash::canonical(inputs))));
+            }
+        }
+        let constraints = ctx
+            .manifest
+            .constraints
+            .tuning
+            .iter()
+            .map(|c| Expr::compile(&engine, c, &all_names).map_err(|m| err(format!("constraint `{c}`: {m}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        for name in &names {
+            scope.push(name.clone(), 0_i64);
+        }
+        let mut rejected = vec![0usize; constraints.len()];
+        let result = SearchSpace::build(inputs.clone(), names.clone(), values, |point| {
+            for (name, v) in names.iter().zip(point) {
+                scope.set_value(name.clone(), *v);
+            }
+            for (i, c) in constraints.iter().enumerate() {
+                // A constraint that cannot be evaluated (division by zero...) rejects.
+                if !c.eval_bool(&engine, &mut scope).unwrap_or(false) {
+                    rejected[i] += 1;
+                    return false;
+                }
+            }
+            true
+        });
+        let mut result = result.map_err(err)?;
+        result.pruned = ctx.manifest.constraints.tuning.iter().cloned().zip(rejected).map(|(constraint, rejected)| ConstraintCount { constraint, rejected }).collect();
+        if result.is_empty() {
+            return Err(err(format!("no tuning configuration satisfies the constraints at inputs {}", crate::hash::canonical(inputs))));
+        }
+        Ok(result)
+    }
+
+    /// A space from explicit dimensions and a validity test (synthetic spaces, replays).
+    pub fn build(
+        inputs: IndexMap<String, i64>,
+        names: Vec<String>,
+        values: Vec<Vec<i64>>,
+        mut valid: impl FnMut(&[i64]) -> bool,
+    ) -> Result<SearchSpace, String> {
+        let product = values.iter().fold(1u128, |acc, v| acc.saturating_mul(v.len() as u128));
+        if product > MAX_PRODUCT {
+            return Err(format!("the tuning space has {product} unconstrained points, more than the {MAX_PRODUCT} peak enumerates; narrow it with --set"));
+        }
+        let dims = names.len();
+        let mut space = SearchSpace { inputs, names, values, points: Vec::new(), index: HashMap::new(), product, pruned: Vec::new() };
+        if space.values.iter().any(Vec::is_empty) {
+            return Ok(space);
+        }
+        let mut odometer = vec![0u16; dims];
+        let mut concrete = vec![0i64; dims];
+        loop {
+            for (d, &i) in odometer.iter().enumerate() {
+                concrete[d] = space.values[d][usize::from(i)];
+            }
+            if valid(&concrete) {
+                let id = space.index.len() as u32;
+                space.index.insert(odometer.clone(), id);
+                space.points.extend_from_slice(&odometer);
+            }
+            // The last dimension turns fastest, as in `Space::iter`.
+            let mut d = dims;
+            loop {
+                if d == 0 {
+                    return Ok(space);
+                }
+                d -= 1;
+                odometer[d] += 1;
+                if usize::from(odometer[d]) < space.values[d].len() {
+                    break;
+                }
+                odometer[d] = 0;
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    pub fn dims(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn values(&self, dim: usize) -> &[i64] {
+        &self.values[dim]
+    }
+
+    /// Value indices of point `i`.
+    pub fn point(&self, i: usize) -> &[u16] {
+        let d = self.dims();
+        &self.points[i * d..(i + 1) * d]
+    }
+
+    pub fn lookup(&self, indices: &[u16]) -> Option<usize> {
+        self.index.get(indices).map(|&i| i as usize)
+    }
+
+    /// The point `delta` steps away from `i` along `dim`, if it exists and is valid.
+    pub fn step(&self, i: usize, dim: usize, delta: i32) -> Option<usize> {
+        let mut p = self.point(i).to_vec();
+        let moved = i32::from(p[dim]) + delta;
+        if moved < 0 || moved as usize >= self.values[dim].len() {
+            return None;
+        }
+        p[dim] = moved as u16;
+        self.lookup(&p)
+    }
+
+    /// The tuning values of point `i`, by name.
+    pub fn tuning(&self, i: usize) -> IndexMap<String, i64> {
+        self.names.iter().zip(self.point(i)).enumerate().map(|(d, (n, &v))| (n.clone(), self.values[d][usize::from(v)])).collect()
+    }
+
+    /// The full execution parameter of point `i`.
+    pub fn params(&self, i: usize) -> ExecParams {
+        ExecParams { inputs: self.inputs.clone(), tuning: self.tuning(i) }
+    }
+
+    /// The point with these tuning values, if it is in the space.
+    pub fn find(&self, tuning: &IndexMap<String, i64>) -> Option<usize> {
+        if tuning.len() != self.dims() {
+            return None;
+        }
+        let indices = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(d, n)| tuning.get(n).and_then(|v| self.values[d].iter().position(|x| x == v)).map(|p| p as u16))
+            .collect::<Option<Vec<u16>>>()?;
+        self.lookup(&indices)
+    }
+
+    /// The point nearest to a (possibly partial, possibly out-of-domain) set of tuning
+    /// values: each named dimension takes its closest value, the others their middle one.
+    /// Used to start a search from the best points of a previous transformation.
+    pub fn nearest(&self, tuning: &IndexMap<String, i64>) -> Option<usize> {
+        let target: Vec<u16> = (0..self.dims())
+            .map(|d| match tuning.get(&self.names[d]) {
+                Some(v) => self.values[d].iter().enumerate().min_by_key(|(_, x)| (*x - v).abs()).map(|(i, _)| i as u16).unwrap_or(0),
+                None => (self.values[d].len() / 2) as u16,
+            })
+            .collect();
+        if let Some(i) = self.lookup(&target) {
+            return Some(i);
+        }
+        (0..self.len()).min_by_key(|&i| self.point(i).iter().zip(&target).map(|(a, b)| (i32::from(*a) - i32::from(*b)).unsigned_abs()).sum::<u32>())
+    }
+}
+
+/// Every input configuration of a (possibly `--set`-restricted) space that satisfies the
+/// input constraints. Each is tuned on its own: times at different sizes do not compare.
+pub fn input_configurations(ctx: &Context, space: &Space) -> Result<Vec<IndexMap<String, i64>>, EvalError> {
+    let tuning: Vec<&str> = space.tuning_names().collect();
+    let names: Vec<String> = space.names().filter(|n| !tuning.contains(n)).map(String::from).collect();
+    let values: Vec<Vec<i64>> = names.iter().map(|n| space.values(n).unwrap_or_default().to_vec()).collect();
+    let engine = expression_engine();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let constraints = ctx
+        .manifest
+        .constraints
+        .inputs
+        .iter()
+        .map(|c| Expr::compile(&engine, c, &refs))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|message| EvalError::Space { context: ctx.dir.display().to_string(), message })?;
+    let mut scope = Scope::new();
+    for n in &names {
+        scope.push(n.clone(), 0_i64);
+    }
+    let grid = SearchSpace::build(IndexMap::new(), names.clone(), values, |point| {
+        for (n, v) in names.iter().zip(point) {
+            scope.set_value(n.clone(), *v);
+        }
+        constraints.iter().all(|c| c.eval_bool(&engine, &mut scope).unwrap_or(false))
+    })
+    .map_err(|message| EvalError::Space { context: ctx.dir.display().to_string(), message })?;
+    Ok((0..grid.len()).map(|i| grid.tuning(i)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid() -> SearchSpace {
+        SearchSpace::build(IndexMap::new(), vec!["X".into(), "Y".into()], vec![vec![1, 2, 4, 8], vec![1, 2, 4, 8]], |p| p[0] * p[1] <= 16).unwrap()
+    }
+
+    #[test]
+    fn only_valid_points_are_kept_and_steps_stay_inside() {
+        let s = grid();
+        // (4,8), (8,4) and (8,8) break X*Y <= 16.
+        assert_eq!(s.len(), 13);
+        let origin = s.lookup(&[0, 0]).unwrap();
+        assert_eq!(s.tuning(origin)["X"], 1);
+        let right = s.step(origin, 1, 1).unwrap();
+        assert_eq!(s.tuning(right)["Y"], 2);
+        assert_eq!(s.step(origin, 0, -1), None);
+        let corner = s.find(&[("X".to_string(), 4), ("Y".to_string(), 4)].into_iter().collect()).unwrap();
+        assert_eq!(s.step(corner, 0, 1), None, "8*4 > 16 is not in the space");
+    }
+
+    #[test]
+    fn nearest_maps_foreign_values_into_the_space() {
+        let s = grid();
+        let i = s.nearest(&[("X".to_string(), 3)].into_iter().collect()).unwrap();
+        let t = s.tuning(i);
+        assert!(t["X"] == 2 || t["X"] == 4, "{t:?}");
+        assert!(t["X"] * t["Y"] <= 16);
+    }
+}

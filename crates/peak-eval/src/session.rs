@@ -1,0 +1,135 @@
+//! Tuning a whole context: the glue between the worker, the references, the cache and the
+//! search, used by `peak tune` and by the workflow.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use peak_backend::RunOptions;
+use peak_backend::worker::ReferenceArray;
+use peak_spec::{Context, Space};
+use serde::{Deserialize, Serialize};
+
+use crate::cache::{CacheIdentity, ResultsCache};
+use crate::error::EvalError;
+use crate::hash::{device_identity, source_hash};
+use crate::reference::{ReferenceStore, check_compatible};
+use crate::sanitizer::absolute;
+use crate::search::{SearchSpace, input_configurations};
+use crate::tune::{TuneOptions, TuneReporter, TuneRun, WorkerMeasurer, tune};
+use crate::validate::tolerance;
+use crate::workers::Workers;
+
+/// Where peak keeps its caches: `$PEAK_CACHE_DIR`, else `$XDG_CACHE_HOME/peak`, else
+/// `~/.cache/peak`.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PEAK_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("peak");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".cache").join("peak"),
+        None => PathBuf::from(".peak-cache"),
+    }
+}
+
+/// Timing settings for tuning: the outputs run doubles as the warm-up of caches and
+/// JIT, so one more warm-up run suffices; seven timed runs give a stable median; two input
+/// sets alternate so no variant is timed on cache-warm data.
+pub fn tuning_run_options() -> RunOptions {
+    RunOptions { warmup: 1, repetitions: 7, input_sets: 2, flush_cache: false, check_inputs: true, data_seed: 0, cutoff_ms: None }
+}
+
+pub struct TuneSetup<'a> {
+    pub context: &'a Context,
+    /// The context's space, restricted as asked (`--set`).
+    pub space: &'a Space,
+    /// Judge outputs against this context; `None`: against the context's own first valid
+    /// configuration (every variant must agree with it).
+    pub reference: Option<&'a Context>,
+    /// `<cache>/references` and `<cache>/results` live under this folder.
+    pub cache_dir: &'a Path,
+    /// Keep no results cache (every configuration is measured).
+    pub no_cache: bool,
+    /// Do not compare outputs (timing only).
+    pub no_validation: bool,
+    pub run: RunOptions,
+    pub options: TuneOptions,
+    pub timeout: Option<Duration>,
+    pub prune_spills: bool,
+    /// Override how many configurations stay in flight (default: the pool's).
+    pub in_flight: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CacheReport {
+    pub path: PathBuf,
+    /// Records already in the file when the run began.
+    pub loaded: usize,
+    /// A cut-short last line (left by a killed run) that was dropped.
+    pub torn_tail: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TuneReport {
+    pub context: PathBuf,
+    pub source_hash: String,
+    pub device: String,
+    pub reference: String,
+    pub cache: Option<CacheReport>,
+    /// One run per input configuration.
+    pub runs: Vec<TuneRun>,
+    /// Worker restarts (crashes, faults, time-outs) during the run.
+    pub worker_restarts: usize,
+}
+
+/// Tune every input configuration of `setup.space`.
+pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn TuneReporter) -> Result<TuneReport, EvalError> {
+    let ctx = setup.context;
+    let reference = setup.reference.unwrap_or(ctx);
+    check_compatible(ctx, reference)?;
+    let backend = ctx.backend().name();
+    let device = workers.pool(backend)?.device().clone();
+    let identity = CacheIdentity { source_hash: source_hash(ctx), device: device_identity(&device), backend: backend.to_string(), reference: source_hash(reference) };
+    let mut cache = if setup.no_cache { None } else { Some(ResultsCache::open_in(&setup.cache_dir.join("results"), &identity)?) };
+    let cache_report = cache.as_ref().map(|c| CacheReport { path: c.path().to_path_buf(), loaded: c.loaded, torn_tail: c.torn_tail });
+    let store = ReferenceStore::new(setup.cache_dir.join("references"));
+
+    let mut runs = Vec::new();
+    for inputs in input_configurations(ctx, setup.space)? {
+        let space = SearchSpace::new(ctx, setup.space, &inputs)?;
+        let references = if setup.no_validation {
+            None
+        } else {
+            let recorded = store.get_or_record(workers.pool(reference.backend().name())?, reference, &inputs, setup.run.data_seed)?;
+            let sample = space.params(0);
+            Some(
+                recorded
+                    .meta
+                    .arrays
+                    .iter()
+                    .map(|a| ReferenceArray { name: a.name.clone(), path: recorded.path(&a.name), tolerance: tolerance(ctx, reference, a.dtype, &sample) })
+                    .collect(),
+            )
+        };
+        let pool = workers.pool(backend)?;
+        let mut measurer = WorkerMeasurer::new(pool, absolute(&ctx.dir), setup.run.clone(), references);
+        measurer.timeout = setup.timeout;
+        measurer.prune_spills = setup.prune_spills;
+        if let Some(n) = setup.in_flight {
+            measurer.in_flight = n;
+        }
+        runs.push(tune(&space, &mut measurer, cache.as_mut(), &setup.options, reporter)?);
+    }
+    let worker_restarts = workers.pool(backend)?.restarts();
+    Ok(TuneReport {
+        context: ctx.dir.clone(),
+        source_hash: identity.source_hash,
+        device: identity.device,
+        reference: if setup.reference.is_some() { reference.dir.display().to_string() } else { "self (first valid configuration)".into() },
+        cache: cache_report,
+        runs,
+        worker_restarts,
+    })
+}

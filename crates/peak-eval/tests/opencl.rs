@@ -1,0 +1,480 @@
+//! Validators, tuner, cache and crash-isolated workers on the OpenCL backend (PoCL here).
+//!
+//! This binary has no libtest harness of its own: started with `PEAK_EVAL_TEST_WORKER`
+//! set it *is* the worker (`peak worker --backend opencl` in the product), and with
+//! `PEAK_EVAL_TEST_TUNE` set it is a tuning run the kill -9 test can shoot. Otherwise it
+//! runs the tests through libtest-mimic, so `cargo test` filters and reports as usual.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use peak_backend::RunOptions;
+use peak_backend::worker::{FailureKind, Job, OutputMode, PoolOptions, WorkerCommand, WorkerPool};
+use peak_eval::cache::{CacheIdentity, ResultsCache};
+use peak_eval::hash::{device_identity, source_hash};
+use peak_eval::reference::ReferenceStore;
+use peak_eval::tune::StopReason;
+use peak_eval::validate::{Outcome, Sample, samples};
+use peak_eval::{EvalError, OutputValidator, StrategyKind, TuneOptions, TuneSetup, Validator, Verdict, Workers, tune_context, tuning_run_options, validate};
+use peak_spec::Context;
+
+type Test = fn() -> Result<(), Failed>;
+
+const WORKER_ENV: &str = "PEAK_EVAL_TEST_WORKER";
+const TUNE_ENV: &str = "PEAK_EVAL_TEST_TUNE";
+
+fn main() {
+    if std::env::var_os(WORKER_ENV).is_some() {
+        match peak_opencl::OpenClBackend::new() {
+            Ok(backend) => peak_backend::worker::serve(&backend).expect("worker i/o"),
+            Err(e) => peak_backend::worker::refuse(&e.to_string()).expect("worker i/o"),
+        }
+        return;
+    }
+    if let Ok(spec) = std::env::var(TUNE_ENV) {
+        tune_child(&spec);
+        return;
+    }
+    let args = Arguments::from_args();
+    let skip = peak_opencl::OpenClBackend::new().err().map(|e| e.to_string());
+    let tests: Vec<(&str, Test)> = vec![
+        ("worker_times_out_a_hang_and_runs_the_next_variant", worker_times_out_a_hang_and_runs_the_next_variant),
+        ("worker_survives_a_crash_and_runs_the_next_variant", worker_survives_a_crash_and_runs_the_next_variant),
+        ("a_crash_among_pipelined_jobs_is_blamed_on_its_own_job", a_crash_among_pipelined_jobs_is_blamed_on_its_own_job),
+        ("a_correct_candidate_passes_on_every_sample", a_correct_candidate_passes_on_every_sample),
+        ("unwritten_outputs_fail_through_poisoning", unwritten_outputs_fail_through_poisoning),
+        ("a_kernel_that_ignores_its_inputs_fails_on_fresh_inputs", a_kernel_that_ignores_its_inputs_fails_on_fresh_inputs),
+        ("nan_never_passes", nan_never_passes),
+        ("modified_read_only_inputs_fail_unless_inout", modified_read_only_inputs_fail_unless_inout),
+        ("a_hang_is_timed_out_in_validation", a_hang_is_timed_out_in_validation),
+        ("compile_errors_keep_the_log", compile_errors_keep_the_log),
+        ("invalid_configurations_are_pruned_not_failed", invalid_configurations_are_pruned_not_failed),
+        ("crash_and_launch_failure_verdicts", crash_and_launch_failure_verdicts),
+        ("references_are_recorded_once_and_damaged_ones_rerecorded", references_are_recorded_once_and_damaged_ones_rerecorded),
+        ("tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache", tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache),
+        ("a_tuning_run_killed_with_sigkill_resumes_without_remeasuring", a_tuning_run_killed_with_sigkill_resumes_without_remeasuring),
+        ("a_corrupted_cache_is_rejected", a_corrupted_cache_is_rejected),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, test)| {
+            let skip = skip.clone();
+            Trial::test(name, move || match skip {
+                Some(why) => {
+                    eprintln!("SKIPPED {name}: no OpenCL device: {why}");
+                    Ok(())
+                }
+                None => test(),
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+fn worker_command() -> WorkerCommand {
+    WorkerCommand::new(std::env::current_exe().expect("test binary path")).env(WORKER_ENV, "opencl")
+}
+
+fn workers(run_timeout: Duration) -> Workers {
+    Workers::new(Box::new(|_backend: &str| Ok(worker_command())), PoolOptions { run_timeout, ..PoolOptions::default() })
+}
+
+fn ensure(cond: bool, message: impl Into<String>) -> Result<(), Failed> {
+    if cond { Ok(()) } else { Err(message.into().into()) }
+}
+
+// ----------------------------------------------------------------------------------------
+// Contexts.
+// ----------------------------------------------------------------------------------------
+
+struct Ctx {
+    _dir: tempfile::TempDir,
+    ctx: Context,
+}
+
+fn context(inputs: &str, arrays: &str, tuning: &str, device: &str, host: &str) -> Ctx {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let manifest = format!("[kernel]\nname = \"vadd\"\nbackend = \"opencl\"\nsource = \"kernel.cl\"\n\n[inputs]\n{inputs}\n\n{arrays}\n{tuning}\n");
+    std::fs::write(dir.path().join("peak.toml"), manifest).unwrap();
+    std::fs::write(dir.path().join("kernel.cl"), format!("// @peak macros\n// @peak device\n{device}// @peak host\n{host}")).unwrap();
+    let ctx = Context::load(dir.path()).unwrap_or_else(|e| panic!("test context: {e}"));
+    Ctx { _dir: dir, ctx }
+}
+
+const ARRAYS: &str = "[[arrays]]\nname = \"A\"\ntype = \"f32\"\nsize = \"n\"\ninit = \"random\"\nseed = 1\n\n[[arrays]]\nname = \"B\"\ntype = \"f32\"\nsize = \"n\"\ninit = \"random\"\nseed = 2\n\n[[arrays]]\nname = \"C\"\ntype = \"f32\"\nsize = \"n\"\ninit = \"zeros\"\noutput = true\n";
+const SIZES: &str = "n = { values = [256, 1000, 4097] }";
+const BLOCKS: &str = "[tuning]\nBS = { values = [16, 32, 64] }\n";
+const HOST: &str = "launch(\"vadd\", ceil_div(n, BS), BS, 0, A, B, C, n);\n";
+
+/// `C = A + 2B`, with a body given for element `i` (which is < n).
+fn vadd(body: &str) -> String {
+    format!("__kernel void vadd(__global float* a, __global float* b, __global float* out, int n) {{\n  int i = get_global_id(0);\n  if (i < n) {{ {body} }}\n}}\n")
+}
+
+const CORRECT: &str = "out[i] = a[i] + 2.0f * b[i];";
+
+/// The reference: plain, untuned.
+fn reference() -> Ctx {
+    context(SIZES, ARRAYS, "", &vadd(CORRECT), "launch(\"vadd\", ceil_div(n, 64), 64, 0, A, B, C, n);\n")
+}
+
+fn candidate(body: &str) -> Ctx {
+    context(SIZES, ARRAYS, BLOCKS, &vadd(body), HOST)
+}
+
+/// Validate `candidate` against the plain reference on every point of its space.
+fn run_validation(candidate: &Context, timeout: Duration) -> Result<peak_eval::ValidationReport, EvalError> {
+    let cache = tempfile::tempdir().unwrap();
+    let reference = reference();
+    let mut validator = OutputValidator::new(reference.ctx.clone(), ReferenceStore::new(cache.path()));
+    validator.timeout = Some(timeout);
+    let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(validator)];
+    let mut workers = workers(timeout);
+    validate(&mut workers, candidate, &samples(&candidate.space(), 16, 7), &mut validators, &())
+}
+
+fn categories(report: &peak_eval::ValidationReport) -> Vec<&'static str> {
+    report.samples.iter().map(|s| s.verdict.category()).collect()
+}
+
+// ----------------------------------------------------------------------------------------
+// Crash-isolated workers.
+// ----------------------------------------------------------------------------------------
+
+fn once(ctx: &Context) -> Job {
+    Job::new(ctx.dir.clone(), ctx.space().iter().next().unwrap(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() })
+}
+
+fn pool(run_timeout: Duration) -> WorkerPool {
+    WorkerPool::start("opencl", worker_command(), PoolOptions { run_timeout, ..PoolOptions::default() }).expect("worker starts")
+}
+
+const HANG: &str = "while (1) { out[i] += 1.0f; }";
+/// A write some terabytes past the array: outside any mapping, so PoCL's thread faults.
+const WILD_WRITE: &str = "out[i + 400000000L * (long)n] = 1.0f;";
+
+fn worker_times_out_a_hang_and_runs_the_next_variant() -> Result<(), Failed> {
+    let (hang, good) = (candidate(HANG), candidate(CORRECT));
+    let mut pool = pool(Duration::from_secs(3));
+    let started = Instant::now();
+    let failure = pool.run(once(&hang.ctx))?.expect_err("an endless kernel cannot succeed");
+    ensure(failure.category == FailureKind::TimedOut, format!("expected timed-out, got {failure}"))?;
+    ensure(started.elapsed() < Duration::from_secs(60), "the time-out did not fire in time")?;
+    let report = pool.run(once(&good.ctx))?.map_err(|f| format!("the next variant failed: {f}"))?;
+    ensure(report.times_ms.len() == 1, "the next variant was not timed")?;
+    ensure(pool.restarts() == 1, format!("expected one restart, got {}", pool.restarts()))
+}
+
+fn worker_survives_a_crash_and_runs_the_next_variant() -> Result<(), Failed> {
+    let (crash, good) = (candidate(WILD_WRITE), candidate(CORRECT));
+    let mut pool = pool(Duration::from_secs(60));
+    let failure = pool.run(once(&crash.ctx))?.expect_err("a wild write cannot succeed");
+    ensure(failure.category == FailureKind::Crashed, format!("expected crashed, got {failure}"))?;
+    ensure(failure.message.contains("SIGSEGV") || failure.message.contains("SIGBUS"), format!("the signal is not named: {}", failure.message))?;
+    pool.run(once(&good.ctx))?.map_err(|f| format!("the next variant failed: {f}"))?;
+    ensure(pool.restarts() == 1, format!("expected one restart, got {}", pool.restarts()))
+}
+
+fn a_crash_among_pipelined_jobs_is_blamed_on_its_own_job() -> Result<(), Failed> {
+    let (crash, good) = (candidate(WILD_WRITE), candidate(CORRECT));
+    let mut pool = pool(Duration::from_secs(60));
+    let points: Vec<_> = good.ctx.space().iter().collect();
+    let mut expect = Vec::new();
+    for (k, params) in points.iter().take(5).enumerate() {
+        let ctx = if k == 2 { &crash.ctx } else { &good.ctx };
+        let id = pool.submit(Job::new(ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() }));
+        expect.push((id, k == 2));
+    }
+    for (id, crashes) in expect {
+        let answer = pool.next_answer()?.ok_or("an answer is missing")?;
+        ensure(answer.id == id, format!("answers out of order: got {} expected {id}", answer.id))?;
+        match (crashes, &answer.result) {
+            (true, Err(f)) if f.category == FailureKind::Crashed => {}
+            (false, Ok(_)) => {}
+            (_, other) => return Err(format!("job {id} (crashing: {crashes}) got {other:?}").into()),
+        }
+    }
+    ensure(pool.next_answer()?.is_none(), "extra answers")
+}
+
+// ----------------------------------------------------------------------------------------
+// Validation verdicts.
+// ----------------------------------------------------------------------------------------
+
+fn a_correct_candidate_passes_on_every_sample() -> Result<(), Failed> {
+    let good = candidate(CORRECT);
+    let report = run_validation(&good.ctx, Duration::from_secs(60))?;
+    ensure(report.samples.len() == 9, format!("expected all 9 points sampled, got {}", report.samples.len()))?;
+    ensure(report.outcome == Outcome::Passed, format!("{:?}", categories(&report)))?;
+    let mut seeds: Vec<u64> = report.samples.iter().map(|s| s.data_seed).collect();
+    seeds.sort();
+    seeds.dedup();
+    ensure(seeds.len() == 9, "every sample must draw its own inputs")
+}
+
+fn unwritten_outputs_fail_through_poisoning() -> Result<(), Failed> {
+    let half = candidate("if (i < n / 2) out[i] = a[i] + 2.0f * b[i];");
+    let report = run_validation(&half.ctx, Duration::from_secs(60))?;
+    ensure(report.outcome == Outcome::Failed, "a half-written output passed")?;
+    for s in &report.samples {
+        match &s.verdict {
+            Verdict::WrongOutput(w) => ensure(w.non_finite > 0 && w.array == "C", format!("{w:?}"))?,
+            other => return Err(format!("expected wrong-output, got {other:?}").into()),
+        }
+    }
+    Ok(())
+}
+
+fn a_kernel_that_ignores_its_inputs_fails_on_fresh_inputs() -> Result<(), Failed> {
+    // A kernel that memorised the answer for the manifest's own inputs (data seed 0).
+    let reference = reference();
+    let params = reference.ctx.space().iter().find(|p| p.inputs["n"] == 256).unwrap();
+    let mut plain = workers(Duration::from_secs(60));
+    let pool = plain.pool("opencl")?;
+    let report = pool
+        .run(Job { outputs: OutputMode::Bytes, ..Job::new(reference.ctx.dir.clone(), params, RunOptions { warmup: 0, repetitions: 0, ..RunOptions::default() }) })?
+        .map_err(|f| f.to_string())?;
+    let answer = report.outputs[0].array().ok_or("no bytes")?;
+    let table: Vec<String> = (0..answer.len()).map(|i| format!("{:e}f", answer.get_f64(i) as f32)).collect();
+    let device = format!(
+        "__constant float ANSWER[256] = {{{}}};\n__kernel void vadd(__global float* a, __global float* b, __global float* out, int n) {{\n  int i = get_global_id(0);\n  if (i < n) out[i] = ANSWER[i % 256];\n}}\n",
+        table.join(", ")
+    );
+    let memorised = context("n = { values = [256] }", ARRAYS, BLOCKS, &device, HOST);
+
+    // On the manifest's inputs it is indistinguishable from a correct kernel...
+    let store_dir = tempfile::tempdir().unwrap();
+    let mut validator = OutputValidator::new(reference.ctx.clone(), ReferenceStore::new(store_dir.path()));
+    let same_inputs = Sample { index: 0, params: memorised.ctx.space().iter().next().unwrap(), data_seed: 0 };
+    let verdict = validator.check(&mut plain, &memorised.ctx, &same_inputs)?.ok_or("no verdict")?;
+    ensure(verdict == Verdict::Passed, format!("control: on data seed 0 it should pass, got {verdict:?}"))?;
+    // ...but every sample draws fresh inputs, and there it fails.
+    let report = run_validation(&memorised.ctx, Duration::from_secs(60))?;
+    ensure(categories(&report).iter().all(|c| *c == "wrong-output"), format!("{:?}", categories(&report)))
+}
+
+fn nan_never_passes() -> Result<(), Failed> {
+    let nan = candidate("out[i] = (i == 7) ? NAN : a[i] + 2.0f * b[i];");
+    let report = run_validation(&nan.ctx, Duration::from_secs(60))?;
+    for s in &report.samples {
+        match &s.verdict {
+            Verdict::WrongOutput(w) => ensure(w.non_finite == 1 && w.worst_index == 7, format!("{w:?}"))?,
+            other => return Err(format!("expected wrong-output, got {other:?}").into()),
+        }
+    }
+    Ok(())
+}
+
+fn modified_read_only_inputs_fail_unless_inout() -> Result<(), Failed> {
+    let body = "float x = a[i] + 2.0f * b[i]; a[i] = 0.0f; out[i] = x;";
+    let scribbler = candidate(body);
+    let report = run_validation(&scribbler.ctx, Duration::from_secs(60))?;
+    for s in &report.samples {
+        ensure(s.verdict == Verdict::ModifiedInput { arrays: vec!["A".into()] }, format!("{:?}", s.verdict))?;
+    }
+    let declared = context(SIZES, &ARRAYS.replacen("seed = 1\n", "seed = 1\ninout = true\n", 1), BLOCKS, &vadd(body), HOST);
+    let report = run_validation(&declared.ctx, Duration::from_secs(60))?;
+    ensure(report.outcome == Outcome::Passed, format!("an inout array may change: {:?}", categories(&report)))
+}
+
+fn a_hang_is_timed_out_in_validation() -> Result<(), Failed> {
+    let hang = context("n = { values = [256] }", ARRAYS, "[tuning]\nBS = { values = [32] }\n", &vadd(HANG), HOST);
+    let report = run_validation(&hang.ctx, Duration::from_secs(3))?;
+    ensure(categories(&report) == ["timed-out"], format!("{:?}", categories(&report)))
+}
+
+fn compile_errors_keep_the_log() -> Result<(), Failed> {
+    let broken = candidate("out[i] = a[i] + undeclared_thing;");
+    let report = run_validation(&broken.ctx, Duration::from_secs(60))?;
+    match &report.samples[0].verdict {
+        Verdict::CompileFailed { log, options, .. } => {
+            ensure(log.contains("undeclared_thing"), format!("the log lacks the culprit: {log}"))?;
+            ensure(options.contains("BS="), format!("the options are lost: {options}"))
+        }
+        other => Err(format!("expected compile-failed, got {other:?}").into()),
+    }
+}
+
+fn invalid_configurations_are_pruned_not_failed() -> Result<(), Failed> {
+    let host = "if BS == 32 { invalid(\"BS 32 is not supported\"); }\nlaunch(\"vadd\", ceil_div(n, BS), BS, 0, A, B, C, n);\n";
+    let picky = context(SIZES, ARRAYS, BLOCKS, &vadd(CORRECT), host);
+    let report = run_validation(&picky.ctx, Duration::from_secs(60))?;
+    ensure(report.counts.get("invalid-config") == Some(&3), format!("{:?}", report.counts))?;
+    ensure(report.counts.get("passed") == Some(&6), format!("{:?}", report.counts))?;
+    ensure(report.outcome == Outcome::Passed, "pruned points are not failures")?;
+    let only = context(SIZES, ARRAYS, "[tuning]\nBS = { values = [32] }\n", &vadd(CORRECT), host);
+    let report = run_validation(&only.ctx, Duration::from_secs(60))?;
+    ensure(report.outcome == Outcome::Inconclusive, format!("nothing ran, so nothing passed: {:?}", report.outcome))
+}
+
+fn crash_and_launch_failure_verdicts() -> Result<(), Failed> {
+    let crash = context("n = { values = [256] }", ARRAYS, "[tuning]\nBS = { values = [32] }\n", &vadd(WILD_WRITE), HOST);
+    let report = run_validation(&crash.ctx, Duration::from_secs(60))?;
+    ensure(categories(&report) == ["crashed"], format!("{:?}", categories(&report)))?;
+    let host = HOST.replace("launch(\"vadd\"", "launch(\"vad\"");
+    let misnamed = context(SIZES, ARRAYS, BLOCKS, &vadd(CORRECT), &host);
+    let report = run_validation(&misnamed.ctx, Duration::from_secs(60))?;
+    ensure(categories(&report).iter().all(|c| *c == "launch-failed"), format!("{:?}", categories(&report)))
+}
+
+fn references_are_recorded_once_and_damaged_ones_rerecorded() -> Result<(), Failed> {
+    let (reference, good) = (reference(), candidate(CORRECT));
+    let cache = tempfile::tempdir().unwrap();
+    let mut workers = workers(Duration::from_secs(60));
+    let chosen = samples(&good.ctx.space(), 4, 3);
+    let validate_once = |workers: &mut Workers| -> Result<(usize, usize), Failed> {
+        let mut v = OutputValidator::new(reference.ctx.clone(), ReferenceStore::new(cache.path()));
+        for s in &chosen {
+            ensure(v.check(workers, &good.ctx, s)? == Some(Verdict::Passed), "a correct sample failed")?;
+        }
+        Ok((v.recorded, v.repaired))
+    };
+    ensure(validate_once(&mut workers)? == (4, 0), "the first validation records each reference")?;
+    ensure(validate_once(&mut workers)? == (0, 0), "the second validation reuses them all")?;
+    // Damage one stored array: it must be recorded again, never trusted.
+    let victim = walk(cache.path()).into_iter().find(|p| p.extension().is_some_and(|e| e == "bin")).ok_or("no stored reference")?;
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[0] ^= 0x40;
+    std::fs::write(&victim, bytes).unwrap();
+    ensure(validate_once(&mut workers)? == (1, 1), "a damaged reference must be re-recorded")
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+// ----------------------------------------------------------------------------------------
+// Tuning, cache and resumption.
+// ----------------------------------------------------------------------------------------
+
+/// `C = A + 2B` after `REPEAT` rounds of busy work (so the time grows with REPEAT, and the
+/// result stays exact: averaging x with itself is x); WRONG = 1 variants add an error.
+/// The fastest correct variant is REPEAT = 1, WRONG = 0.
+fn tunable(repeats: &str) -> Ctx {
+    let device = "__kernel void vadd(__global float* a, __global float* b, __global float* out, int n) {\n  int i = get_global_id(0);\n  if (i >= n) return;\n  float x = a[i] + 2.0f * b[i];\n  float acc = x;\n  for (int r = 0; r < REPEAT * 64; ++r) acc = acc * 0.5f + x * 0.5f;\n  out[i] = acc + (WRONG ? 1.0f : 0.0f);\n}\n";
+    let tuning = format!("[tuning]\nREPEAT = {{ values = [{repeats}] }}\nWRONG = {{ values = [0, 1] }}\nBS = {{ values = [32, 64] }}\n");
+    context("n = { values = [20000] }", ARRAYS, &tuning, device, HOST)
+}
+
+fn setup<'a>(ctx: &'a Context, space: &'a peak_spec::Space, cache: &'a Path, strategy: StrategyKind, budget: Option<usize>) -> TuneSetup<'a> {
+    TuneSetup {
+        context: ctx,
+        space,
+        reference: None,
+        cache_dir: cache,
+        no_cache: false,
+        no_validation: false,
+        run: RunOptions { warmup: 1, repetitions: 3, ..tuning_run_options() },
+        options: TuneOptions { strategy, budget, seed: 5, ..TuneOptions::default() },
+        timeout: None,
+        prune_spills: false,
+        in_flight: None,
+    }
+}
+
+fn tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache() -> Result<(), Failed> {
+    let t = tunable("1, 8, 32");
+    let cache = tempfile::tempdir().unwrap();
+    let space = t.ctx.space();
+    let mut workers = workers(Duration::from_secs(60));
+    let first = tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
+    let run = &first.runs[0];
+    ensure(run.space == 12 && run.evaluations == 12 && run.measured == 12 && run.cached == 0, format!("{run:?}"))?;
+    ensure(run.stopped == StopReason::Exhausted, format!("{:?}", run.stopped))?;
+    // The reference is the first configuration (REPEAT=1, WRONG=0); WRONG=1 variants are wrong.
+    ensure(run.failures.get("wrong-output") == Some(&6), format!("{:?}", run.failures))?;
+    let best = run.best.as_ref().ok_or("no winner")?;
+    ensure(best.tuning["WRONG"] == 0 && best.tuning["REPEAT"] == 1, format!("winner {:?}", best.tuning))?;
+    ensure(run.top.len() == 6 && run.top.windows(2).all(|w| w[0].median_ms <= w[1].median_ms), "the top list is not sorted or holds wrong variants")?;
+    ensure(run.why.contains("fastest"), run.why.clone())?;
+
+    let again = tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
+    let run2 = &again.runs[0];
+    ensure(run2.measured == 0 && run2.cached == 12, format!("nothing may be measured twice: {run2:?}"))?;
+    ensure(run2.best.as_ref().map(|b| &b.tuning) == Some(&best.tuning), "the cached winner differs")?;
+    ensure(again.cache.as_ref().map(|c| c.loaded) == Some(12), "the cache report is wrong")
+}
+
+/// Arguments of the tuning child, as JSON in `PEAK_EVAL_TEST_TUNE`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ChildSpec {
+    context: PathBuf,
+    cache: PathBuf,
+}
+
+fn tune_child(spec: &str) {
+    let spec: ChildSpec = serde_json::from_str(spec).expect("child spec");
+    let ctx = Context::load(&spec.context).expect("child context");
+    let space = ctx.space();
+    let mut workers = workers(Duration::from_secs(60));
+    tune_context(&mut workers, &setup(&ctx, &space, &spec.cache, StrategyKind::Exhaustive, None), &()).expect("child tuning");
+}
+
+fn a_tuning_run_killed_with_sigkill_resumes_without_remeasuring() -> Result<(), Failed> {
+    let t = tunable("1, 2, 3, 4, 5, 6, 7, 8, 9, 10");
+    let cache = tempfile::tempdir().unwrap();
+    let spec = serde_json::to_string(&ChildSpec { context: t.ctx.dir.clone(), cache: cache.path().to_path_buf() }).unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap()).env(TUNE_ENV, spec).spawn()?;
+    let results = cache.path().join("results");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let records = |dir: &Path| -> usize {
+        walk(dir).iter().filter_map(|p| std::fs::read_to_string(p).ok()).map(|t| t.lines().count().saturating_sub(1)).sum()
+    };
+    while records(&results) < 5 {
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            return Err("the child finished or stalled before it could be killed".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait()?;
+    let file = walk(&results).into_iter().next().ok_or("no cache file")?;
+    let before = ResultsCache::read(&file)?;
+    let kept = before.records.len();
+    ensure((5..40).contains(&kept), format!("{kept} records survived the kill"))?;
+
+    let space = t.ctx.space();
+    let mut workers = workers(Duration::from_secs(60));
+    let resumed = tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
+    let run = &resumed.runs[0];
+    ensure(run.cached == kept, format!("resumed with {} cached, the file held {kept}", run.cached))?;
+    ensure(run.measured == 40 - kept && run.evaluations == 40, format!("measured {} evaluated {}", run.measured, run.evaluations))?;
+    let after = ResultsCache::read(&file)?;
+    ensure(after.records.len() == 40, format!("{} records after resuming", after.records.len()))?;
+    let mut keys: Vec<String> = after.records.iter().map(|r| format!("{:?}", r.tuning)).collect();
+    keys.sort();
+    keys.dedup();
+    ensure(keys.len() == 40, "a configuration was measured twice")
+}
+
+fn a_corrupted_cache_is_rejected() -> Result<(), Failed> {
+    let t = tunable("1, 2");
+    let cache = tempfile::tempdir().unwrap();
+    let space = t.ctx.space();
+    let mut workers = workers(Duration::from_secs(60));
+    tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, Some(3)), &())?;
+    let device = workers.pool("opencl")?.device().clone();
+    let identity = CacheIdentity { source_hash: source_hash(&t.ctx), device: device_identity(&device), backend: "opencl".into(), reference: source_hash(&t.ctx) };
+    let file = identity.file_in(&cache.path().join("results"));
+    let mut text = std::fs::read_to_string(&file)?;
+    text.insert_str(text.find('\n').unwrap() + 1, "this is not a record\n");
+    std::fs::write(&file, &text)?;
+    match tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &()) {
+        Err(e @ EvalError::CacheCorrupt { line: 2, .. }) => ensure(e.to_string().contains(&file.display().to_string()), format!("the error must name the file: {e}"))?,
+        Err(e) => return Err(format!("expected corruption at line 2, got {e}").into()),
+        Ok(_) => return Err("a corrupted cache was used".into()),
+    }
+    ensure(std::fs::read_to_string(&file)? == text, "the corrupted cache was modified")
+}
