@@ -82,7 +82,10 @@ async fn server_errors_are_retried_then_reported() {
     let server = FakeLlmServer::start([Scripted::status(503), Scripted::reply("```c\nok\n```")]).await.unwrap();
     assert_eq!(reply(&anthropic(&server), "p").await.unwrap().text, "```c\nok\n```");
 
-    let server = FakeLlmServer::start([Scripted::status(500), Scripted::status(502), Scripted::status(500), Scripted::status(500)]).await.unwrap();
+    // Scripts can also grow after the server has started.
+    let server = FakeLlmServer::start([Scripted::status(500), Scripted::status(502)]).await.unwrap();
+    server.push(Scripted::status(500));
+    server.push(Scripted::status(500));
     let err = reply(&openai(&server), "p").await.unwrap_err();
     assert!(matches!(&err, ExecutorError::RetriesExhausted { status: 500, attempts: 4, .. }), "{err}");
     assert!(err.to_string().contains("scripted 500"), "{err}");
