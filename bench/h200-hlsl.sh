@@ -37,6 +37,7 @@ if ! ldconfig -p | grep 'libvulkan\.so\.1' >/dev/null; then
   [ -e "${debs[0]}" ] || { say "no Vulkan loader and no .gl/*.deb to unpack (need Debian's libvulkan1)"; exit 1; }
   for f in "${debs[@]}"; do dpkg -x "$f" /; done
   ldconfig
+  ldconfig -p | grep 'libvulkan\.so\.1' >/dev/null || { say "still no libvulkan.so.1 after unpacking .gl/*.deb: add Debian's libvulkan1_*.deb (apt-get download libvulkan1)"; exit 1; }
 fi
 export VK_DRIVER_FILES="${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}"
 [ -r "$VK_DRIVER_FILES" ] || { say "NVIDIA's ICD file $VK_DRIVER_FILES is missing; set VK_DRIVER_FILES"; exit 1; }
@@ -94,7 +95,7 @@ for n in ${SIZES:-2048 4096}; do
     --context examples/matmul-hlsl-f32-thread-tiled
     --n "$n"
     --max-configs 48
-    --max-configs-for matmul-hlsl-f32=64
+    --max-configs-for matmul-hlsl-f32=35
     --max-configs-for matmul-hlsl-f32-tiled=64
     --max-configs-for matmul-hlsl-f32-thread-tiled=96
     --require-device NVIDIA

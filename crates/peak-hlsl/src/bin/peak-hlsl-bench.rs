@@ -5,8 +5,9 @@
 //! configuration's output is the reference every other configuration is compared with
 //! (`peak_spec::compare`, default f32 tolerance for an n-deep sum). A context's space at
 //! that n is searched exhaustively when it has at most `--max-configs` points, else on a
-//! reproducible random sample of that many. Candidates compile in parallel on every core,
-//! run one after another, and the best is timed again with more repetitions.
+//! reproducible random sample of that many. Candidates compile in parallel on every core
+//! and run one after another; the fastest few are timed again with more repetitions and
+//! the best median wins.
 //! `bench/h200-hlsl.sh` drives it on the H200.
 
 use std::collections::BTreeMap;
@@ -40,12 +41,16 @@ struct Args {
     #[arg(long = "max-configs-for")]
     max_configs_for: Vec<String>,
     /// Timed repetitions per candidate during the search.
-    #[arg(long, default_value_t = 5)]
-    search_repetitions: usize,
-    /// Timed repetitions for the best configuration.
-    #[arg(long, default_value_t = 30)]
-    final_repetitions: usize,
     #[arg(long, default_value_t = 2)]
+    search_repetitions: usize,
+    /// How many of the search's fastest configurations are timed again.
+    #[arg(long, default_value_t = 3)]
+    refine: usize,
+    /// Timed repetitions when timing the fastest again; the best median wins.
+    #[arg(long, default_value_t = 20)]
+    final_repetitions: usize,
+    /// Untimed runs before timing.
+    #[arg(long, default_value_t = 1)]
     warmup: usize,
     /// Seed of the random sample.
     #[arg(long, default_value_t = 1)]
@@ -277,13 +282,20 @@ fn tune(backend: &HlslBackend, ctx: &Context, n: i64, reference: Option<&HostArr
         .map(|&(ms, i)| Ok(Candidate { params: params_map(&candidates[i]), median_ms: ms, tflops: tflops(work(&candidates[i])?, ms) }))
         .collect::<Result<Vec<_>, String>>()?;
 
+    // Re-time the fastest few with more repetitions and keep the best of those: a short
+    // search can rank two close configurations either way.
+    let timing = RunOptions { warmup: args.warmup, repetitions: args.final_repetitions, ..RunOptions::default() };
+    let mut finalists: Vec<(usize, RunResult)> = Vec::new();
+    for &(_, i) in ranked.iter().take(args.refine.max(1)) {
+        let module = modules[i].as_ref().expect("ranked candidates compiled");
+        let r = run_compiled(backend, ctx, module, &candidates[i], &timing).map_err(|e| format!("re-timing {}: {e}", candidates[i]))?;
+        finalists.push((i, r));
+    }
+    finalists.sort_by(|a, b| a.1.median_ms().unwrap_or(f64::INFINITY).total_cmp(&b.1.median_ms().unwrap_or(f64::INFINITY)));
     let mut best = None;
     let mut best_output = None;
-    if let Some(&(_, i)) = ranked.first() {
+    if let Some((i, r)) = finalists.into_iter().next() {
         let params = &candidates[i];
-        let module = modules[i].as_ref().expect("ranked candidates compiled");
-        let timing = RunOptions { warmup: args.warmup, repetitions: args.final_repetitions, ..RunOptions::default() };
-        let r = run_compiled(backend, ctx, module, params, &timing).map_err(|e| format!("re-timing the best configuration {params}: {e}"))?;
         let median = r.median_ms().unwrap_or(f64::INFINITY);
         let output = r.outputs.into_iter().next().map(|(_, a)| a);
         let relative_error = match (reference, &output) {
