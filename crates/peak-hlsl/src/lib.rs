@@ -7,9 +7,9 @@
 //! --hlsl-enable-16bit-types -DNAME=value...`) is the default compiler (Vulkan 1.1 /
 //! SPIR-V 1.3, because glslang 12 emits invalid SPIR-V 1.5 for HLSL storage buffers);
 //! DXC (`dxc -spirv -T cs_6_2 -fspv-target-env=vulkan1.2 ...`) is the second, chosen
-//! with `PEAK_HLSL_COMPILER=dxc` or [`HlslOptions::compiler`]. Both run as subprocesses on temporary files. Tuning
-//! parameters arrive as `-DNAME=value`, so `[numthreads(BLOCK_X, BLOCK_Y, 1)]` takes its
-//! size from them. Every function marked `[numthreads(...)]` is an entry point and is
+//! with `PEAK_HLSL_COMPILER=dxc` or [`HlslOptions::compiler`]. Both run as subprocesses
+//! on temporary files. Tuning parameters arrive as `-DNAME=value`, so
+//! `[numthreads(BLOCK_X, BLOCK_Y, 1)]` takes its size from them. Every function marked `[numthreads(...)]` is an entry point and is
 //! compiled to its own pipeline; a compile error carries the compiler's log, with line
 //! numbers of the context's source file.
 //!
@@ -29,7 +29,7 @@
 //!   naming both. Only storage buffers (StructuredBuffer, RWStructuredBuffer,
 //!   ByteAddressBuffer and their RW forms) are allowed.
 //! - **Scalars** go in one push-constant block, `[[vk::push_constant]]
-//!   ConstantBuffer<Params> p;`, whose members receive the scalar arguments in launch
+//!   ConstantBuffer<Params> p;` (the form glslang and DXC both accept), whose members receive the scalar arguments in launch
 //!   order at the offsets the compiler laid out (i32/u32/f32: 4 bytes; i64: 8, aligned to
 //!   8). Count and types are checked at launch. glslang ignores `[[vk::push_constant]]`
 //!   on a plain `Params p;` and makes it a uniform buffer; that is a compile error saying
@@ -42,7 +42,7 @@
 //! Launches, fills, copies and timing events are recorded into a command buffer with a
 //! memory barrier before each command (stream semantics, as in CUDA). The command buffer
 //! is submitted at `synchronize`, `elapsed_ms`, `read` and `write`, or every
-//! [`FLUSH_EVERY`] commands, so thousands of launches cost one submission. Events are
+//! [`FLUSH_EVERY`] commands, so a thousand launches cost one submission. Events are
 //! timestamp queries written after all earlier commands complete; `elapsed_ms` is the
 //! device time between two of them (timestampPeriod applied). Buffers live in
 //! device-local memory; where the host cannot map it (a discrete GPU) reads and writes go
@@ -620,6 +620,9 @@ impl Backend for HlslBackend {
             let names = module.entries.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ");
             fail(format!("no entry point of that name; the module has: {names} (launch() names the HLSL entry point, a function marked [numthreads])"))
         })?;
+        if !entry.built_on(&self.gpu) {
+            return Err(BackendError::Internal("the module was compiled by another HLSL backend instance (another Vulkan device)".into()));
+        }
         let r = &entry.reflection;
         if launch.shared_bytes != 0 {
             return Err(fail(format!(

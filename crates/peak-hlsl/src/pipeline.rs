@@ -212,6 +212,11 @@ impl EntryPipeline {
     pub fn name(&self) -> &str {
         &self.reflection.entry_point
     }
+
+    /// Whether the pipeline was built on this device (a module must not cross backends).
+    pub fn built_on(&self, gpu: &Arc<Gpu>) -> bool {
+        Arc::ptr_eq(&self.gpu, gpu)
+    }
 }
 
 impl Drop for EntryPipeline {
