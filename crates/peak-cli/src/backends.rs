@@ -10,11 +10,7 @@ pub fn open(language: Language) -> Result<Box<dyn Backend>, BackendError> {
         Language::Opencl => Ok(Box::new(peak_opencl::OpenClBackend::new()?)),
         Language::Cuda => Ok(Box::new(peak_cuda::CudaBackend::new()?)),
         Language::Hip => Ok(Box::new(peak_cuda::CudaBackend::hip()?)),
-        other => Err(BackendError::Unavailable {
-            what: format!("the {other} backend"),
-            reason: "it is not part of this build yet".into(),
-            hint: "use an OpenCL context for now".into(),
-        }),
+        Language::Hlsl => Ok(Box::new(peak_hlsl::HlslBackend::new()?)),
     }
 }
 

@@ -42,6 +42,36 @@ pub enum Command {
     Compare(CompareArgs),
     /// Verify a workflow: refs, checkpoints, attempts log, lock, working folder.
     Fsck(FsckArgs),
+    /// The natural-transformation library: list it, or show one transformation.
+    Transformations(TransformationsArgs),
+    /// Judge a candidate against a reference on sampled execution parameters, with fresh inputs each, in crash-isolated workers.
+    Validate(ValidateArgs),
+    /// Search the tuning space within a budget: parallel compiles, checked outputs, a cache so nothing is measured twice.
+    Tune(TuneArgs),
+    /// Nsight Compute headline metrics of one configuration: FLOP/s, DRAM bandwidth, occupancy, bank conflicts.
+    Profile(ProfileArgs),
+    /// The crash-isolated worker process validation and tuning talk to (internal).
+    #[command(hide = true)]
+    Worker(WorkerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TransformationsArgs {
+    #[command(subcommand)]
+    pub action: Option<TransformationsAction>,
+    /// Extra folders of transformation files, layered over the built-in library.
+    #[arg(long = "dir", global = true)]
+    pub dirs: Vec<PathBuf>,
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TransformationsAction {
+    /// One line per transformation (the default).
+    List,
+    /// Everything about one transformation: passes, tuning parameters, translations.
+    Show { name: String },
 }
 
 /// Which workflow: a folder inside one (default: the current folder).
@@ -252,4 +282,117 @@ pub struct BaselineArgs {
     pub flush_cache: bool,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The candidate context.
+    pub context: PathBuf,
+    /// The reference context whose outputs are taken as right (in a workflow, the initial kernel).
+    #[arg(long)]
+    pub against: PathBuf,
+    /// How many execution parameters to sample from the candidate's space.
+    #[arg(long, default_value_t = 16)]
+    pub samples: usize,
+    /// Seed of the sample and of each sample's fresh inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also run compute-sanitizer tools (CUDA): memcheck, racecheck, initcheck, synccheck.
+    #[arg(long, value_name = "TOOL,...")]
+    pub sanitize: Vec<String>,
+    /// How many of the samples the sanitizer runs on (it is slow).
+    #[arg(long, default_value_t = 4)]
+    pub sanitize_samples: usize,
+    /// Seconds one run may take before it is killed and judged timed-out.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Where recorded references are kept (default: $PEAK_CACHE_DIR, else ~/.cache/peak).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub set: SetArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The context folder (holding peak.toml).
+    pub context: PathBuf,
+    /// exhaustive, random, or auto (an ensemble autotuner that needs far fewer runs).
+    #[arg(long, default_value = "auto")]
+    pub strategy: String,
+    /// Configurations to evaluate per input configuration (default: all for exhaustive;
+    /// for random and auto, a tenth of the space but at least 100).
+    #[arg(long)]
+    pub budget: Option<usize>,
+    /// Stop proposing new configurations after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub time: Option<f64>,
+    /// How many of the fastest configurations to keep for the next transformation.
+    #[arg(long, default_value_t = 128)]
+    pub top: usize,
+    /// Seed of the search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Check every variant's outputs against this context (default: the context's own first configuration).
+    #[arg(long)]
+    pub against: Option<PathBuf>,
+    /// Untimed runs after the output check, before timing.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Timed runs per configuration; the median is its time.
+    #[arg(long, default_value_t = 7)]
+    pub reps: usize,
+    /// Copies of the inputs rotated between timed runs.
+    #[arg(long, default_value_t = 2)]
+    pub input_sets: usize,
+    /// Evict the L2 cache before each timed run, where the backend can.
+    #[arg(long)]
+    pub flush_cache: bool,
+    /// Seconds one configuration may run before it is killed and judged timed-out.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Prune variants whose kernels spill registers.
+    #[arg(long)]
+    pub prune_spills: bool,
+    /// Time without checking outputs.
+    #[arg(long)]
+    pub no_validate: bool,
+    /// Measure everything again and keep no results cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Where the results cache and references are kept (default: $PEAK_CACHE_DIR, else ~/.cache/peak).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+    /// Write the top configurations to this JSON file.
+    #[arg(long, value_name = "FILE")]
+    pub top_out: Option<PathBuf>,
+    /// Evaluate these configurations first (a file written by --top-out).
+    #[arg(long, value_name = "FILE")]
+    pub start_from: Option<PathBuf>,
+    #[command(flatten)]
+    pub set: SetArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// The context folder (holding peak.toml); the first configuration left by --set is profiled.
+    pub context: PathBuf,
+    #[command(flatten)]
+    pub set: SetArgs,
+    /// Metrics to collect instead of the headline ones (comma-separated ncu metric names).
+    #[arg(long)]
+    pub metrics: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The backend to serve: opencl, cuda, hip, hlsl.
+    #[arg(long)]
+    pub backend: String,
 }

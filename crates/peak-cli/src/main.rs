@@ -61,6 +61,11 @@ fn main() -> ExitCode {
         Command::Checkout(args) => commands::checkout::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::Fsck(args) => commands::fsck::run(args),
+        Command::Transformations(args) => commands::transformations::run(args),
+        Command::Validate(args) => commands::validate::run(args),
+        Command::Tune(args) => commands::tune::run(args),
+        Command::Profile(args) => commands::profile::run(args),
+        Command::Worker(args) => commands::worker::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,9 +11,14 @@ pub mod fsck;
 pub mod info;
 pub mod init;
 pub mod log;
+pub mod profile;
 pub mod run;
 pub mod show;
 pub mod tag;
+pub mod transformations;
+pub mod tune;
+pub mod validate;
+pub mod worker;
 
 use anyhow::{Context as _, Result};
 use peak_spec::{Context, ExecParams, Space};

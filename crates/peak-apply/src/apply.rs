@@ -1,0 +1,329 @@
+//! The apply loop: passes, repair, validation, tuning, checkpoint.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use indexmap::IndexMap;
+use peak_eval::validate::{Outcome as Validation, samples};
+use peak_eval::{OutputValidator, ReferenceStore, Validator, Verdict, Workers, default_cache_dir};
+use peak_spec::{Context, Region};
+use peak_transform::{
+    AgentExecutor, Executor, ExecutorSpec, Feedback, Library, Outcome, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
+};
+use peak_workflow::{Attempt, CheckpointInput, Workflow};
+use serde_json::{Value, json};
+
+use crate::init::{Measure, measure, restricted};
+use crate::manifest::{domain, extend, prompt_params};
+use crate::state::{self, ApplyState, agent_dir, apply_dir};
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
+
+/// Apply a transformation from the workflow's current checkpoint.
+pub fn apply(workflow: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+    let wf = Workflow::open(workflow)?;
+    let dir = wf.dir().to_path_buf();
+    if let Some(existing) = state::load(&dir)? {
+        bail!(
+            "an apply of {} is already in progress in {} (waiting for `peak submit`)\nhint: submit the pending region with `peak submit FILE`, or abandon it with `peak apply --abandon`",
+            existing.transformation,
+            dir.display()
+        );
+    }
+    let spec: ExecutorSpec = options.executor.parse()?;
+    let library = library(&options.library_dirs)?;
+    // Resolve the name now, so a typo fails before anything is written.
+    let name = library.get(&options.transformation)?.name.clone();
+    let parent = wf.head()?.id.to_string();
+    let mut state = ApplyState::new(options, parent);
+    state.transformation = name;
+    state.executor = spec.to_string();
+    state::save(&dir, &state)?;
+    let executor = spec.build(&agent_dir(&dir), |var| std::env::var(var).ok())?;
+    run(wf, state, executor.as_ref(), &library, workers, reporter)
+}
+
+/// Apply with a given executor (replay): `label` is what the records call it.
+pub(crate) fn apply_with(workflow: &Path, options: &ApplyOptions, label: &str, executor: &dyn Executor, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+    let wf = Workflow::open(workflow)?;
+    let library = library(&options.library_dirs)?;
+    let mut state = ApplyState::new(options, wf.head()?.id.to_string());
+    state.transformation = library.get(&options.transformation)?.name.clone();
+    state.executor = label.to_string();
+    state::save(wf.dir(), &state)?;
+    run(wf, state, executor, &library, workers, reporter)
+}
+
+/// Hand in the agent's new region (a bare region or a fenced reply) and resume.
+pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+    let wf = Workflow::open(workflow)?;
+    let dir = wf.dir().to_path_buf();
+    let state = state::load(&dir)?.ok_or_else(|| anyhow!("no apply is waiting for a submission in {}\nhint: start one with `peak apply TRANSFORMATION --executor agent`", dir.display()))?;
+    let agent = AgentExecutor::new(agent_dir(&dir));
+    agent.submit(file)?;
+    let library = library(&state.library_dirs)?;
+    run(wf, state, &agent, &library, workers, reporter)
+}
+
+/// The pass the agent executor is waiting for, if any.
+pub fn pending(workflow: &Path) -> Result<Option<ApplyOutcome>> {
+    let wf = Workflow::open(workflow)?;
+    let dir = wf.dir().to_path_buf();
+    let Some(state) = state::load(&dir)? else { return Ok(None) };
+    let Some(p) = AgentExecutor::new(agent_dir(&dir)).pending()? else { return Ok(None) };
+    let library = library(&state.library_dirs)?;
+    let t = library.get(&state.transformation)?;
+    let region = t.passes.get(p.pass - 1).map(|pass| pass.region.name().to_string()).unwrap_or_default();
+    let prompt = std::fs::read_to_string(&p.prompt_file).with_context(|| format!("reading {}", p.prompt_file.display()))?;
+    Ok(Some(ApplyOutcome::Waiting { transformation: t.name.clone(), pass: p.pass, passes: t.passes.len(), attempt: p.attempt, region, prompt_file: p.prompt_file, prompt }))
+}
+
+/// Forget an apply in progress; the workflow is untouched.
+pub fn abandon(workflow: &Path) -> Result<bool> {
+    let wf = Workflow::open(workflow)?;
+    let had = state::load(wf.dir())?.is_some();
+    state::clear(wf.dir())?;
+    Ok(had)
+}
+
+pub(crate) fn library(dirs: &[PathBuf]) -> Result<Library> {
+    let mut library = Library::builtin()?;
+    for dir in dirs {
+        library.add_dir(dir)?;
+    }
+    Ok(library)
+}
+
+/// Who ran a step, for checkpoints and attempts: the executor kind and the model.
+fn who(executor: &dyn Executor, spec: &str) -> (String, Option<String>) {
+    let producer = executor.producer();
+    match spec.split_once(':') {
+        Some((provider, _)) => (provider.to_string(), Some(producer)),
+        None if spec == "replay" => ("replay".to_string(), Some(producer)),
+        None => (producer, None),
+    }
+}
+
+/// Writes attempt records, skipping the ones a resumed apply already wrote.
+struct AttemptLog<'a> {
+    wf: &'a mut Workflow,
+    state: ApplyState,
+    seen: usize,
+    count: usize,
+}
+
+impl AttemptLog<'_> {
+    fn record(&mut self, attempt: Attempt) -> Result<()> {
+        self.seen += 1;
+        self.count += 1;
+        if self.seen <= self.state.recorded_attempts {
+            return Ok(());
+        }
+        self.wf.record_attempt(attempt)?;
+        self.state.recorded_attempts = self.seen;
+        state::save(self.wf.dir(), &self.state)
+    }
+}
+
+fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &Library, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+    let dir = wf.dir().to_path_buf();
+    let work = apply_dir(&dir);
+    let t: Transformation = library.get(&state.transformation)?.clone();
+    let options = state.options();
+    let (executor_kind, model) = who(executor, &state.executor);
+
+    let parent_dir = work.join("parent");
+    wf.materialize(&state.parent, &parent_dir)?;
+    let parent = Context::load(&parent_dir)?;
+    let root_dir = work.join("root");
+    wf.materialize("root", &root_dir)?;
+    let root = Context::load(&root_dir)?;
+    let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
+    let (tuning, inputs) = prompt_params(&parent);
+    let constraints = parent.manifest.constraints.tuning.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+
+    let base = Attempt { transformation: t.name.clone(), executor: executor_kind.clone(), model: model.clone(), parent: Some(state.parent.clone()), ..Attempt::default() };
+    let mut log = AttemptLog { wf: &mut wf, state, seen: 0, count: 0 };
+    let mut regions = parent.regions.clone();
+    let mut transcript = Transcript::default();
+    let (mut pass, mut attempt, mut repairs) = (1usize, 1u32, 0u32);
+    let mut feedback: Option<Feedback> = None;
+    let candidate_dir = work.join("candidate");
+
+    let (candidate, report) = loop {
+        while pass <= t.passes.len() {
+            let prompt_ctx = PromptContext { regions: &regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
+            let prompt = match &feedback {
+                None => library.pass_prompt(&t, pass, &prompt_ctx)?,
+                Some(f) => library.repair_prompt(&t, pass, &prompt_ctx, f)?,
+            };
+            reporter.pass(&t.name, pass, t.passes.len(), attempt, &t.passes[pass - 1].title);
+            let request = PassRequest { transformation: t.name.clone(), pass, attempt, prompt: prompt.text.clone() };
+            let response = match runtime.block_on(executor.execute(&request)) {
+                Ok(Outcome::Reply(response)) => response,
+                Ok(Outcome::Waiting(p)) => {
+                    return Ok(ApplyOutcome::Waiting {
+                        transformation: t.name.clone(),
+                        pass,
+                        passes: t.passes.len(),
+                        attempt,
+                        region: prompt.region.name().to_string(),
+                        prompt_file: p.prompt_file,
+                        prompt: prompt.text,
+                    });
+                }
+                Err(e) => {
+                    log.record(Attempt { pass: Some(pass as u32), outcome: e.kind().to_string(), error: Some(e.to_string()), retry: repairs, ..base.clone() })?;
+                    state::clear(&dir)?;
+                    return Err(anyhow!(e).context(format!("{}: pass {pass} could not be carried out", t.name)));
+                }
+            };
+            transcript.push(&request, &response);
+            let usage = Attempt { pass: Some(pass as u32), tokens_in: response.tokens_in, tokens_out: response.tokens_out, latency_ms: Some(response.latency_ms), retry: repairs, ..base.clone() };
+            match prompt.accept(&response.text, &regions) {
+                Ok(text) => {
+                    regions.replace(prompt.region, text);
+                    feedback = None;
+                    pass += 1;
+                }
+                Err(err) => {
+                    reporter.attempt(reply_outcome(&err), &err.to_string());
+                    log.record(Attempt { outcome: reply_outcome(&err).into(), error: Some(err.to_string()), ..usage })?;
+                    if repairs >= options.retries {
+                        return give_up(&dir, &t, log.count, reply_outcome(&err), &err.to_string());
+                    }
+                    repairs += 1;
+                    attempt += 1;
+                    feedback = Some(Feedback::BadReply(err));
+                }
+            }
+        }
+
+        let candidate = write_candidate(&parent, &t, &regions, &candidate_dir)?;
+        reporter.stage("validate");
+        let space = restricted(&candidate, &options.set)?;
+        let picked = samples(&space, options.samples, options.seed);
+        let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
+        let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
+        let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, &())?;
+        let verdict = match report.outcome {
+            Validation::Passed => break (candidate, report),
+            Validation::Inconclusive => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
+            Validation::Failed => report.samples.iter().map(|s| s.verdict.clone()).find(Verdict::is_failure).expect("a failed validation has a failing sample"),
+        };
+        let summary = verdict.summary();
+        reporter.attempt(verdict.category(), &summary);
+        log.record(Attempt { outcome: verdict.category().into(), error: Some(summary.clone()), retry: repairs, ..base.clone() })?;
+        if repairs >= options.retries {
+            return give_up(&dir, &t, log.count, verdict.category(), &summary);
+        }
+        repairs += 1;
+        attempt += 1;
+        pass = repair_pass(&t, &verdict, &candidate);
+        feedback = Some(match &verdict {
+            Verdict::CompileFailed { log, message, .. } => Feedback::CompileError(if log.is_empty() { message.clone() } else { log.clone() }),
+            Verdict::WrongOutput(_) | Verdict::ModifiedInput { .. } => Feedback::WrongOutput(summary),
+            _ => Feedback::RuntimeError(summary),
+        });
+    };
+
+    reporter.stage("tune");
+    let space = restricted(&candidate, &options.set)?;
+    let parent_view = log.wf.show(&log.state.parent)?;
+    let settings = Measure {
+        budget: options.budget,
+        time_limit: options.time_limit,
+        seed: options.seed,
+        start_from: seeds_from_parent(&parent_view.performance, &t),
+        cache_dir: options.cache_dir.clone(),
+    };
+    let performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
+    let mut validation = serde_json::to_value(&report)?;
+    validation["verdict"] = json!("passed");
+    let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript });
+    let best_ms = performance["best"]["time_ms"].as_f64();
+    let parent_ms = parent_view.performance["best"]["time_ms"].as_f64();
+    let id = log.wf.checkpoint(CheckpointInput {
+        parent: Some(log.state.parent.clone()),
+        context_dir: candidate_dir.clone(),
+        transformation: t.name.clone(),
+        executor: executor_kind,
+        model,
+        validation,
+        performance,
+        transcript: transcript_json,
+        attempt: None,
+        force: false,
+    })?;
+    log.record(Attempt { outcome: "passed".into(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
+    reporter.attempt("passed", &format!("checkpoint {}", id.short()));
+    let attempts = log.count;
+    state::clear(&dir)?;
+    Ok(ApplyOutcome::Checkpoint {
+        id: id.to_string(),
+        transformation: t.name.clone(),
+        best_ms,
+        speedup_over_parent: best_ms.zip(parent_ms).map(|(b, p)| p / b),
+        attempts,
+    })
+}
+
+fn reply_outcome(err: &ReplyError) -> &'static str {
+    match err {
+        ReplyError::EditOutsideRegion { .. } => "edit-outside-region",
+        _ => "unparsable-reply",
+    }
+}
+
+fn give_up(dir: &Path, t: &Transformation, attempts: usize, outcome: &str, error: &str) -> Result<ApplyOutcome> {
+    state::clear(dir)?;
+    Ok(ApplyOutcome::Failed { transformation: t.name.clone(), attempts, last_outcome: outcome.to_string(), last_error: error.to_string() })
+}
+
+/// The parent's context with the new regions and the transformation's parameters.
+fn write_candidate(parent: &Context, t: &Transformation, regions: &peak_spec::Regions, dir: &Path) -> Result<Context> {
+    let candidate = Context { dir: dir.to_path_buf(), manifest: extend(&parent.manifest, t), regions: regions.clone() };
+    let _ = std::fs::remove_dir_all(dir);
+    candidate.save(dir)?;
+    Context::load(dir).with_context(|| format!("{} produced an invalid context", t.name))
+}
+
+/// Which pass to repeat: for a compile error, the last pass editing the region its first
+/// error line falls in; otherwise the last pass.
+fn repair_pass(t: &Transformation, verdict: &Verdict, candidate: &Context) -> usize {
+    let last = t.passes.len();
+    let Verdict::CompileFailed { log, message, .. } = verdict else { return last };
+    let file = candidate.manifest.kernel.source.as_str();
+    let text = format!("{message}\n{log}");
+    let line = text.match_indices(&format!("{file}:")).find_map(|(i, m)| {
+        let digits: String = text[i + m.len()..].chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<usize>().ok()
+    });
+    let Some(line) = line else { return last };
+    let region = if line >= candidate.regions.first_line(Region::Device) { Region::Device } else { Region::Macros };
+    t.passes.iter().rposition(|p| p.region == region).map_or(last, |i| i + 1)
+}
+
+/// The parent's top-K, each extended with every combination of the new parameters'
+/// values (capped), as starting points of the search.
+fn seeds_from_parent(performance: &Value, t: &Transformation) -> Vec<IndexMap<String, i64>> {
+    const MAX_SEEDS: usize = 256;
+    let parents: Vec<IndexMap<String, i64>> = performance["top_k"]
+        .as_array()
+        .map(|list| list.iter().filter_map(|e| serde_json::from_value(e["params"]["tuning"].clone()).ok()).collect())
+        .unwrap_or_default();
+    let mut seeds = parents;
+    for param in &t.tuning {
+        let values = domain(&param.domain).expand().unwrap_or_default();
+        let mut next = Vec::new();
+        for seed in seeds.iter() {
+            for v in &values {
+                let mut s = seed.clone();
+                s.insert(param.name.clone(), *v);
+                next.push(s);
+            }
+        }
+        seeds = next.into_iter().take(MAX_SEEDS).collect();
+    }
+    seeds
+}

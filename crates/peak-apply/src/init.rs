@@ -1,0 +1,127 @@
+//! Creating a workflow, and measuring a context into a `performance.json`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use indexmap::IndexMap;
+use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
+use peak_spec::{Context, Space};
+use peak_workflow::{RootInput, Workflow};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    /// Seed of the reference inputs and of the search.
+    pub seed: u64,
+    /// Tune the root so later checkpoints have a speedup over it.
+    pub measure: bool,
+    pub budget: Option<usize>,
+    pub time_limit: Option<Duration>,
+    pub set: Vec<String>,
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for InitOptions {
+    fn default() -> Self {
+        InitOptions { seed: 1, measure: true, budget: None, time_limit: None, set: Vec::new(), cache_dir: None }
+    }
+}
+
+/// The space a command works on: the context's, narrowed by `NAME=VALUE` restrictions.
+pub fn restricted(ctx: &Context, set: &[String]) -> Result<Space> {
+    let mut space = ctx.space();
+    space.apply_overrides(set)?;
+    if space.iter().next().is_none() {
+        bail!("{}: no execution parameter satisfies the constraints (after --set)", ctx.manifest_path().display());
+    }
+    Ok(space)
+}
+
+/// Create a workflow whose root checkpoint is `context_dir`, measured unless asked not to.
+pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, workers: &mut Workers, reporter: &dyn TuneReporter) -> Result<Workflow> {
+    let ctx = Context::load(context_dir)?;
+    let space = restricted(&ctx, &options.set)?;
+    let mut inputs: Vec<Value> = Vec::new();
+    for point in space.iter() {
+        let value = serde_json::to_value(&point.inputs)?;
+        if !inputs.contains(&value) {
+            inputs.push(value);
+        }
+    }
+    let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs });
+    let performance = if options.measure {
+        let settings = Measure { budget: options.budget, time_limit: options.time_limit, seed: options.seed, start_from: Vec::new(), cache_dir: options.cache_dir.clone() };
+        Some(measure(workers, &ctx, &space, None, &settings, reporter)?)
+    } else {
+        None
+    };
+    Ok(Workflow::init_with(dir, context_dir, RootInput { reference, performance, executor: Some("user".into()), ..RootInput::default() })?)
+}
+
+/// How to tune a context into a `performance.json`.
+#[derive(Debug, Clone, Default)]
+pub struct Measure {
+    pub budget: Option<usize>,
+    pub time_limit: Option<Duration>,
+    pub seed: u64,
+    /// Start the search here (the parent's top-K).
+    pub start_from: Vec<IndexMap<String, i64>>,
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Tune `ctx` over `space` (checking outputs against `reference`, or against the
+/// context's own first configuration) and summarise it as `performance.json`:
+/// `best` is the fastest configuration of the last input configuration (the largest
+/// problem, as manifests list sizes in increasing order); `runs` holds every input
+/// configuration's best and top-K.
+pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: Option<&Context>, settings: &Measure, reporter: &dyn TuneReporter) -> Result<Value> {
+    let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
+    let setup = TuneSetup {
+        context: ctx,
+        space,
+        reference,
+        cache_dir: &cache_dir,
+        no_cache: false,
+        no_validation: false,
+        run: tuning_run_options(),
+        options: TuneOptions {
+            strategy: StrategyKind::Auto,
+            budget: settings.budget,
+            time_limit: settings.time_limit,
+            top_k: 128,
+            seed: settings.seed,
+            start_from: settings.start_from.clone(),
+        },
+        timeout: None,
+        prune_spills: true,
+        in_flight: None,
+    };
+    let report = tune_context(workers, &setup, reporter)?;
+    let runs: Vec<Value> = report
+        .runs
+        .iter()
+        .map(|run| {
+            json!({
+                "inputs": run.inputs,
+                "best": run.best.as_ref().map(|b| json!({"params": {"inputs": run.inputs, "tuning": b.tuning}, "time_ms": b.median_ms})),
+                "top_k": run.top.iter().map(|e| json!({"params": {"inputs": run.inputs, "tuning": e.tuning}, "time_ms": e.median_ms})).collect::<Vec<_>>(),
+                "evaluations": run.evaluations,
+                "space": run.space,
+                "strategy": run.strategy,
+                "why": run.why,
+            })
+        })
+        .collect();
+    let Some(last) = runs.iter().rev().find(|r| !r["best"].is_null()) else {
+        let failures: Vec<String> = report.runs.iter().flat_map(|r| r.failure_examples.iter().map(|f| f.verdict.summary())).collect();
+        bail!("{}: no configuration ran successfully{}", ctx.dir.display(), failures.first().map(|f| format!(" (e.g. {f})")).unwrap_or_default());
+    };
+    Ok(json!({
+        "best": last["best"],
+        "top_k": last["top_k"],
+        "device": report.device,
+        "source_hash": report.source_hash,
+        "runs": runs,
+    }))
+}

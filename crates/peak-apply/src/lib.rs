@@ -1,0 +1,98 @@
+//! Carrying a natural transformation out on a workflow.
+//!
+//! `apply` starts from the workflow's current checkpoint and runs the transformation's
+//! passes in order: each builds a prompt, the executor (an LLM, the agent, or a replayed
+//! recording) returns a new version of one region, and the region is spliced in. After
+//! the last pass the candidate is validated against the workflow's reference (the root
+//! checkpoint), on a compile error or a wrong output the executor is shown the log or the
+//! verdict and retries, and a candidate that passes is tuned, seeded from the parent's
+//! top-K, and recorded as a checkpoint. Every try, failed ones included, lands in the
+//! workflow's attempts log.
+//!
+//! The agent executor answers "waiting" until someone submits the region; the apply then
+//! stops and `submit` resumes it later, even from another process. Resuming simply runs
+//! the apply again: the agent's earlier replies are on disk, validation references and
+//! tuning results are cached, so nothing is asked or measured twice.
+
+mod apply;
+mod init;
+mod manifest;
+mod replay;
+mod state;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use apply::{abandon, apply, pending, submit};
+pub use init::{InitOptions, init_workflow, measure};
+pub use replay::replay;
+use serde::Serialize;
+
+/// What to apply and how.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// A transformation name from the library (case and punctuation are forgiven).
+    pub transformation: String,
+    /// `agent`, or an LLM as `provider:model` (see `peak_transform::ExecutorSpec`).
+    pub executor: String,
+    /// Repair tries after the first, for a bad reply, a compile error or a wrong output.
+    pub retries: u32,
+    /// Execution parameters sampled for validation.
+    pub samples: usize,
+    pub seed: u64,
+    /// Tuning budget in evaluations per input configuration (`None`: the whole space).
+    pub budget: Option<usize>,
+    pub time_limit: Option<Duration>,
+    /// `NAME=VALUE` restrictions of validation and tuning (e.g. one input size).
+    pub set: Vec<String>,
+    /// Extra transformation folders layered over the built-in library.
+    pub library_dirs: Vec<PathBuf>,
+    /// Results and reference caches (default: `peak_eval::default_cache_dir()`).
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            transformation: String::new(),
+            executor: "agent".into(),
+            retries: 3,
+            samples: 16,
+            seed: 1,
+            budget: None,
+            time_limit: None,
+            set: Vec::new(),
+            library_dirs: Vec::new(),
+            cache_dir: None,
+        }
+    }
+}
+
+/// How an apply ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum ApplyOutcome {
+    /// A new checkpoint on the current branch.
+    Checkpoint { id: String, transformation: String, best_ms: Option<f64>, speedup_over_parent: Option<f64>, attempts: usize },
+    /// The agent executor waits for `submit` with the new text of `region`.
+    Waiting { transformation: String, pass: usize, passes: usize, attempt: u32, region: String, prompt_file: PathBuf, prompt: String },
+    /// Retries exhausted; the workflow stays at the parent, the attempts are recorded.
+    Failed { transformation: String, attempts: usize, last_outcome: String, last_error: String },
+}
+
+/// Progress of an apply, for a terminal or an MCP client. Every method has a no-op default.
+pub trait ApplyReporter {
+    /// A pass is about to be asked for.
+    fn pass(&self, _transformation: &str, _pass: usize, _passes: usize, _attempt: u32, _title: &str) {}
+    /// One try ended: `outcome` is an attempt category (`passed`, `compile-failed`,
+    /// `unparsable-reply`, ...), `detail` a one-line summary.
+    fn attempt(&self, _outcome: &str, _detail: &str) {}
+    /// Validation or tuning began (`stage` is `validate` or `tune`).
+    fn stage(&self, _stage: &str) {}
+    /// Drawn during tuning.
+    fn tuning(&self) -> &dyn peak_eval::TuneReporter {
+        &()
+    }
+}
+
+impl ApplyReporter for () {}

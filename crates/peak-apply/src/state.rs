@@ -1,0 +1,103 @@
+//! The apply in progress, on disk, so an agent's apply survives the process that started it.
+//!
+//! `.git/peak/apply/state.json` names the transformation, the executor and the parent; the
+//! agent executor keeps its prompts and replies beside it in `agent/`. The folder exists
+//! from the first pass until the apply makes a checkpoint or gives up.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::ApplyOptions;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplyState {
+    pub transformation: String,
+    pub executor: String,
+    /// The checkpoint the apply started from.
+    pub parent: String,
+    pub retries: u32,
+    pub samples: usize,
+    pub seed: u64,
+    pub budget: Option<usize>,
+    pub time_limit_s: Option<f64>,
+    pub set: Vec<String>,
+    pub library_dirs: Vec<PathBuf>,
+    pub cache_dir: Option<PathBuf>,
+    /// Attempt records already written; a resumed apply replays its steps and must not
+    /// write them twice.
+    pub recorded_attempts: usize,
+}
+
+impl ApplyState {
+    pub fn new(options: &ApplyOptions, parent: String) -> ApplyState {
+        ApplyState {
+            transformation: options.transformation.clone(),
+            executor: options.executor.clone(),
+            parent,
+            retries: options.retries,
+            samples: options.samples,
+            seed: options.seed,
+            budget: options.budget,
+            time_limit_s: options.time_limit.map(|d| d.as_secs_f64()),
+            set: options.set.clone(),
+            library_dirs: options.library_dirs.clone(),
+            cache_dir: options.cache_dir.clone(),
+            recorded_attempts: 0,
+        }
+    }
+
+    pub fn options(&self) -> ApplyOptions {
+        ApplyOptions {
+            transformation: self.transformation.clone(),
+            executor: self.executor.clone(),
+            retries: self.retries,
+            samples: self.samples,
+            seed: self.seed,
+            budget: self.budget,
+            time_limit: self.time_limit_s.map(std::time::Duration::from_secs_f64),
+            set: self.set.clone(),
+            library_dirs: self.library_dirs.clone(),
+            cache_dir: self.cache_dir.clone(),
+        }
+    }
+}
+
+/// Where an apply keeps its files inside a workflow.
+pub fn apply_dir(workflow: &Path) -> PathBuf {
+    workflow.join(".git").join("peak").join("apply")
+}
+
+pub fn agent_dir(workflow: &Path) -> PathBuf {
+    apply_dir(workflow).join("agent")
+}
+
+fn state_file(workflow: &Path) -> PathBuf {
+    apply_dir(workflow).join("state.json")
+}
+
+pub fn load(workflow: &Path) -> Result<Option<ApplyState>> {
+    let path = state_file(workflow);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map(Some).with_context(|| format!("{}: not a valid apply state (delete it to abandon the apply)", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+pub fn save(workflow: &Path, state: &ApplyState) -> Result<()> {
+    let path = state_file(workflow);
+    std::fs::create_dir_all(apply_dir(workflow))?;
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(state)?)?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Forget the apply in progress (after a checkpoint, or when it gives up).
+pub fn clear(workflow: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(apply_dir(workflow)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).context("removing the finished apply's files"),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,55 @@
+//! `peak transformations [list|show NAME]`.
+
+use anyhow::Result;
+use peak_transform::{Library, Transformation};
+use serde_json::{Value, json};
+
+use crate::cli::{TransformationsAction, TransformationsArgs};
+use crate::output::print_json;
+use crate::usage;
+
+/// The built-in library plus any `--dir` folders.
+pub fn library(dirs: &[std::path::PathBuf]) -> Result<Library> {
+    let mut library = Library::builtin()?;
+    for dir in dirs {
+        library.add_dir(dir).map_err(usage)?;
+    }
+    Ok(library)
+}
+
+fn summary(t: &Transformation) -> Value {
+    json!({
+        "name": t.name,
+        "description": t.description,
+        "applies_to": t.applies_to.iter().map(|b| b.name()).collect::<Vec<_>>(),
+        "requires": t.requires,
+        "tuning": t.tuning.iter().map(|p| json!({"name": p.name, "description": p.description})).collect::<Vec<_>>(),
+        "constraints": t.constraints,
+        "passes": t.passes.iter().map(|p| json!({"title": p.title, "region": p.region.name(), "instructions": p.instructions, "snippets": p.snippets})).collect::<Vec<_>>(),
+        "source": t.source,
+    })
+}
+
+pub fn run(args: TransformationsArgs) -> Result<()> {
+    let library = library(&args.dirs)?;
+    match args.action.unwrap_or(TransformationsAction::List) {
+        TransformationsAction::List => {
+            if args.json {
+                return print_json(&library.list().iter().map(summary).collect::<Vec<_>>());
+            }
+            let width = library.list().iter().map(|t| t.name.len()).max().unwrap_or(0);
+            for t in library.list() {
+                let params = t.tuning.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" ");
+                println!("{:<width$}  {:>2} pass{}  {:<28}  {}", t.name, t.passes.len(), if t.passes.len() == 1 { " " } else { "es" }, params, t.description);
+            }
+        }
+        TransformationsAction::Show { name } => {
+            let t = library.get(&name).map_err(usage)?;
+            if args.json {
+                return print_json(&summary(t));
+            }
+            print!("{}", library.show(t));
+        }
+    }
+    Ok(())
+}
