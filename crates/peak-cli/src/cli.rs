@@ -44,6 +44,14 @@ pub enum Command {
     Fsck(FsckArgs),
     /// The natural-transformation library: list it, or show one transformation.
     Transformations(TransformationsArgs),
+    /// Apply a transformation to the workflow's current checkpoint (LLM or agent executor).
+    Apply(ApplyArgs),
+    /// Hand in the region the agent executor is waiting for, and resume the apply.
+    Submit(SubmitArgs),
+    /// Print the pass prompt the agent executor is waiting on, if any.
+    Pending(PendingArgs),
+    /// Re-run a recorded workflow's responses here, re-validating and re-tuning every step.
+    Replay(ReplayArgs),
     /// Judge a candidate against a reference on sampled execution parameters, with fresh inputs each, in crash-isolated workers.
     Validate(ValidateArgs),
     /// Search the tuning space within a budget: parallel compiles, checked outputs, a cache so nothing is measured twice.
@@ -81,6 +89,81 @@ pub struct WorkflowArg {
     pub workflow: PathBuf,
 }
 
+/// Validation and tuning settings shared by the commands that make checkpoints.
+#[derive(Debug, Args, Clone)]
+pub struct MeasureArgs {
+    /// Execution parameters sampled for validation.
+    #[arg(long, default_value_t = 16)]
+    pub samples: usize,
+    /// Seed of the validation sample, the inputs and the search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Tuning budget in evaluations per input configuration (default: the whole space).
+    #[arg(long)]
+    pub budget: Option<usize>,
+    /// Tuning time limit per input configuration, in seconds.
+    #[arg(long)]
+    pub time: Option<f64>,
+    #[command(flatten)]
+    pub set: SetArgs,
+    /// Extra transformation folders, layered over the built-in library.
+    #[arg(long = "library")]
+    pub library: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The transformation (see `peak transformations`).
+    pub transformation: Option<String>,
+    /// `agent` (you or your IDE agent write each region, see `peak submit`), or
+    /// PROVIDER:MODEL such as `openai:gpt-4.1`, `anthropic:claude-sonnet-4-5`, `ollama:qwen2.5-coder`.
+    #[arg(long, default_value = "agent")]
+    pub executor: String,
+    /// Repair tries after the first (bad reply, compile error, wrong output).
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+    /// Forget the apply in progress instead of starting one.
+    #[arg(long, conflicts_with = "transformation")]
+    pub abandon: bool,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// A file holding the new region (bare code, or a reply with one fenced block).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PendingArgs {
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recorded workflow.
+    pub source: PathBuf,
+    /// Where to build the replayed workflow.
+    #[arg(long)]
+    pub into: PathBuf,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The folder to create.
@@ -91,9 +174,11 @@ pub struct InitArgs {
     /// Record the context under another backend name (the manifest's by default).
     #[arg(long)]
     pub backend: Option<String>,
-    /// Seed of the reference inputs.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Do not tune the root (later checkpoints then have no speedup over it).
+    #[arg(long)]
+    pub no_measure: bool,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     #[arg(long)]
     pub json: bool,
 }

@@ -8,6 +8,7 @@ mod backends;
 mod cli;
 mod commands;
 mod output;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -62,6 +63,10 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::run(args),
         Command::Fsck(args) => commands::fsck::run(args),
         Command::Transformations(args) => commands::transformations::run(args),
+        Command::Apply(args) => commands::apply::run(args),
+        Command::Submit(args) => commands::submit::run(args),
+        Command::Pending(args) => commands::pending::run(args),
+        Command::Replay(args) => commands::replay::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Profile(args) => commands::profile::run(args),

@@ -1,50 +1,46 @@
-//! `peak init WORKFLOW --from CONTEXT`: a workflow whose root checkpoint is the context.
+//! `peak init WORKFLOW --from CONTEXT`: a workflow whose root checkpoint is the context,
+//! tuned so later checkpoints have a speedup over it.
 
 use anyhow::{Result, bail};
 use peak_spec::Backend as Language;
 use serde_json::json;
 
-use super::load_context;
+use super::{load_context, workers};
 use crate::cli::InitArgs;
-use crate::output::print_json;
+use crate::output::{format_ms, print_json};
+use crate::progress::Bar;
 use crate::usage;
 
 pub fn run(args: InitArgs) -> Result<()> {
     let ctx = load_context(&args.from)?;
-    let runs_on = match &args.backend {
-        None => ctx.backend(),
-        Some(name) => {
-            let chosen: Language = name.parse().map_err(|e: String| usage(anyhow::anyhow!("--backend: {e}")))?;
-            // HIP source runs on NVIDIA through the CUDA backend; anything else must match.
-            if chosen != ctx.backend() && !(ctx.backend() == Language::Hip && chosen == Language::Cuda) {
-                bail!(usage(anyhow::anyhow!("--backend {chosen}: the context is written for {}", ctx.backend())));
-            }
-            chosen
+    if let Some(name) = &args.backend {
+        let chosen: Language = name.parse().map_err(|e: String| usage(anyhow::anyhow!("--backend: {e}")))?;
+        if chosen != ctx.backend() {
+            bail!(usage(anyhow::anyhow!("--backend {chosen}: the context is written for {}", ctx.backend())));
         }
+    }
+    let m = &args.measure;
+    let options = peak_apply::InitOptions {
+        seed: m.seed,
+        measure: !args.no_measure,
+        budget: m.budget,
+        time_limit: m.time.map(std::time::Duration::from_secs_f64),
+        set: m.set.set.clone(),
+        cache_dir: None,
     };
-    // The reference's identity: which input configurations and which seed define "right".
-    let mut inputs: Vec<serde_json::Value> = Vec::new();
-    for point in ctx.space().iter() {
-        let value = serde_json::to_value(&point.inputs)?;
-        if !inputs.contains(&value) {
-            inputs.push(value);
-        }
-    }
-    if inputs.is_empty() {
-        bail!(usage(anyhow::anyhow!("{}: no execution parameter satisfies the constraints", ctx.manifest_path().display())));
-    }
-    let reference = json!({
-        "context": ctx.name(),
-        "backend": runs_on.name(),
-        "seed": args.seed,
-        "inputs": inputs,
-    });
-    let wf = peak_workflow::Workflow::init(&args.workflow, &ctx.dir, reference.clone()).map_err(usage)?;
-    let head = wf.head()?;
+    let bar = Bar::new(!args.json);
+    let wf = peak_apply::init_workflow(&args.workflow, &args.from, &options, &mut workers(), &bar);
+    bar.finish();
+    let wf = wf.map_err(|e| if e.downcast_ref::<peak_workflow::WorkflowError>().is_some() { usage(e) } else { e })?;
+    let root = wf.show("root")?;
     if args.json {
-        return print_json(&json!({ "workflow": wf.dir(), "root": head.id, "reference": reference }));
+        return print_json(&json!({ "workflow": wf.dir(), "root": root.id, "reference": root.reference, "performance": root.performance }));
     }
-    println!("initialized workflow {} with root checkpoint {} ({})", wf.dir().display(), head.id.short(), ctx.name());
-    println!("  reference: {} input configuration(s), seed {}", inputs.len(), args.seed);
+    let inputs = root.reference["inputs"].as_array().map_or(0, Vec::len);
+    println!("initialized workflow {} with root checkpoint {} ({})", wf.dir().display(), root.id.short(), ctx.name());
+    println!("  reference: {inputs} input configuration(s), seed {}", m.seed);
+    if let Some(ms) = root.performance["best"]["time_ms"].as_f64() {
+        println!("  root best: {} at {}", format_ms(ms), root.performance["best"]["params"]);
+    }
     Ok(())
 }

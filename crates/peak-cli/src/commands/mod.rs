@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod apply;
 pub mod branch;
 pub mod baseline;
 pub mod check;
@@ -11,9 +12,12 @@ pub mod fsck;
 pub mod info;
 pub mod init;
 pub mod log;
+pub mod pending;
+pub mod replay;
 pub mod profile;
 pub mod run;
 pub mod show;
+pub mod submit;
 pub mod tag;
 pub mod transformations;
 pub mod tune;
@@ -50,4 +54,48 @@ pub fn first_point(ctx: &Context, space: &Space) -> Result<ExecParams> {
 /// Open the workflow a command works on; a folder that is not one is a usage error.
 pub fn open_workflow(arg: &crate::cli::WorkflowArg) -> Result<peak_workflow::Workflow> {
     peak_workflow::Workflow::open(&arg.workflow).map_err(usage)
+}
+
+/// Worker processes for validation and tuning (`peak worker` children).
+pub fn workers() -> peak_eval::Workers {
+    peak_eval::Workers::peak(peak_backend::worker::PoolOptions::default())
+}
+
+/// Apply settings from the shared measurement flags.
+pub fn apply_options(m: &crate::cli::MeasureArgs) -> peak_apply::ApplyOptions {
+    peak_apply::ApplyOptions {
+        samples: m.samples,
+        seed: m.seed,
+        budget: m.budget,
+        time_limit: m.time.map(std::time::Duration::from_secs_f64),
+        set: m.set.set.clone(),
+        library_dirs: m.library.clone(),
+        ..peak_apply::ApplyOptions::default()
+    }
+}
+
+/// Print how an apply ended; a failed apply exits 1.
+pub fn report_outcome(outcome: &peak_apply::ApplyOutcome, json: bool) -> Result<()> {
+    use peak_apply::ApplyOutcome;
+    if json {
+        crate::output::print_json(outcome)?;
+    } else {
+        match outcome {
+            ApplyOutcome::Checkpoint { id, transformation, best_ms, speedup_over_parent, attempts } => {
+                let time = best_ms.map(crate::output::format_ms).unwrap_or_else(|| "-".into());
+                let speedup = speedup_over_parent.map(|s| format!(", {s:.2}x over its parent")).unwrap_or_default();
+                println!("{transformation}: checkpoint {} ({time}{speedup}; {attempts} attempt record(s))", &id[..id.len().min(10)]);
+            }
+            ApplyOutcome::Waiting { transformation, pass, passes, attempt, region, prompt_file, .. } => {
+                println!("{transformation}: pass {pass}/{passes} (attempt {attempt}) waits for the new {region} region.");
+                println!("  prompt: {}", prompt_file.display());
+                println!("  write the region to a file, then: peak submit FILE");
+            }
+            ApplyOutcome::Failed { transformation, attempts, last_outcome, last_error } => {
+                println!("{transformation}: failed after {attempts} attempt(s); last: {last_outcome}: {}", last_error.lines().next().unwrap_or_default());
+                println!("  the workflow stays at its parent; every attempt is in the attempts log");
+            }
+        }
+    }
+    if matches!(outcome, ApplyOutcome::Failed { .. }) { Err(crate::Failed.into()) } else { Ok(()) }
 }

@@ -10,56 +10,18 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use peak_backend::worker::PoolOptions;
 use peak_eval::profile::flops;
-use peak_eval::tune::{Progress, TopK, TuneStart};
-use peak_eval::{StrategyKind, TuneOptions, TuneReport, TuneReporter, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
+use peak_eval::tune::TopK;
+use peak_eval::{StrategyKind, TuneOptions, TuneReport, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
 use peak_spec::{Context, ExecParams};
 use serde::Serialize;
 
 use super::{load_context, restricted_space};
 use crate::cli::TuneArgs;
+use crate::progress::Bar;
 use crate::output::{format_ms, print_json};
 use crate::usage;
-
-/// The progress bar: configurations done of the target, rate, ETA and the best so far.
-struct Bar {
-    bar: ProgressBar,
-}
-
-impl Bar {
-    fn new(visible: bool) -> Bar {
-        let bar = ProgressBar::with_draw_target(Some(0), if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
-        bar.set_style(
-            ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:28.cyan/blue} {pos}/{len} {per_sec:>11} ETA {eta:<4} {msg}")
-                .expect("a valid template")
-                .progress_chars("=> "),
-        );
-        Bar { bar }
-    }
-}
-
-impl TuneReporter for Bar {
-    fn started(&self, start: &TuneStart) {
-        self.bar.reset();
-        self.bar.set_length(start.target as u64);
-        let inputs: Vec<String> = start.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        self.bar.set_prefix(format!("{} {}", start.strategy, inputs.join(" ")));
-        if start.cached_available > 0 {
-            self.bar.println(format!("{} results for these inputs are in the cache; they will not be measured again", start.cached_available));
-        }
-    }
-
-    fn evaluated(&self, p: &Progress) {
-        self.bar.set_position(p.evaluations as u64);
-        let best = match (&p.best_ms, &p.best) {
-            (Some(ms), Some(t)) => format!("best {} ({})", format_ms(*ms), t.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")),
-            _ => "no valid time yet".into(),
-        };
-        self.bar.set_message(if p.failed > 0 { format!("{best}, {} failed", p.failed) } else { best });
-    }
-}
 
 #[derive(Serialize)]
 struct Summary<'a> {
@@ -118,7 +80,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() });
     let bar = Bar::new(!args.json);
     let report = tune_context(&mut workers, &setup, &bar)?;
-    bar.bar.finish_and_clear();
+    bar.finish();
 
     if let Some(file) = &args.top_out {
         let tops: Vec<TopK> = report

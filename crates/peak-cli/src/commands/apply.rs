@@ -1,0 +1,22 @@
+//! `peak apply TRANSFORMATION`: carry a transformation out from the current checkpoint.
+
+use anyhow::{Result, anyhow};
+
+use super::{apply_options, report_outcome, workers};
+use crate::cli::ApplyArgs;
+use crate::progress::ApplyProgress;
+use crate::usage;
+
+pub fn run(args: ApplyArgs) -> Result<()> {
+    if args.abandon {
+        let had = peak_apply::abandon(&args.workflow.workflow)?;
+        println!("{}", if had { "abandoned the apply in progress" } else { "no apply was in progress" });
+        return Ok(());
+    }
+    let transformation = args.transformation.clone().ok_or_else(|| usage(anyhow!("name a transformation (see `peak transformations`)")))?;
+    let options = peak_apply::ApplyOptions { transformation, executor: args.executor.clone(), retries: args.retries, ..apply_options(&args.measure) };
+    let progress = ApplyProgress::new(!args.json);
+    let outcome = peak_apply::apply(&args.workflow.workflow, &options, &mut workers(), &progress);
+    progress.finish();
+    report_outcome(&outcome?, args.json)
+}

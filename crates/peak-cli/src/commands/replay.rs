@@ -1,0 +1,22 @@
+//! `peak replay WORKFLOW --into NEW`: reproduce a recorded workflow on this machine.
+
+use anyhow::Result;
+
+use super::{apply_options, report_outcome, workers};
+use crate::cli::ReplayArgs;
+use crate::progress::ApplyProgress;
+
+pub fn run(args: ReplayArgs) -> Result<()> {
+    let progress = ApplyProgress::new(!args.json);
+    let outcomes = peak_apply::replay(&args.source, &args.into, &apply_options(&args.measure), &mut workers(), &progress);
+    progress.finish();
+    let outcomes = outcomes?;
+    if args.json {
+        return crate::output::print_json(&outcomes);
+    }
+    for outcome in &outcomes {
+        report_outcome(outcome, false)?;
+    }
+    println!("replayed {} step(s) into {}", outcomes.len(), args.into.display());
+    Ok(())
+}

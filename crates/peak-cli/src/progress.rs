@@ -1,0 +1,94 @@
+//! Progress drawn on stderr with indicatif, from the library crates' reporter traits.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use peak_eval::TuneReporter;
+use peak_eval::tune::{Progress, TuneStart};
+
+use crate::output::format_ms;
+
+/// The progress bar: configurations done of the target, rate, ETA and the best so far.
+pub struct Bar {
+    bar: ProgressBar,
+}
+
+impl Bar {
+    pub fn new(visible: bool) -> Bar {
+        let bar = ProgressBar::with_draw_target(Some(0), if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+        bar.set_style(
+            ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:28.cyan/blue} {pos}/{len} {per_sec:>11} ETA {eta:<4} {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        Bar { bar }
+    }
+
+    /// Remove the bar, leaving the terminal clean for the summary.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
+    /// Print a line above the bar.
+    pub fn println(&self, line: impl AsRef<str>) {
+        self.bar.println(line.as_ref());
+    }
+}
+
+impl TuneReporter for Bar {
+    fn started(&self, start: &TuneStart) {
+        self.bar.reset();
+        self.bar.set_length(start.target as u64);
+        let inputs: Vec<String> = start.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        self.bar.set_prefix(format!("{} {}", start.strategy, inputs.join(" ")));
+        if start.cached_available > 0 {
+            self.bar.println(format!("{} results for these inputs are in the cache; they will not be measured again", start.cached_available));
+        }
+    }
+
+    fn evaluated(&self, p: &Progress) {
+        self.bar.set_position(p.evaluations as u64);
+        let best = match (&p.best_ms, &p.best) {
+            (Some(ms), Some(t)) => format!("best {} ({})", format_ms(*ms), t.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")),
+            _ => "no valid time yet".into(),
+        };
+        self.bar.set_message(if p.failed > 0 { format!("{best}, {} failed", p.failed) } else { best });
+    }
+}
+
+
+/// Draws an apply: one line per pass and per try, the tuning bar while tuning.
+pub struct ApplyProgress {
+    bar: Bar,
+}
+
+impl ApplyProgress {
+    pub fn new(visible: bool) -> ApplyProgress {
+        ApplyProgress { bar: Bar::new(visible) }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish();
+    }
+}
+
+impl peak_apply::ApplyReporter for ApplyProgress {
+    fn pass(&self, transformation: &str, pass: usize, passes: usize, attempt: u32, title: &str) {
+        let retry = if attempt > 1 { format!(" (attempt {attempt})") } else { String::new() };
+        self.bar.println(format!("{transformation}: pass {pass}/{passes}{retry}: {title}"));
+    }
+
+    fn attempt(&self, outcome: &str, detail: &str) {
+        self.bar.println(format!("  -> {outcome}: {}", detail.lines().next().unwrap_or_default()));
+    }
+
+    fn stage(&self, stage: &str) {
+        self.bar.println(match stage {
+            "validate" => "validating against the workflow's reference...",
+            "tune" => "tuning...",
+            other => other,
+        });
+    }
+
+    fn tuning(&self) -> &dyn TuneReporter {
+        &self.bar
+    }
+}
