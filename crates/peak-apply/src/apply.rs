@@ -64,6 +64,18 @@ pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dy
     run(wf, state, &agent, &library, workers, reporter)
 }
 
+/// Continue an interrupted apply (a crash, a closed terminal) from where it stopped:
+/// replies already given are reused, results already measured come from the caches.
+pub fn resume(workflow: &Path, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+    let wf = Workflow::open(workflow)?;
+    let dir = wf.dir().to_path_buf();
+    let state = state::load(&dir)?.ok_or_else(|| anyhow!("no apply is in progress in {}", dir.display()))?;
+    let library = library(&state.library_dirs)?;
+    let spec: ExecutorSpec = state.executor.parse()?;
+    let executor = spec.build(&agent_dir(&dir), |var| std::env::var(var).ok())?;
+    run(wf, state, executor.as_ref(), &library, workers, reporter)
+}
+
 /// The pass the agent executor is waiting for, if any.
 pub fn pending(workflow: &Path) -> Result<Option<ApplyOutcome>> {
     let wf = Workflow::open(workflow)?;
@@ -131,10 +143,13 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let options = state.options();
     let (executor_kind, model) = who(executor, &state.executor);
 
+    // Fresh copies every run: a resumed apply may find the last run's.
     let parent_dir = work.join("parent");
+    let _ = std::fs::remove_dir_all(&parent_dir);
     wf.materialize(&state.parent, &parent_dir)?;
     let parent = Context::load(&parent_dir)?;
     let root_dir = work.join("root");
+    let _ = std::fs::remove_dir_all(&root_dir);
     wf.materialize("root", &root_dir)?;
     let root = Context::load(&root_dir)?;
     let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
@@ -240,7 +255,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
     let mut validation = serde_json::to_value(&report)?;
     validation["verdict"] = json!("passed");
-    let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript });
+    let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
     let best_ms = performance["best"]["time_ms"].as_f64();
     let parent_ms = parent_view.performance["best"]["time_ms"].as_f64();
     let id = log.wf.checkpoint(CheckpointInput {

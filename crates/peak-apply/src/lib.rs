@@ -23,7 +23,7 @@ mod state;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use apply::{abandon, apply, pending, submit};
+pub use apply::{abandon, apply, pending, resume, submit};
 pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
 use serde::Serialize;

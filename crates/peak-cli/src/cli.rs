@@ -123,8 +123,11 @@ pub struct ApplyArgs {
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
     /// Forget the apply in progress instead of starting one.
-    #[arg(long, conflicts_with = "transformation")]
+    #[arg(long, conflicts_with_all = ["transformation", "resume"])]
     pub abandon: bool,
+    /// Continue the apply in progress (after a crash or an interrupted run).
+    #[arg(long, conflicts_with = "transformation")]
+    pub resume: bool,
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]

@@ -13,6 +13,12 @@ pub fn run(args: ApplyArgs) -> Result<()> {
         println!("{}", if had { "abandoned the apply in progress" } else { "no apply was in progress" });
         return Ok(());
     }
+    if args.resume {
+        let progress = ApplyProgress::new(!args.json);
+        let outcome = peak_apply::resume(&args.workflow.workflow, &mut workers(), &progress);
+        progress.finish();
+        return report_outcome(&outcome?, args.json);
+    }
     let transformation = args.transformation.clone().ok_or_else(|| usage(anyhow!("name a transformation (see `peak transformations`)")))?;
     let options = peak_apply::ApplyOptions { transformation, executor: args.executor.clone(), retries: args.retries, ..apply_options(&args.measure) };
     let progress = ApplyProgress::new(!args.json);

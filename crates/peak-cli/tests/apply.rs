@@ -1,0 +1,188 @@
+//! Applying transformations through the `peak` binary on OpenCL (PoCL in CI): the agent
+//! flow, the LLM repair loop against a local fake server, and the replay of the recorded
+//! workflow in examples/workflows.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use peak_transform::testing::{FakeLlmServer, Scripted};
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    cache: PathBuf,
+    wf: PathBuf,
+}
+
+fn setup() -> Option<Env> {
+    if peak_opencl::list_devices().is_err() {
+        eprintln!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let env = Env { cache: tmp.path().join("cache"), wf: tmp.path().join("wf"), _tmp: tmp };
+    ok(&env, &["init", s(&env.wf), "--from", s(&example("matmul-opencl-naive")), "--set", "n=256", "--budget", "6"], &[]);
+    Some(env)
+}
+
+fn peak(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_peak"));
+    cmd.args(args).env("PEAK_CACHE_DIR", &env.cache);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("peak runs")
+}
+
+fn ok(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> String {
+    let out = peak(env, args, vars);
+    assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const FAST: [&str; 6] = ["--set", "n=256", "--samples", "3", "--budget", "4"];
+
+fn attempts(env: &Env) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(env.wf.join(".git/peak/attempts.jsonl")).unwrap_or_default();
+    text.lines().map(json).filter(|r| r["outcome"] != "started").collect()
+}
+
+#[test]
+fn agent_flow_waits_for_each_region_and_checkpoints() {
+    let Some(env) = setup() else { return };
+    let w = s(&env.wf);
+    let first = json(&ok(&env, &[&["apply", "refactor", "-w", w, "--json"][..], &FAST].concat(), &[]));
+    assert_eq!(first["status"], "waiting");
+    assert_eq!(first["pass"], 1);
+    assert_eq!(first["region"], "macros");
+    assert!(first["prompt"].as_str().unwrap().contains("# Answer format"));
+    let pending = ok(&env, &["pending", "-w", w], &[]);
+    assert!(pending.contains("You edit the **macros** region"), "{pending}");
+
+    // A second apply while one waits is refused clearly.
+    let busy = peak(&env, &["apply", "tb-tiling", "-w", w], &[]);
+    assert!(!busy.status.success());
+    assert!(String::from_utf8_lossy(&busy.stderr).contains("already in progress"));
+
+    let second = json(&ok(&env, &["submit", s(&fixture("refactor/macros.c")), "-w", w, "--json"], &[]));
+    assert_eq!((second["status"].as_str(), second["pass"].as_u64(), second["region"].as_str()), (Some("waiting"), Some(2), Some("device")));
+    let done = json(&ok(&env, &["submit", s(&fixture("refactor/device.c")), "-w", w, "--json"], &[]));
+    assert_eq!(done["status"], "checkpoint", "{done}");
+
+    let log = json(&ok(&env, &["log", "-w", w, "--json"], &[]));
+    let head = &log.as_array().unwrap()[0];
+    assert_eq!(head["transformation"], "Refactor");
+    assert_eq!(head["executor"], "agent");
+    assert!(head["speedup_over_root"].as_f64().unwrap() > 0.0);
+    let show = json(&ok(&env, &["show", "HEAD", "-w", w, "--json"], &[]));
+    let entries = show["transcript"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert!(entries.iter().all(|e| e["producer"] == "agent"), "the transcript must say the agent wrote it");
+    assert!(show["files"]["kernel.cl"].as_str().unwrap().contains("#define A_AT(r, c)"));
+    assert!(ok(&env, &["pending", "-w", w], &[]).is_empty(), "nothing waits after the checkpoint");
+}
+
+fn fenced(path: &str) -> String {
+    format!("Here is the region.\n\n```c\n{}```\n", std::fs::read_to_string(fixture(path)).unwrap())
+}
+
+fn llm_vars(server: &FakeLlmServer) -> Vec<(&'static str, String)> {
+    vec![("PEAK_OPENAI_BASE_URL", server.openai_base_url()), ("OPENAI_API_KEY", "test-key-not-secret".into())]
+}
+
+#[test]
+fn compile_error_is_repaired_on_the_next_try() {
+    let Some(env) = setup() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let broken = fenced("refactor/device.c").replace("A_AT(ROW, k)", "A_AT(ROW, kk)");
+    let server = runtime
+        .block_on(FakeLlmServer::start([Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(broken), Scripted::reply(fenced("refactor/device.c"))]))
+        .unwrap();
+    let vars = llm_vars(&server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = json(&ok(&env, &[&["apply", "refactor", "--executor", "openai:fake-model", "-w", s(&env.wf), "--json"][..], &FAST].concat(), &vars));
+    assert_eq!(out["status"], "checkpoint", "{out}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let repair = requests[2].prompt().unwrap();
+    assert!(repair.contains("kk"), "the repair prompt carries the compiler log");
+    let outcomes: Vec<String> = attempts(&env).iter().map(|a| a["outcome"].as_str().unwrap().to_string()).collect();
+    assert_eq!(outcomes, ["compile-failed", "passed"]);
+    let log = json(&ok(&env, &["log", "-w", s(&env.wf), "--json"], &[]));
+    assert_eq!(log.as_array().unwrap()[0]["executor"], "openai");
+}
+
+#[test]
+fn wrong_output_exhausts_the_retries_and_leaves_the_parent() {
+    let Some(env) = setup() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let wrong = fenced("refactor/device.c").replace("C_AT(ROW, COL) = acc;", "C_AT(ROW, COL) = 2.0f * acc;");
+    let server = runtime
+        .block_on(FakeLlmServer::start([Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(wrong.clone()), Scripted::reply(wrong)]))
+        .unwrap();
+    let vars = llm_vars(&server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = peak(&env, &[&["apply", "refactor", "--executor", "openai:fake-model", "--retries", "1", "-w", s(&env.wf), "--json"][..], &FAST].concat(), &vars);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let result = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["last_outcome"], "wrong-output");
+    let outcomes: Vec<String> = attempts(&env).iter().map(|a| a["outcome"].as_str().unwrap().to_string()).collect();
+    assert_eq!(outcomes, ["wrong-output", "wrong-output"]);
+    let log = json(&ok(&env, &["log", "-w", s(&env.wf), "--json"], &[]));
+    assert_eq!(log.as_array().unwrap().len(), 1, "no checkpoint was made");
+    assert!(ok(&env, &["fsck", "-w", s(&env.wf)], &[]).contains("consistent"));
+}
+
+#[test]
+fn two_code_blocks_are_an_attempt_outcome_not_a_crash() {
+    let Some(env) = setup() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let two = format!("{}\n{}", fenced("refactor/macros.c"), fenced("refactor/macros.c"));
+    let server = runtime.block_on(FakeLlmServer::start([Scripted::reply(two)])).unwrap();
+    let vars = llm_vars(&server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = peak(&env, &[&["apply", "refactor", "--executor", "openai:fake-model", "--retries", "0", "-w", s(&env.wf), "--json"][..], &FAST].concat(), &vars);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&String::from_utf8_lossy(&out.stdout))["last_outcome"], "unparsable-reply");
+}
+
+#[test]
+fn recorded_agent_workflow_replays_end_to_end() {
+    if peak_opencl::list_devices().is_err() {
+        eprintln!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let env = Env { cache: tmp.path().join("cache"), wf: tmp.path().join("replayed"), _tmp: tempfile::tempdir().unwrap() };
+    let recorded = tmp.path().join("recorded");
+    let clone = Command::new("git").args(["clone", "-q", s(&example("workflows/matmul-opencl-agent.bundle")), s(&recorded)]).output().unwrap();
+    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+    ok(&env, &["replay", s(&recorded), "--into", s(&env.wf), "--set", "n=256", "--samples", "4", "--budget", "24"], &[]);
+    let original = json(&ok(&env, &["log", "-w", s(&recorded), "--json"], &[]));
+    let replayed = json(&ok(&env, &["log", "-w", s(&env.wf), "--json"], &[]));
+    let steps = |log: &serde_json::Value| log.as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(steps(&replayed), steps(&original));
+    assert_eq!(steps(&replayed), ["Thread-Tiling", "TB-Tiling", "Refactor", "init"]);
+    for entry in replayed.as_array().unwrap().iter().filter(|e| e["transformation"] != "init") {
+        assert_eq!(entry["verdict"], "passed");
+        assert!(entry["speedup_over_root"].as_f64().unwrap() > 0.0 && entry["speedup_over_parent"].as_f64().unwrap() > 0.0);
+        assert_eq!(entry["executor"], "replay");
+        assert_eq!(entry["model"], "agent", "a replay says whose responses it re-ran");
+    }
+}
