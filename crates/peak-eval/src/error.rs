@@ -43,6 +43,11 @@ pub enum EvalError {
     #[error("{tool}: {message}\nhint: {hint}")]
     Tool { tool: String, message: String, hint: String },
 
+    /// A run that had to succeed (one side of a comparison) failed; it keeps the
+    /// worker's verdict category and message.
+    #[error("{context} at {params}: {category}: {message}")]
+    RunFailed { context: String, params: String, category: String, message: String },
+
     /// A recorded cache used for replay lacks a configuration the strategy asked for.
     #[error("{0}")]
     Replay(String),

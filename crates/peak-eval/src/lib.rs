@@ -9,11 +9,13 @@
 //!   workers ([`workers`], `peak_backend::worker`), remembered in a durable results cache
 //!   ([`cache`]) so a killed run resumes; [`replay`] runs strategies on a recorded cache
 //!   with no device; [`profile`] attaches Nsight Compute metrics.
+//! - [`compare`]: two contexts timed in one run on the same inputs, interleaved.
 //!
 //! Nothing here names a backend: kernels run in worker processes started from a command
 //! line the caller provides (`peak worker --backend NAME` in the product).
 
 pub mod cache;
+pub mod compare;
 pub mod error;
 pub mod hash;
 pub mod profile;

@@ -113,6 +113,8 @@ pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
 pub use history::{CheckpointView, LogEntry, ResumeState, render_log};
 pub use lock::{LockHolder, LockMode};
+/// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.
+pub use time::now_rfc3339;
 pub use workflow::{
     CONTEXT_DIR, CheckpointId, CheckpointInput, CheckpointMeta, DEFAULT_BRANCH, Head, INIT_TRANSFORMATION, ROOT_TAG, RootInput,
     Workflow,

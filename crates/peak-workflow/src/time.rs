@@ -6,7 +6,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub(crate) fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     format_unix_millis(since.as_millis() as i64)
 }

@@ -1,0 +1,91 @@
+//! Timing two contexts against each other: the same inputs on both sides, repetitions
+//! interleaved (A, B, A, B, ...) so drift in clocks or temperature hits both alike, each
+//! run in the crash-isolated worker. Used by `peak compare` and the MCP server.
+
+use peak_backend::RunOptions;
+use peak_backend::runner::median;
+use peak_backend::worker::Job;
+use peak_spec::{Context, ExecParams};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::EvalError;
+use crate::hash::device_identity;
+use crate::sanitizer::absolute;
+use crate::workers::Workers;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Side {
+    pub checkpoint: String,
+    pub params: ExecParams,
+    pub median_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub a: Side,
+    pub b: Side,
+    /// time(a) / time(b): above 1 means B is faster.
+    pub speedup_b_over_a: f64,
+    pub repetitions: usize,
+    pub device: String,
+}
+
+/// A checkpoint's best configuration from its `performance.json` when it has one the
+/// restricted space allows, else the first point of the space. `set` narrows either.
+pub fn best_params(performance: &Value, ctx: &Context, set: &[String]) -> Result<ExecParams, EvalError> {
+    let mut space = ctx.space();
+    space.apply_overrides(set).map_err(|e| EvalError::Space { context: ctx.dir.display().to_string(), message: format!("--set: {e}") })?;
+    if let Some(best) = performance.get("best").and_then(|b| b.get("params"))
+        && let Ok(params) = serde_json::from_value::<ExecParams>(best.clone())
+        && space.iter().any(|p| p == params)
+    {
+        return Ok(params);
+    }
+    space
+        .iter()
+        .next()
+        .ok_or_else(|| EvalError::Space { context: ctx.dir.display().to_string(), message: "no execution parameter satisfies the constraints (after --set)".into() })
+}
+
+/// Time `a` and `b` (label, context, parameters) `reps` times each, interleaved. B runs
+/// with A's inputs, so both sides solve the same problem.
+pub fn compare(workers: &mut Workers, a: (&str, &Context, ExecParams), b: (&str, &Context, ExecParams), reps: usize) -> Result<CompareReport, EvalError> {
+    let (label_a, ctx_a, params_a) = a;
+    let (label_b, ctx_b, mut params_b) = b;
+    for (name, value) in &params_a.inputs {
+        params_b.inputs.insert(name.clone(), *value);
+    }
+    let options = RunOptions { warmup: 1, repetitions: 1, data_seed: 1, ..RunOptions::default() };
+    let mut once = |ctx: &Context, params: &ExecParams| -> Result<f64, EvalError> {
+        let job = Job::new(absolute(&ctx.dir), params.clone(), options.clone());
+        match workers.pool(ctx.backend().name())?.run(job)? {
+            Ok(report) => report.median_ms().ok_or_else(|| EvalError::RunFailed {
+                context: ctx.dir.display().to_string(),
+                params: params.to_string(),
+                category: "no-time".into(),
+                message: "the run reported no time".into(),
+            }),
+            Err(failure) => Err(EvalError::RunFailed {
+                context: ctx.dir.display().to_string(),
+                params: params.to_string(),
+                category: failure.category.name().into(),
+                message: failure.message,
+            }),
+        }
+    };
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..reps.max(1) {
+        ta.push(once(ctx_a, &params_a)?);
+        tb.push(once(ctx_b, &params_b)?);
+    }
+    let (ma, mb) = (median(&ta).expect("at least one repetition"), median(&tb).expect("at least one repetition"));
+    let device = device_identity(workers.pool(ctx_a.backend().name())?.device());
+    Ok(CompareReport {
+        a: Side { checkpoint: label_a.to_string(), params: params_a, median_ms: ma },
+        b: Side { checkpoint: label_b.to_string(), params: params_b, median_ms: mb },
+        speedup_b_over_a: ma / mb,
+        repetitions: reps.max(1),
+        device,
+    })
+}

@@ -1,0 +1,553 @@
+//! The autonomous mode (`peak auto`): an LLM plans, peak applies, and bad steps are
+//! backtracked.
+//!
+//! Each step, the planner is shown the current checkpoint (its code, its performance
+//! summary, profile metrics when the checkpoint has them, the transformations on its line
+//! since the root), the best checkpoint so far, the transformation library for the
+//! backend, and the history of attempts; it answers one strict JSON object:
+//!
+//! ```json
+//! {"action": "apply", "transformation": "TB-Tiling", "reasoning": "..."}
+//! {"action": "stop", "transformation": "", "reasoning": "..."}
+//! ```
+//!
+//! The chosen transformation is carried out by [`peak_apply::apply`], exactly as
+//! `peak apply` does. When it fails (retries exhausted), or its checkpoint is slower than
+//! the best one by more than the regression threshold, the search goes back to the best
+//! checkpoint: a new branch `auto-N` is made there and checked out, so the next plan
+//! starts from the best kernel, with the failure in its history, and the failed line stays
+//! in the workflow for the record.
+//!
+//! Every decision, with the planner's reasoning, and every outcome is appended to
+//! `.git/peak/auto-log.jsonl` (one JSON object per line), beside the attempts log the
+//! applies write. A reply that is not such an object is a *decision failure*: it is
+//! logged with the reply and the reason, and the planner is asked again with the reason,
+//! up to [`AutoOptions::plan_retries`] times in a row.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use peak_apply::{ApplyOptions, ApplyOutcome, ApplyReporter};
+use peak_eval::Workers;
+use peak_spec::Region;
+use peak_transform::{ExecutorSpec, Library, Outcome, PassRequest};
+use peak_workflow::{LogEntry, Workflow};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The file the decisions go to, inside the workflow's `.git/peak`.
+pub const AUTO_LOG: &str = "auto-log.jsonl";
+
+#[derive(Debug, Clone)]
+pub struct AutoOptions {
+    /// Who carries the chosen transformations out: `provider:model`.
+    pub executor: String,
+    /// Who chooses them: `provider:model`; the executor when `None`.
+    pub planner: Option<String>,
+    /// Transformations to apply at most.
+    pub budget: usize,
+    /// No new step starts after this much time (a step in progress finishes).
+    pub time_limit: Option<Duration>,
+    /// A checkpoint slower than the best one by more than this fraction (0.05: 5%) is a
+    /// regression and is backtracked.
+    pub regression: f64,
+    /// Unusable planner replies in a row before the run gives up.
+    pub plan_retries: u32,
+    /// How each transformation is applied (retries, validation samples, tuning budget,
+    /// restrictions, library folders, caches); its transformation and executor are
+    /// filled in per step.
+    pub apply: ApplyOptions,
+}
+
+impl Default for AutoOptions {
+    fn default() -> Self {
+        AutoOptions { executor: String::new(), planner: None, budget: 10, time_limit: None, regression: 0.05, plan_retries: 2, apply: ApplyOptions::default() }
+    }
+}
+
+/// One line of `auto-log.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutoEvent {
+    pub time: String,
+    /// The run this event belongs to (its start time), so several runs in one log part.
+    pub run: String,
+    /// 1-based planning step.
+    pub step: usize,
+    /// `plan`, `decision-failure`, `checkpoint`, `regression`, `failed`, `backtrack`,
+    /// `stop`, `budget-spent`, `time-up` or `error`.
+    pub event: String,
+    /// The checkpoint HEAD was at when the event happened.
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transformation: Option<String>,
+    /// The planner's reasoning, for `plan` and `stop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// What happened: an error, the unusable reply, why a step was backtracked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The checkpoint a step produced, or the one backtracked to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_ms: Option<f64>,
+    /// The branch made and checked out by a backtrack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stopped {
+    /// The planner said stop.
+    Planner,
+    /// The budget of transformations was spent.
+    Budget,
+    /// The time limit passed.
+    Time,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AutoReport {
+    pub stopped: Stopped,
+    /// Transformations applied (successful or not).
+    pub applied: usize,
+    /// The fastest checkpoint in the workflow at the end, and its time.
+    pub best: Option<(String, f64)>,
+    /// HEAD at the end, and its branch.
+    pub head: String,
+    pub branch: Option<String>,
+    /// This run's events, as written to the log.
+    pub events: Vec<AutoEvent>,
+}
+
+/// Told about each event as it is logged; applies report through [`Self::apply`].
+pub trait AutoReporter {
+    fn event(&self, _event: &AutoEvent) {}
+    fn apply(&self) -> &dyn ApplyReporter {
+        &()
+    }
+}
+
+impl AutoReporter for () {}
+
+/// What the planner answers.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub action: String,
+    #[serde(default)]
+    pub transformation: String,
+    pub reasoning: String,
+}
+
+/// Read a planner reply strictly: one JSON object with `action` (`apply` or `stop`),
+/// `transformation` (a library name, for `apply`) and `reasoning`, and nothing else. The
+/// only leniency is reasoning-model thinking and a single fence around the object.
+pub fn parse_plan(reply: &str, library: &Library, backend: peak_transform::Backend) -> Result<Plan, String> {
+    let visible = peak_transform::reply::strip_thinking(reply);
+    let mut text = visible.trim();
+    if let Some(inner) = text.strip_prefix("```") {
+        let inner = inner.strip_prefix("json").unwrap_or(inner);
+        text = inner.strip_suffix("```").ok_or("the reply opens a code fence it never closes")?.trim();
+    }
+    let mut plan: Plan = serde_json::from_str(text).map_err(|e| format!("the reply is not the JSON object asked for: {e}"))?;
+    match plan.action.as_str() {
+        "stop" => Ok(plan),
+        "apply" => {
+            if plan.transformation.trim().is_empty() {
+                return Err("`action` is \"apply\" but `transformation` is empty".into());
+            }
+            let t = library.get(&plan.transformation).map_err(|e| e.to_string())?;
+            if !t.applies_to(backend) {
+                return Err(format!("{} does not apply to {} kernels", t.name, backend.name()));
+            }
+            plan.transformation = t.name.clone();
+            Ok(plan)
+        }
+        other => Err(format!("`action` must be \"apply\" or \"stop\", not {other:?}")),
+    }
+}
+
+/// Run the autonomous mode on a workflow until the planner stops, the budget is spent or
+/// the time is up.
+pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, reporter: &dyn AutoReporter) -> Result<AutoReport> {
+    let started = Instant::now();
+    let wf = Workflow::open(workflow)?;
+    let dir = wf.dir().to_path_buf();
+    drop(wf);
+    if peak_apply::pending(&dir)?.is_some() {
+        bail!("a transformation is waiting for a region in {}\nhint: submit it with `peak submit`, or abandon it with `peak apply --abandon`", dir.display());
+    }
+    let executor_spec: ExecutorSpec = options.executor.parse()?;
+    let planner_spec: ExecutorSpec = options.planner.as_deref().unwrap_or(&options.executor).parse()?;
+    if executor_spec == ExecutorSpec::Agent || planner_spec == ExecutorSpec::Agent {
+        bail!("the autonomous mode needs LLM executors (provider:model), not `agent`\nhint: to drive peak yourself, use `peak apply --executor agent` or the MCP server");
+    }
+    let planner = planner_spec.build(&dir.join(".git/peak/unused-agent"), |var| std::env::var(var).ok())?;
+    let library = library(&options.apply.library_dirs)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut log = EventLog { file: dir.join(".git").join("peak").join(AUTO_LOG), run: peak_workflow::now_rfc3339(), events: Vec::new() };
+
+    // Checkpoints go on branches only: from a detached HEAD, start a branch there.
+    let mut wf = Workflow::open(&dir)?;
+    if wf.head()?.branch.is_none() {
+        let branch = free_branch(&wf)?;
+        let at = wf.head()?.id.to_string();
+        wf.branch(&branch, Some(&at))?;
+        wf.checkout(&branch, false)?;
+        log.write(reporter, AutoEvent { event: "backtrack".into(), checkpoint: Some(at), branch: Some(branch), detail: Some("HEAD was detached; new checkpoints need a branch".into()), ..log.event(0, &wf)? })?;
+    }
+    drop(wf);
+
+    let mut applied = 0usize;
+    let mut step = 0usize;
+    let stopped = loop {
+        let wf = Workflow::open(&dir)?;
+        if applied >= options.budget {
+            log.write(reporter, AutoEvent { event: "budget-spent".into(), detail: Some(format!("{applied} transformations applied")), ..log.event(step, &wf)? })?;
+            break Stopped::Budget;
+        }
+        if options.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+            log.write(reporter, AutoEvent { event: "time-up".into(), detail: Some(format!("{:.0} s elapsed", started.elapsed().as_secs_f64())), ..log.event(step, &wf)? })?;
+            break Stopped::Time;
+        }
+        step += 1;
+        let state = State::read(&wf)?;
+        let prompt = planner_prompt(&wf, &state, &library, &log.events)?;
+
+        // Ask until the reply is usable.
+        let mut feedback: Option<String> = None;
+        let mut tries = 0u32;
+        let plan = loop {
+            tries += 1;
+            let text = match &feedback {
+                None => prompt.clone(),
+                Some(reason) => format!("{prompt}\n\n## Your previous reply could not be used\n\n{reason}\n\nReply again with only the JSON object."),
+            };
+            let request = PassRequest { transformation: "planner".into(), pass: step, attempt: tries, prompt: text };
+            let reply = match runtime.block_on(planner.execute(&request)) {
+                Ok(Outcome::Reply(response)) => response.text,
+                Ok(Outcome::Waiting(_)) => bail!("the planner executor asked for an agent's answer"),
+                Err(e) => {
+                    log.write(reporter, AutoEvent { event: "error".into(), detail: Some(format!("planner: {e}")), ..log.event(step, &wf)? })?;
+                    return Err(anyhow!(e).context("asking the planner"));
+                }
+            };
+            match parse_plan(&reply, &library, state.backend) {
+                Ok(plan) => break plan,
+                Err(reason) => {
+                    let shown: String = reply.chars().take(2000).collect();
+                    log.write(reporter, AutoEvent { event: "decision-failure".into(), detail: Some(format!("{reason}\nreply: {shown}")), ..log.event(step, &wf)? })?;
+                    if tries > options.plan_retries {
+                        bail!("the planner gave {tries} unusable replies in a row; the last: {reason}\nhint: `{}` in the workflow's .git/peak has every reply", AUTO_LOG);
+                    }
+                    feedback = Some(reason);
+                }
+            }
+        };
+        if plan.action == "stop" {
+            log.write(reporter, AutoEvent { event: "stop".into(), reasoning: Some(plan.reasoning), ..log.event(step, &wf)? })?;
+            break Stopped::Planner;
+        }
+        log.write(reporter, AutoEvent { event: "plan".into(), transformation: Some(plan.transformation.clone()), reasoning: Some(plan.reasoning.clone()), ..log.event(step, &wf)? })?;
+        drop(wf);
+
+        applied += 1;
+        let apply_options = ApplyOptions { transformation: plan.transformation.clone(), executor: options.executor.clone(), ..options.apply.clone() };
+        let outcome = match peak_apply::apply(&dir, &apply_options, workers, reporter.apply()) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // Leave the workflow ready for the next command, not mid-apply.
+                let _ = peak_apply::abandon(&dir);
+                let wf = Workflow::open(&dir)?;
+                log.write(reporter, AutoEvent { event: "error".into(), transformation: Some(plan.transformation), detail: Some(format!("{e:#}")), ..log.event(step, &wf)? })?;
+                return Err(e.context("applying the planned transformation"));
+            }
+        };
+        let wf = Workflow::open(&dir)?;
+        let backtrack_why = match &outcome {
+            ApplyOutcome::Checkpoint { id, best_ms, .. } => {
+                let regression = match (best_ms, &state.best) {
+                    (Some(ms), Some((_, best))) if *ms > best * (1.0 + options.regression) => {
+                        Some(format!("{ms:.4} ms is {:.1}% slower than the best checkpoint ({best:.4} ms)", (ms / best - 1.0) * 100.0))
+                    }
+                    _ => None,
+                };
+                let event = if regression.is_some() { "regression" } else { "checkpoint" };
+                log.write(reporter, AutoEvent { event: event.into(), transformation: Some(plan.transformation.clone()), checkpoint: Some(id.clone()), best_ms: *best_ms, detail: regression.clone(), ..log.event(step, &wf)? })?;
+                regression
+            }
+            ApplyOutcome::Failed { attempts, last_outcome, last_error, .. } => {
+                let detail = format!("{last_outcome} after {attempts} attempts: {last_error}");
+                log.write(reporter, AutoEvent { event: "failed".into(), transformation: Some(plan.transformation.clone()), detail: Some(detail.clone()), ..log.event(step, &wf)? })?;
+                Some(detail)
+            }
+            ApplyOutcome::Waiting { .. } => {
+                let _ = peak_apply::abandon(&dir);
+                bail!("the executor {} waits for a submission; the autonomous mode needs an LLM executor", options.executor);
+            }
+        };
+        if let Some(why) = backtrack_why {
+            backtrack(&dir, &mut log, reporter, step, &plan.transformation, &why)?;
+        }
+    };
+
+    let wf = Workflow::open(&dir)?;
+    let state = State::read(&wf)?;
+    let head = wf.head()?;
+    Ok(AutoReport { stopped, applied, best: state.best, head: head.id.to_string(), branch: head.branch, events: log.events })
+}
+
+/// Go back to the best checkpoint on a new branch, unless HEAD is already there.
+fn backtrack(dir: &Path, log: &mut EventLog, reporter: &dyn AutoReporter, step: usize, transformation: &str, why: &str) -> Result<()> {
+    let mut wf = Workflow::open(dir)?;
+    let state = State::read(&wf)?;
+    let Some((best, _)) = &state.best else { return Ok(()) };
+    if *best == state.head {
+        // The step failed from the best checkpoint itself: there is nothing to go back
+        // to, and the planner sees the failure in its history.
+        return Ok(());
+    }
+    let branch = free_branch(&wf)?;
+    wf.branch(&branch, Some(best))?;
+    wf.checkout(&branch, false)?;
+    log.write(
+        reporter,
+        AutoEvent {
+            event: "backtrack".into(),
+            transformation: Some(transformation.to_string()),
+            checkpoint: Some(best.clone()),
+            branch: Some(branch),
+            detail: Some(why.to_string()),
+            ..log.event(step, &wf)?
+        },
+    )
+}
+
+/// The first of `auto-1`, `auto-2`, ... that names no branch or tag yet.
+fn free_branch(wf: &Workflow) -> Result<String> {
+    (1..).map(|n| format!("auto-{n}")).find(|name| wf.resolve(name).is_err()).ok_or_else(|| anyhow!("no free branch name"))
+}
+
+fn library(dirs: &[PathBuf]) -> Result<Library> {
+    let mut library = Library::builtin()?;
+    for dir in dirs {
+        library.add_dir(dir)?;
+    }
+    Ok(library)
+}
+
+struct EventLog {
+    file: PathBuf,
+    run: String,
+    events: Vec<AutoEvent>,
+}
+
+impl EventLog {
+    /// An event at HEAD with the common fields filled in.
+    fn event(&self, step: usize, wf: &Workflow) -> Result<AutoEvent> {
+        Ok(AutoEvent {
+            time: peak_workflow::now_rfc3339(),
+            run: self.run.clone(),
+            step,
+            event: String::new(),
+            at: wf.head()?.id.to_string(),
+            transformation: None,
+            reasoning: None,
+            detail: None,
+            checkpoint: None,
+            best_ms: None,
+            branch: None,
+        })
+    }
+
+    /// Append one line; the log is append-only, one object per line, so a crash loses at
+    /// most the line being written.
+    fn write(&mut self, reporter: &dyn AutoReporter, event: AutoEvent) -> Result<()> {
+        let mut line = serde_json::to_string(&event)?;
+        line.push('\n');
+        if let Some(dir) = self.file.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.file).with_context(|| format!("opening {}", self.file.display()))?;
+        file.write_all(line.as_bytes()).with_context(|| format!("writing {}", self.file.display()))?;
+        reporter.event(&event);
+        self.events.push(event);
+        Ok(())
+    }
+}
+
+/// Read every event of `auto-log.jsonl` (all runs); damaged lines are skipped.
+pub fn read_log(workflow: &Path) -> Result<Vec<AutoEvent>> {
+    let wf = Workflow::open(workflow)?;
+    let file = wf.dir().join(".git").join("peak").join(AUTO_LOG);
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+/// What the planner is told about the workflow.
+struct State {
+    head: String,
+    backend: peak_transform::Backend,
+    entries: Vec<LogEntry>,
+    /// The fastest checkpoint (any branch) and its time.
+    best: Option<(String, f64)>,
+}
+
+impl State {
+    fn read(wf: &Workflow) -> Result<State> {
+        let entries = wf.log()?;
+        let head = wf.head()?.id.to_string();
+        let view = wf.show("HEAD")?;
+        let backend_name = view.reference["backend"].as_str().map(str::to_string).or_else(|| {
+            let manifest = view.files.get(peak_spec::MANIFEST_FILE)?;
+            peak_spec::Manifest::parse(peak_spec::MANIFEST_FILE, manifest).ok().map(|m| m.kernel.backend.name().to_string())
+        });
+        let backend = backend_name.ok_or_else(|| anyhow!("cannot tell the workflow's backend"))?.parse().map_err(|e: String| anyhow!(e))?;
+        let best = entries
+            .iter()
+            .filter_map(|e| e.best_time_ms.map(|ms| (e.id.to_string(), ms)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        Ok(State { head, backend, entries, best })
+    }
+
+    /// The transformations from the root to HEAD, oldest first.
+    fn line(&self) -> Vec<&LogEntry> {
+        let mut line = Vec::new();
+        let mut at = Some(self.head.clone());
+        while let Some(id) = at {
+            let Some(entry) = self.entries.iter().find(|e| e.id.to_string() == id) else { break };
+            line.push(entry);
+            at = entry.parents.first().map(|p| p.to_string());
+        }
+        line.reverse();
+        line
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..10).unwrap_or(id)
+}
+
+fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[AutoEvent]) -> Result<String> {
+    use std::fmt::Write as _;
+    let view = wf.show("HEAD")?;
+    let mut p = String::new();
+    let _ = writeln!(
+        p,
+        "You are planning the optimisation of a GPU kernel ({} backend) with natural transformations: optimisations written in plain language that \
+         another model carries out, each result checked against the initial kernel's outputs and autotuned. Choose the ONE transformation most likely to \
+         make the current kernel faster next, or stop when none is likely to help.\n",
+        state.backend.name()
+    );
+
+    let _ = writeln!(p, "## Current checkpoint {}\n", short(&state.head));
+    let line: Vec<String> = state.line().iter().map(|e| format!("{} ({})", e.transformation.as_deref().unwrap_or("?"), e.best_time_ms.map(|ms| format!("{ms:.4} ms")).unwrap_or_else(|| "not timed".into()))).collect();
+    let _ = writeln!(p, "Transformations applied from the root to here: {}", line.join(" -> "));
+    let perf = &view.performance;
+    match perf.get("best").filter(|b| !b.is_null()) {
+        Some(best) => {
+            let _ = writeln!(p, "Best time: {} ms at {}", best["time_ms"], best["params"]);
+        }
+        None => {
+            let _ = writeln!(p, "Not timed.");
+        }
+    }
+    if let Some(top) = perf.get("top_k").and_then(Value::as_array).filter(|t| t.len() > 1) {
+        let shown: Vec<String> = top.iter().take(5).map(|e| format!("{} ms {}", e["time_ms"], e["params"]["tuning"])).collect();
+        let _ = writeln!(p, "Fastest configurations: {}", shown.join("; "));
+    }
+    for key in ["profile", "metrics"] {
+        if let Some(metrics) = perf.get(key).filter(|m| !m.is_null()) {
+            let _ = writeln!(p, "Profile metrics: {metrics}");
+        }
+    }
+    if let Some((id, ms)) = &state.best {
+        let where_ = if *id == state.head { " (this checkpoint)".to_string() } else { String::new() };
+        let _ = writeln!(p, "Best checkpoint of the workflow: {} at {ms:.4} ms{where_}", short(id));
+    }
+    let _ = writeln!(p, "\nThe kernel's source (regions: macros, device, host):\n");
+    if let Some(source) = view.files.iter().find(|(name, _)| name.as_str() != peak_spec::MANIFEST_FILE).map(|(_, text)| text) {
+        let _ = writeln!(p, "```\n{}\n```", source.trim_end());
+    }
+    let tuning_names: Vec<String> = view
+        .files
+        .get(peak_spec::MANIFEST_FILE)
+        .and_then(|m| peak_spec::Manifest::parse(peak_spec::MANIFEST_FILE, m).ok())
+        .map(|m| m.tuning.keys().chain(m.inputs.keys()).cloned().collect())
+        .unwrap_or_default();
+
+    let _ = writeln!(p, "\n## Transformations\n");
+    for t in library.list().iter().filter(|t| t.applies_to(state.backend)) {
+        let missing: Vec<&String> = t.requires.iter().filter(|r| !tuning_names.contains(r)).collect();
+        let params = if t.tuning.is_empty() { String::new() } else { format!(" Introduces {}.", t.tuning.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")) };
+        let regions: Vec<&str> = t.passes.iter().map(|x| x.region).collect::<std::collections::BTreeSet<Region>>().into_iter().map(Region::name).collect();
+        let usable = if missing.is_empty() { String::new() } else { format!(" NOT applicable now: needs {}.", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")) };
+        let _ = writeln!(p, "- {}: {} ({} passes over {}).{params}{usable}", t.name, t.description, t.passes.len(), regions.join(", "));
+    }
+
+    let _ = writeln!(p, "\n## History\n");
+    let attempts = wf.attempts()?;
+    let finished: Vec<_> = attempts.records.iter().filter(|r| !r.is_start()).collect();
+    if finished.is_empty() && events.is_empty() {
+        let _ = writeln!(p, "Nothing has been tried yet.");
+    }
+    for r in finished {
+        let a = &r.attempt;
+        let from = a.parent.as_deref().map(|x| format!(" from {}", short(x))).unwrap_or_default();
+        let to = a.checkpoint.as_deref().map(|x| format!(" -> checkpoint {}", short(x))).unwrap_or_default();
+        let error = a.error.as_deref().map(|e| format!(": {}", e.lines().next().unwrap_or_default())).unwrap_or_default();
+        let _ = writeln!(p, "- {}{from}: {}{to}{error}", a.transformation, a.outcome);
+    }
+    for e in events.iter().filter(|e| matches!(e.event.as_str(), "regression" | "backtrack")) {
+        let _ = writeln!(p, "- {} {}: {}", e.event, e.transformation.as_deref().unwrap_or(""), e.detail.as_deref().unwrap_or(""));
+    }
+
+    let _ = writeln!(
+        p,
+        "\n## Answer\n\nDo not choose a transformation that already failed from the current checkpoint, or one marked NOT applicable. Reply with exactly one JSON \
+         object and nothing else:\n{{\"action\": \"apply\", \"transformation\": \"<a name from the list>\", \"reasoning\": \"<why, in one or two sentences>\"}}\nor, \
+         when no transformation is likely to help:\n{{\"action\": \"stop\", \"transformation\": \"\", \"reasoning\": \"<why>\"}}"
+    );
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn library() -> Library {
+        Library::builtin().expect("the built-in library loads")
+    }
+
+    #[test]
+    fn plans_parse_strictly() {
+        let lib = library();
+        let b = peak_transform::Backend::Opencl;
+        let plan = parse_plan(r#"{"action": "apply", "transformation": "tb-tiling", "reasoning": "reuse"}"#, &lib, b).unwrap();
+        assert_eq!((plan.action.as_str(), plan.transformation.as_str()), ("apply", "TB-Tiling"), "names are resolved to the library's spelling");
+        let fenced = "<think>hmm</think>\n```json\n{\"action\": \"stop\", \"transformation\": \"\", \"reasoning\": \"done\"}\n```";
+        assert_eq!(parse_plan(fenced, &lib, b).unwrap().action, "stop");
+
+        for (reply, expect) in [
+            ("apply TB-Tiling", "not the JSON object"),
+            (r#"{"action": "apply", "transformation": "TB-Tiling"}"#, "reasoning"),
+            (r#"{"action": "apply", "transformation": "TB-Tiling", "reasoning": "x", "confidence": 0.9}"#, "confidence"),
+            (r#"{"action": "maybe", "transformation": "TB-Tiling", "reasoning": "x"}"#, "must be \"apply\" or \"stop\""),
+            (r#"{"action": "apply", "transformation": "", "reasoning": "x"}"#, "empty"),
+            (r#"{"action": "apply", "transformation": "Teleport", "reasoning": "x"}"#, "Teleport"),
+            ("```json\n{\"action\": \"stop\", \"reasoning\": \"x\"}", "never closes"),
+            (r#"{"action": "apply", "transformation": "Tensor-Core", "reasoning": "x"}"#, "does not apply to opencl"),
+        ] {
+            let err = parse_plan(reply, &lib, b).unwrap_err();
+            assert!(err.contains(expect), "{reply}: {err}");
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! Tool parameters. Their doc comments are the JSON schema descriptions the client's
+//! model reads, so they say what a value means, its default, and an example.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListContextsParams {
+    /// Folder to search for kernel contexts (folders holding a `peak.toml`), up to four
+    /// levels deep. Default: the server's working directory. Example: "examples".
+    #[serde(default)]
+    pub dir: Option<String>,
+}
+
+/// Which kernel context a tool looks at: a context folder, or a checkpoint of a workflow.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TargetParams {
+    /// Path of a kernel context folder (holding `peak.toml`). Give this or `workflow`.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Path of a workflow folder (made by `init_workflow`). Give this or `context`.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// With `workflow`: a checkpoint id, tag, branch, `HEAD`, `HEAD~N` or `root`. Default: `HEAD`.
+    #[serde(default)]
+    pub checkpoint: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadRegionParams {
+    /// The region: `macros` (#defines and helpers), `device` (the kernel code) or `host`
+    /// (the launch script that computes grid and block sizes and launches kernels).
+    pub region: String,
+    #[serde(flatten)]
+    pub target: TargetParams,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListTransformationsParams {
+    /// Only transformations that apply to this backend: `opencl`, `cuda`, `hip` or `hlsl`.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// Extra folders of transformation files (`*.toml`), layered over the built-in library.
+    #[serde(default)]
+    pub library_dirs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShowTransformationParams {
+    /// The transformation's name, e.g. `TB-Tiling` (case and punctuation are forgiven).
+    pub name: String,
+    /// Extra folders of transformation files, layered over the built-in library.
+    #[serde(default)]
+    pub library_dirs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct InitWorkflowParams {
+    /// The workflow folder to create (it must not exist or be empty).
+    pub workflow: String,
+    /// The initial kernel context folder; its outputs are the reference every later
+    /// checkpoint is validated against.
+    pub context: String,
+    /// Seed of the reference inputs and of the search. Default 1.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Tune the root checkpoint so later checkpoints report a speedup over it. Default true.
+    #[serde(default)]
+    pub measure: Option<bool>,
+    /// Tuning budget: configurations to evaluate per input configuration. Default: all.
+    #[serde(default)]
+    pub budget: Option<usize>,
+    /// Restrict inputs or tuning parameters for the reference and the tuning, as
+    /// `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WorkflowParams {
+    /// Path of the workflow folder.
+    pub workflow: String,
+}
+
+/// How a transformation is carried out (shared by `start_transformation` and `apply_transformation`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ApplySettings {
+    /// Repair tries after the first, for an unusable reply, a compile error or a wrong output. Default 3.
+    #[serde(default)]
+    pub retries: Option<u32>,
+    /// Execution parameters sampled to validate the result against the root. Default 16.
+    #[serde(default)]
+    pub samples: Option<usize>,
+    /// Seed of the validation sample and of the tuning search. Default 1.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Tuning budget: configurations to evaluate per input configuration. Default: all.
+    #[serde(default)]
+    pub budget: Option<usize>,
+    /// Stop tuning after this many seconds.
+    #[serde(default)]
+    pub time_limit_s: Option<f64>,
+    /// Restrict validation and tuning, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Extra folders of transformation files, layered over the built-in library.
+    #[serde(default)]
+    pub library_dirs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StartTransformationParams {
+    /// Path of the workflow folder. The transformation starts from its current checkpoint.
+    pub workflow: String,
+    /// The transformation's name, from `list_transformations`. Example: `Refactor`.
+    pub transformation: String,
+    #[serde(flatten)]
+    pub settings: ApplySettings,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ApplyTransformationParams {
+    /// Path of the workflow folder. The transformation starts from its current checkpoint.
+    pub workflow: String,
+    /// The transformation's name, from `list_transformations`. Example: `TB-Tiling`.
+    pub transformation: String,
+    /// The LLM that writes the regions, as `provider:model`: `openai:gpt-4.1`,
+    /// `anthropic:claude-sonnet-4-5`, `openrouter:...`, `ollama:qwen2.5-coder:7b`, or
+    /// `openai-compat:http://host:port/v1:MODEL`. Keys come from the server's environment
+    /// (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
+    pub executor: String,
+    #[serde(flatten)]
+    pub settings: ApplySettings,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SubmitRegionParams {
+    /// Path of the workflow folder with a transformation waiting for a region.
+    pub workflow: String,
+    /// The complete new text of the region the pending pass asked for: either the bare
+    /// region, or a reply holding exactly one fenced code block with it.
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ValidateParams {
+    #[serde(flatten)]
+    pub target: TargetParams,
+    /// Reference context folder whose outputs count as right. Default with `workflow`:
+    /// the workflow's root checkpoint (its initial kernel). Required with `context`.
+    #[serde(default)]
+    pub against: Option<String>,
+    /// How many execution parameters to sample. Default 16.
+    #[serde(default)]
+    pub samples: Option<usize>,
+    /// Seed of the sample and of each sample's fresh random inputs. Default 1.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Restrict inputs or tuning parameters, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TuneParams {
+    #[serde(flatten)]
+    pub target: TargetParams,
+    /// `exhaustive`, `random`, or `auto` (an ensemble autotuner needing far fewer runs). Default `auto`.
+    #[serde(default)]
+    pub strategy: Option<String>,
+    /// Configurations to evaluate per input configuration. Default: all for exhaustive,
+    /// a tenth of the space (at least 100) otherwise.
+    #[serde(default)]
+    pub budget: Option<usize>,
+    /// Stop proposing configurations after this many seconds.
+    #[serde(default)]
+    pub time_limit_s: Option<f64>,
+    /// How many of the fastest configurations to report. Default 5.
+    #[serde(default)]
+    pub top: Option<usize>,
+    /// Seed of the search. Default 1.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Restrict inputs or tuning parameters, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=512"].
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ProfileParams {
+    #[serde(flatten)]
+    pub target: TargetParams,
+    /// Fix the configuration to profile, as `NAME=VALUE`; the first valid one left is
+    /// profiled (with `workflow`, the checkpoint's best configuration when it fits).
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Nsight Compute metric names to collect instead of the headline ones.
+    #[serde(default)]
+    pub metrics: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShowCheckpointParams {
+    /// Path of the workflow folder.
+    pub workflow: String,
+    /// A checkpoint id, tag, branch, `HEAD`, `HEAD~N` or `root`. Default `HEAD`.
+    #[serde(default)]
+    pub checkpoint: Option<String>,
+    /// Include the transcript (prompts and replies that produced it). Default false.
+    #[serde(default)]
+    pub transcript: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DiffParams {
+    /// Path of the workflow folder.
+    pub workflow: String,
+    /// The older checkpoint (id, tag, branch, `HEAD~N`, `root`).
+    pub a: String,
+    /// The newer checkpoint. Default `HEAD`.
+    #[serde(default)]
+    pub b: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TagParams {
+    /// Path of the workflow folder.
+    pub workflow: String,
+    /// The tag name, e.g. `tiled`.
+    pub name: String,
+    /// The checkpoint to name. Default `HEAD`.
+    #[serde(default)]
+    pub checkpoint: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BranchParams {
+    /// Path of the workflow folder.
+    pub workflow: String,
+    /// The branch name, e.g. `try-split-k`.
+    pub name: String,
+    /// The checkpoint the branch starts at. Default `HEAD`.
+    #[serde(default)]
+    pub from: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CheckoutParams {
+    /// Path of the workflow folder.
+    pub workflow: String,
+    /// A branch (new checkpoints go on it), or a tag or id (read-only: branch from it first).
+    pub target: String,
+    /// Discard uncommitted edits in the workflow's `context/` folder. Default false.
+    #[serde(default)]
+    pub force: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompareParams {
+    /// Path of the workflow folder.
+    pub workflow: String,
+    /// The first checkpoint (the baseline).
+    pub a: String,
+    /// The second checkpoint.
+    pub b: String,
+    /// Restrict inputs, as `NAME=VALUE`. Example: ["n=512"].
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Timed repetitions of each side, interleaved. Default 20.
+    #[serde(default)]
+    pub reps: Option<usize>,
+}

@@ -1,0 +1,354 @@
+//! Texts for the model: what each tool answers, written to be read without the JSON.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::Result;
+use peak_apply::{ApplyOutcome, ApplyReporter};
+use peak_eval::compare::CompareReport;
+use peak_eval::profile::{ProfileReport, flops};
+use peak_eval::validate::Outcome as Validation;
+use peak_eval::{TuneReport, TuneReporter, ValidationReport};
+use peak_spec::{Context, ExecParams};
+use peak_transform::Transformation;
+use peak_workflow::{AttemptsLog, CheckpointView};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::progress::Progress;
+use crate::server::Answer;
+
+// ---------------------------------------------------------------------------------------
+// Contexts and transformations.
+// ---------------------------------------------------------------------------------------
+
+/// A kernel context found on disk.
+#[derive(Debug, Serialize)]
+pub struct FoundContext {
+    pub path: PathBuf,
+    pub name: Option<String>,
+    pub backend: Option<String>,
+    pub inputs: Vec<String>,
+    pub tuning: Vec<String>,
+    /// Why the folder's peak.toml could not be loaded.
+    pub error: Option<String>,
+}
+
+/// Folders that never hold contexts worth listing, and can be huge.
+const SKIPPED: [&str; 4] = [".git", "target", "node_modules", ".cache"];
+const MAX_DEPTH: usize = 4;
+
+pub fn find_contexts(dir: &Path) -> Result<Vec<FoundContext>> {
+    if !dir.is_dir() {
+        anyhow::bail!("{}: not a folder", dir.display());
+    }
+    let mut found = Vec::new();
+    walk(dir, 0, &mut found);
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+fn walk(dir: &Path, depth: usize, found: &mut Vec<FoundContext>) {
+    if dir.join(peak_spec::MANIFEST_FILE).is_file() {
+        found.push(match Context::load(dir) {
+            Ok(ctx) => FoundContext {
+                path: dir.to_path_buf(),
+                name: Some(ctx.name().to_string()),
+                backend: Some(ctx.backend().name().to_string()),
+                inputs: ctx.manifest.inputs.keys().cloned().collect(),
+                tuning: ctx.manifest.tuning.keys().cloned().collect(),
+                error: None,
+            },
+            Err(e) => FoundContext { path: dir.to_path_buf(), name: None, backend: None, inputs: Vec::new(), tuning: Vec::new(), error: Some(e.to_string()) },
+        });
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut subdirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !SKIPPED.contains(&e.file_name().to_string_lossy().as_ref()))
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort();
+    for sub in subdirs {
+        walk(&sub, depth + 1, found);
+    }
+}
+
+pub fn contexts_text(dir: &Path, found: &[FoundContext]) -> String {
+    if found.is_empty() {
+        return format!("no kernel context (folder with peak.toml) under {}", dir.display());
+    }
+    let mut out = String::new();
+    for c in found {
+        match (&c.name, &c.error) {
+            (Some(name), _) => {
+                let _ = writeln!(
+                    out,
+                    "{}  {} ({})  inputs: {}  tuning: {}",
+                    c.path.display(),
+                    name,
+                    c.backend.as_deref().unwrap_or("?"),
+                    c.inputs.join(" "),
+                    if c.tuning.is_empty() { "-".to_string() } else { c.tuning.join(" ") }
+                );
+            }
+            (None, error) => {
+                let _ = writeln!(out, "{}  (cannot load: {})", c.path.display(), error.as_deref().unwrap_or("?"));
+            }
+        }
+    }
+    out
+}
+
+pub fn transformation_summary(t: &Transformation) -> Value {
+    json!({
+        "name": t.name,
+        "description": t.description,
+        "applies_to": t.applies_to.iter().map(|b| b.name()).collect::<Vec<_>>(),
+        "requires": t.requires,
+        "tuning": t.tuning.iter().map(|p| json!({"name": p.name, "description": p.description})).collect::<Vec<_>>(),
+        "constraints": t.constraints,
+        "passes": t.passes.iter().map(|p| json!({"title": p.title, "region": p.region.name()})).collect::<Vec<_>>(),
+    })
+}
+
+pub fn transformations_text(list: &[&Transformation]) -> String {
+    let mut out = String::new();
+    for t in list {
+        let params = if t.tuning.is_empty() { "no new tuning parameters".to_string() } else { t.tuning.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" ") };
+        let requires = if t.requires.is_empty() { String::new() } else { format!("; requires {}", t.requires.join(" ")) };
+        let _ = writeln!(out, "{}: {} ({} pass{}; {params}{requires})", t.name, t.description, t.passes.len(), if t.passes.len() == 1 { "" } else { "es" });
+    }
+    if out.is_empty() {
+        out.push_str("no transformation matches");
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Applying transformations.
+// ---------------------------------------------------------------------------------------
+
+/// The apply reporter: forwards everything as progress and keeps the failed tries of
+/// this call, which decide whether a waiting prompt is a repair (an error for the model).
+pub struct Events<'a> {
+    progress: &'a Progress,
+    failures: Mutex<Vec<(String, String)>>,
+}
+
+impl<'a> Events<'a> {
+    pub fn new(progress: &'a Progress) -> Events<'a> {
+        Events { progress, failures: Mutex::new(Vec::new()) }
+    }
+
+    /// `(outcome, detail)` of every try that failed during this call.
+    pub fn failures(&self) -> Vec<(String, String)> {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl ApplyReporter for Events<'_> {
+    fn pass(&self, transformation: &str, pass: usize, passes: usize, attempt: u32, title: &str) {
+        self.progress.say(format!("{transformation}: pass {pass}/{passes} ({title}), attempt {attempt}"));
+    }
+
+    fn attempt(&self, outcome: &str, detail: &str) {
+        if outcome != "passed" {
+            self.failures.lock().unwrap_or_else(|e| e.into_inner()).push((outcome.to_string(), detail.to_string()));
+        }
+        self.progress.say(format!("{outcome}: {}", first_line(detail)));
+    }
+
+    fn stage(&self, stage: &str) {
+        self.progress.say(stage.to_string());
+    }
+
+    fn tuning(&self) -> &dyn TuneReporter {
+        self.progress
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+/// The answer to a tool that applied (or resumed) a transformation.
+pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(String, String)]) -> Answer {
+    match outcome {
+        ApplyOutcome::Waiting { transformation, pass, passes, attempt, region, prompt, .. } => {
+            let mut text = String::new();
+            if let Some((what, detail)) = failures.last() {
+                let _ = writeln!(text, "The submission was rejected: {what}.\n{detail}\n");
+                let _ = writeln!(text, "Repair it: write the `{region}` region again (pass {pass} of {passes}, attempt {attempt}) following the prompt below.");
+            } else {
+                let _ = writeln!(text, "{transformation}: pass {pass} of {passes}, attempt {attempt}: write the new `{region}` region.");
+            }
+            let _ = writeln!(
+                text,
+                "Answer by calling submit_region with workflow \"{workflow}\" and text = the complete new text of the `{region}` region (the code alone, or one fenced code block). The other regions stay as they are.\n\n----- prompt -----\n{prompt}"
+            );
+            if failures.is_empty() { Answer::ok(text, outcome) } else { Answer::failed(text, json!({ "outcome": outcome, "failures": failures })) }
+        }
+        ApplyOutcome::Checkpoint { id, transformation, best_ms, speedup_over_parent, attempts } => {
+            let short = id.get(..10).unwrap_or(id);
+            let best = best_ms.map(|ms| format!("best {ms:.4} ms")).unwrap_or_else(|| "no time".into());
+            let speedup = speedup_over_parent.map(|s| format!(", {s:.2}x over its parent")).unwrap_or_default();
+            let text = format!(
+                "{transformation} succeeded: checkpoint {short} ({best}{speedup}) after {attempts} attempt{}; validated against the root and tuned. Use log, diff or show_checkpoint to inspect it.",
+                if *attempts == 1 { "" } else { "s" }
+            );
+            Answer::ok(text, outcome)
+        }
+        ApplyOutcome::Failed { transformation, attempts, last_outcome, last_error } => {
+            let text = format!(
+                "{transformation} failed after {attempts} attempts; the workflow stays at its current checkpoint.\nlast outcome: {last_outcome}\n{last_error}\nhint: the attempts tool lists every try; start the transformation again or try another one"
+            );
+            Answer::failed(text, outcome)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Measuring.
+// ---------------------------------------------------------------------------------------
+
+pub fn validation_text(label: &str, report: &ValidationReport) -> String {
+    let mut out = String::new();
+    let word = match report.outcome {
+        Validation::Passed => "PASS",
+        Validation::Failed => "FAIL",
+        Validation::Inconclusive => "INCONCLUSIVE (every sample was pruned as invalid, nothing was checked)",
+    };
+    let counts: Vec<String> = report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let _ = writeln!(out, "{word}: {label}, {} samples on {}: {}", report.samples.len(), report.device, counts.join(", "));
+    for s in &report.samples {
+        let _ = writeln!(out, "  {:<16} {}  {}", s.verdict.category(), s.params, s.verdict.summary());
+    }
+    out
+}
+
+pub fn tune_text(label: &str, ctx: &Context, report: &TuneReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{label} on {}", report.device);
+    for r in &report.runs {
+        let inputs: Vec<String> = r.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "inputs {}: searched {} of {} configurations ({} measured, {} cached), stopped: {:?}", inputs.join(" "), r.evaluations, r.space, r.measured, r.cached, r.stopped);
+        if r.top.is_empty() {
+            let _ = writeln!(out, "  no valid time: {}", r.why);
+        }
+        for (i, e) in r.top.iter().enumerate() {
+            let params = ExecParams { inputs: r.inputs.clone(), tuning: e.tuning.clone() };
+            let rate = flops(ctx, &params).map(|f| format!("  {:.3} TFLOP/s", f / (e.median_ms * 1e-3) / 1e12)).unwrap_or_default();
+            let tuning: Vec<String> = e.tuning.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "  #{} {:.4} ms{rate}  {}", i + 1, e.median_ms, tuning.join(" "));
+        }
+        if r.best.is_some() {
+            let _ = writeln!(out, "  why: {}", r.why);
+        }
+        for example in &r.failure_examples {
+            let count = r.failures.get(example.verdict.category()).copied().unwrap_or(0);
+            let tuning: Vec<String> = example.tuning.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "  failed: {count} {}, e.g. {}: {}", example.verdict.category(), tuning.join(" "), example.verdict.summary());
+        }
+    }
+    out
+}
+
+pub fn profile_text(label: &str, params: &ExecParams, report: &ProfileReport) -> String {
+    let mut out = format!("{label} {params}\n");
+    let h = &report.headline;
+    let mut line = |name: &str, value: Option<String>| {
+        if let Some(v) = value {
+            let _ = writeln!(out, "  {name:<24} {v}");
+        }
+    };
+    line("kernel time", h.duration_ms.map(|ms| format!("{ms:.4} ms")));
+    line("achieved", h.achieved_flops_per_s.map(|f| format!("{:.3} TFLOP/s", f / 1e12)));
+    line("FP32 (from instructions)", h.fp32_flops_per_s.map(|f| format!("{:.3} TFLOP/s", f / 1e12)));
+    line("DRAM bandwidth", h.dram_bytes_per_s.map(|b| format!("{:.1} GB/s", b / 1e9)));
+    line("DRAM % of peak", h.dram_pct_of_peak.map(|p| format!("{p:.1}%")));
+    line("achieved occupancy", h.achieved_occupancy_pct.map(|p| format!("{p:.1}%")));
+    line("shared bank conflicts", h.shared_bank_conflicts.map(|c| format!("{c:.0}")));
+    out
+}
+
+pub fn compare_text(report: &CompareReport) -> String {
+    format!(
+        "{}: {:.4} ms  {}\n{}: {:.4} ms  {}\nspeedup of {} over {}: {:.3}x ({} interleaved repetitions on {})\n",
+        report.a.checkpoint,
+        report.a.median_ms,
+        report.a.params,
+        report.b.checkpoint,
+        report.b.median_ms,
+        report.b.params,
+        report.b.checkpoint,
+        report.a.checkpoint,
+        report.speedup_b_over_a,
+        report.repetitions,
+        report.device
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// The workflow.
+// ---------------------------------------------------------------------------------------
+
+/// Longest error text shown per attempt; the JSON keeps all of it.
+const ERROR_CHARS: usize = 400;
+
+pub fn attempts_text(log: &AttemptsLog) -> String {
+    let mut out = String::new();
+    for r in log.records.iter().filter(|r| !r.is_start()) {
+        let a = &r.attempt;
+        let pass = a.pass.map(|p| format!(" pass {p}")).unwrap_or_default();
+        let who = match &a.model {
+            Some(model) => format!("{} ({model})", a.executor),
+            None => a.executor.clone(),
+        };
+        let produced = a.checkpoint.as_deref().map(|c| format!(" -> {}", c.get(..10).unwrap_or(c))).unwrap_or_default();
+        let _ = writeln!(out, "{} {}{pass} by {who}: {}{produced}", r.time, a.transformation, a.outcome);
+        if let Some(error) = &a.error {
+            let shown: String = error.chars().take(ERROR_CHARS).collect();
+            let _ = writeln!(out, "    {}{}", shown.replace('\n', "\n    "), if error.chars().count() > ERROR_CHARS { " ..." } else { "" });
+        }
+    }
+    for u in log.unfinished() {
+        let _ = writeln!(out, "{} {}: started, never finished (interrupted)", u.time, u.attempt.transformation);
+    }
+    if out.is_empty() {
+        out.push_str("no attempts recorded yet");
+    }
+    out
+}
+
+pub fn checkpoint_text(view: &CheckpointView, with_transcript: bool) -> String {
+    let mut out = String::new();
+    let names = view.tags.iter().chain(&view.branches).cloned().collect::<Vec<_>>().join(", ");
+    let _ = writeln!(out, "checkpoint {}{}", view.id, if names.is_empty() { String::new() } else { format!(" ({names})") });
+    let _ = writeln!(out, "  {}", view.message.lines().next().unwrap_or_default());
+    let m = &view.meta;
+    let _ = writeln!(out, "  transformation  {}", m.transformation);
+    let _ = writeln!(out, "  parent          {}", m.parent.as_deref().unwrap_or("-"));
+    let _ = writeln!(out, "  executor        {}{}", m.executor, m.model.as_ref().map(|s| format!(" ({s})")).unwrap_or_default());
+    let _ = writeln!(out, "  verdict         {}", m.verdict.as_deref().unwrap_or("-"));
+    let _ = writeln!(out, "  created         {}", m.created);
+    if let Some(best) = view.performance.get("best").filter(|b| !b.is_null()) {
+        let _ = writeln!(out, "  best            {} ms at {}", best["time_ms"], best["params"]);
+    }
+    if let Some(counts) = view.validation.get("counts") {
+        let _ = writeln!(out, "  validation      {counts}");
+    }
+    for (name, text) in &view.files {
+        let _ = writeln!(out, "\n--- context/{name}\n{}", text.trim_end());
+    }
+    if with_transcript {
+        let _ = writeln!(out, "\n--- transcript\n{}", serde_json::to_string_pretty(&view.transcript).unwrap_or_default());
+    }
+    out
+}

@@ -1,0 +1,179 @@
+//! The autonomous mode against the scripted LLM server (OpenAI protocol), on OpenCL: the
+//! planner's and the transformer's replies are written here in order. The fixture kernel
+//! computes its product REPEAT times, and the fixture transformations only change that
+//! number, so one checkpoint is 16x faster than the root and another 64x slower than the
+//! best: backtracking decisions depend on nothing as fickle as a few percent of timing.
+
+mod common;
+
+use std::path::Path;
+
+use libtest_mimic::Failed;
+use peak_apply::{ApplyOptions, InitOptions};
+use peak_mcp::auto::{AutoEvent, AutoOptions, Stopped, read_log, run};
+use peak_transform::testing::{FakeLlmServer, Scripted};
+use peak_workflow::Workflow;
+
+fn main() {
+    common::main(vec![
+        ("a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch", true, a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch),
+        ("a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run", true, a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run),
+    ]);
+}
+
+fn plan(transformation: &str, reasoning: &str) -> Scripted {
+    Scripted::reply(format!(r#"{{"action": "apply", "transformation": "{transformation}", "reasoning": "{reasoning}"}}"#))
+}
+
+fn region(text: &str) -> Scripted {
+    Scripted::reply(format!("```c\n{text}\n```"))
+}
+
+/// A device region that computes half of every dot product.
+const WRONG_DEVICE: &str = "\
+__kernel void matmul(__global const float* A, __global const float* B, __global float* C, int n) {
+    int col = get_global_id(0);
+    int row = get_global_id(1);
+    if (row < n && col < n) {
+        float acc = 0.0f;
+        for (int r = 0; r < REPEAT; ++r) {
+            for (int k = 0; k < n / 2; ++k) {
+                acc += A[row * n + k] * B[k * n + col];
+            }
+        }
+        C[row * n + col] = acc / REPEAT;
+    }
+}";
+
+struct Setup {
+    runtime: tokio::runtime::Runtime,
+    server: FakeLlmServer,
+    _tmp: tempfile::TempDir,
+    wf: std::path::PathBuf,
+    options: AutoOptions,
+    settings: peak_mcp::Settings,
+}
+
+fn setup(script: Vec<Scripted>) -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let settings = common::settings(&tmp.path().join("cache"));
+    let wf = tmp.path().join("wf");
+    let mut workers = (settings.workers)();
+    let init = InitOptions { cache_dir: settings.cache_dir.clone(), ..InitOptions::default() };
+    peak_apply::init_workflow(&wf, &common::fixture("repeat"), &init, &mut workers, &()).expect("the workflow starts");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let server = runtime.block_on(FakeLlmServer::start(script)).unwrap();
+    let executor = format!("openai-compat:{}:fake-coder", server.openai_base_url());
+    let options = AutoOptions {
+        executor,
+        budget: 5,
+        apply: ApplyOptions {
+            retries: 0,
+            samples: 2,
+            library_dirs: settings.library_dirs.clone(),
+            cache_dir: settings.cache_dir.clone(),
+            ..ApplyOptions::default()
+        },
+        ..AutoOptions::default()
+    };
+    Setup { runtime, server, _tmp: tmp, wf, options, settings }
+}
+
+fn kinds(events: &[AutoEvent]) -> Vec<String> {
+    events.iter().map(|e| match &e.transformation {
+        Some(t) => format!("{} {t}", e.event),
+        None => e.event.clone(),
+    }).collect()
+}
+
+fn checkpoint_of(wf: &Path, transformation: &str) -> String {
+    let entries = Workflow::open(wf).unwrap().log().unwrap();
+    let found: Vec<_> = entries.iter().filter(|e| e.transformation.as_deref() == Some(transformation)).collect();
+    assert_eq!(found.len(), 1, "one checkpoint of {transformation}: {entries:?}");
+    found[0].id.to_string()
+}
+
+fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Result<(), Failed> {
+    let s = setup(vec![
+        plan("Once", "the product is computed 16 times; once is enough"),
+        region("#define REPEAT 1"),
+        plan("repeat-more", "trying more repetitions"),
+        region("#define REPEAT 64"),
+        Scripted::reply("Unroll looks best to me."),
+        plan("Unroll", "unrolling the k loop removes loop overhead"),
+        region(WRONG_DEVICE),
+        Scripted::reply(r#"{"action": "stop", "transformation": "", "reasoning": "nothing else is likely to help"}"#),
+    ]);
+    let mut workers = (s.settings.workers)();
+    let report = run(&s.wf, &s.options, &mut workers, &())?;
+
+    assert_eq!(report.stopped, Stopped::Planner);
+    assert_eq!(report.applied, 3);
+    assert_eq!(
+        kinds(&report.events),
+        [
+            "plan Once",
+            "checkpoint Once",
+            "plan Repeat-More",
+            "regression Repeat-More",
+            "backtrack Repeat-More",
+            "decision-failure",
+            "plan Unroll",
+            "failed Unroll",
+            "stop",
+        ]
+    );
+    let once = checkpoint_of(&s.wf, "Once");
+    let more = checkpoint_of(&s.wf, "Repeat-More");
+    let backtrack = &report.events[4];
+    assert_eq!((backtrack.checkpoint.as_deref(), backtrack.branch.as_deref()), (Some(once.as_str()), Some("auto-1")));
+    assert!(report.events[3].detail.as_deref().unwrap().contains("slower than the best"), "{:?}", report.events[3]);
+    assert!(report.events[5].detail.as_deref().unwrap().contains("not the JSON object"), "{:?}", report.events[5]);
+    assert_eq!(report.events[0].reasoning.as_deref(), Some("the product is computed 16 times; once is enough"), "decisions keep their reasoning");
+
+    // The workflow: the slow line stays on main for the record; work continues on auto-1
+    // from the best checkpoint, where the failed Unroll left nothing.
+    let wf = Workflow::open(&s.wf)?;
+    let head = wf.head()?;
+    assert_eq!((head.id.to_string(), head.branch.as_deref()), (once.clone(), Some("auto-1")));
+    assert_eq!(wf.resolve("main")?.to_string(), more);
+    assert_eq!(report.best.as_ref().map(|b| b.0.as_str()), Some(once.as_str()));
+    let attempts = wf.attempts()?;
+    assert!(attempts.records.iter().any(|r| r.attempt.transformation == "Unroll" && r.attempt.outcome == "wrong-output"), "{attempts:?}");
+
+    // The log on disk is the report's events.
+    assert_eq!(read_log(&s.wf)?, report.events);
+
+    // What the planner was shown: after the backtrack it plans from the best checkpoint,
+    // sees the regression, and a retry says why the last reply was unusable.
+    let prompts: Vec<String> = s.server.requests().iter().filter_map(|r| r.prompt()).collect();
+    assert_eq!(prompts.len(), 8);
+    assert!(prompts[0].contains("## Transformations") && prompts[0].contains("- Once:") && prompts[0].contains("#define REPEAT 16"), "{}", prompts[0]);
+    assert!(!prompts[0].contains("- Tensor-Core:"), "only transformations for OpenCL are offered");
+    assert!(prompts[4].contains(&format!("## Current checkpoint {}", &once[..10])) && prompts[4].contains("regression Repeat-More"), "{}", prompts[4]);
+    assert!(prompts[5].contains("could not be used") && prompts[5].contains("not the JSON object"), "{}", prompts[5]);
+    assert!(prompts[7].contains("Unroll") && prompts[7].contains("wrong-output"), "the failure is in the history: {}", prompts[7]);
+    drop(s.runtime);
+    Ok(())
+}
+
+fn a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run() -> Result<(), Failed> {
+    let mut s = setup(vec![plan("Repeat-More", "more work per thread"), region("#define REPEAT 64"), plan("Unroll", "fewer loop branches"), region(WRONG_DEVICE)]);
+    s.options.budget = 2;
+    // Slower than the root but within this threshold: the run continues from it.
+    s.options.regression = 100.0;
+    let mut workers = (s.settings.workers)();
+    let report = run(&s.wf, &s.options, &mut workers, &())?;
+
+    assert_eq!(report.stopped, Stopped::Budget);
+    assert_eq!(kinds(&report.events), ["plan Repeat-More", "checkpoint Repeat-More", "plan Unroll", "failed Unroll", "backtrack Unroll", "budget-spent"]);
+    let wf = Workflow::open(&s.wf)?;
+    let root = wf.resolve("root")?.to_string();
+    let more = checkpoint_of(&s.wf, "Repeat-More");
+    assert_eq!(report.events[3].at, more, "Unroll was tried from the slow checkpoint");
+    assert_eq!(report.events[4].checkpoint.as_deref(), Some(root.as_str()), "the root is the best checkpoint");
+    let head = wf.head()?;
+    assert_eq!((head.id.to_string(), head.branch.as_deref()), (root, Some("auto-1")));
+    assert_eq!(s.server.requests().len(), 4, "the budget stops the run before another plan");
+    Ok(())
+}

@@ -1,0 +1,293 @@
+//! The MCP server driven by rmcp's own client, in process over an in-memory duplex pipe:
+//! the tool list and its schemas, a whole transformation through the agent flow on
+//! OpenCL (a compile error and its repair included), validation and tuning with progress
+//! notifications, and which failures are tool errors rather than protocol errors.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use libtest_mimic::Failed;
+use peak_mcp::PeakServer;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Value, json};
+
+fn main() {
+    common::main(vec![
+        ("tools_are_listed_with_described_parameters", false, tools_are_listed_with_described_parameters),
+        ("bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors", false, bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors),
+        ("agent_carries_refactor_through_to_a_checkpoint", true, agent_carries_refactor_through_to_a_checkpoint),
+        ("validate_and_tune_report_verdicts_and_progress", true, validate_and_tune_report_verdicts_and_progress),
+    ]);
+}
+
+/// A client that keeps every progress message it is sent.
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        self.progress.lock().unwrap().push(params.message.unwrap_or_default());
+    }
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.progress.lock().unwrap())
+    }
+}
+
+/// A server and a connected client, on a runtime of their own.
+struct Session {
+    runtime: tokio::runtime::Runtime,
+    client: RunningService<RoleClient, Recorder>,
+    recorder: Recorder,
+    _cache: tempfile::TempDir,
+}
+
+impl Session {
+    fn start() -> Session {
+        let cache = tempfile::tempdir().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let server = PeakServer::new(common::settings(cache.path()));
+        let recorder = Recorder::default();
+        let client = runtime.block_on(async {
+            let (server_io, client_io) = tokio::io::duplex(1 << 20);
+            tokio::spawn(async move {
+                let service = server.serve(server_io).await.expect("the server starts");
+                let _ = service.waiting().await;
+            });
+            recorder.clone().serve(client_io).await.expect("the client connects")
+        });
+        Session { runtime, client, recorder, _cache: cache }
+    }
+
+    fn call_raw(&self, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
+        let Value::Object(map) = args else { panic!("arguments must be an object") };
+        self.runtime.block_on(self.client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map)))
+    }
+
+    /// Call a tool; returns (is_error, text).
+    fn call(&self, tool: &str, args: Value) -> (bool, String) {
+        let result = self.call_raw(tool, args).unwrap_or_else(|e| panic!("{tool}: protocol error: {e}"));
+        let text = result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n");
+        (result.is_error.unwrap_or(false), text)
+    }
+
+    fn ok(&self, tool: &str, args: Value) -> String {
+        let (error, text) = self.call(tool, args.clone());
+        assert!(!error, "{tool} {args} failed:\n{text}");
+        text
+    }
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
+    let session = Session::start();
+    let tools = session.runtime.block_on(session.client.list_all_tools())?;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "abandon_transformation",
+            "apply_transformation",
+            "attempts",
+            "branch",
+            "checkout",
+            "compare",
+            "diff",
+            "init_workflow",
+            "list_contexts",
+            "list_transformations",
+            "log",
+            "pending_pass",
+            "profile",
+            "read_region",
+            "show_checkpoint",
+            "show_context",
+            "show_transformation",
+            "start_transformation",
+            "submit_region",
+            "tag",
+            "tune",
+            "validate",
+        ]
+    );
+    for tool in &tools {
+        let description = tool.description.as_deref().unwrap_or_default();
+        assert!(description.len() >= 60, "{}: the description is too thin for a model to use it unaided: {description:?}", tool.name);
+        let schema = Value::Object((*tool.input_schema).clone());
+        // Every parameter says what it is: that text is all a model sees.
+        for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+            assert!(property.get("description").and_then(Value::as_str).is_some_and(|d| d.len() >= 15), "{}.{name} has no description: {property}", tool.name);
+        }
+    }
+    let schema = |name: &str| Value::Object((*tools.iter().find(|t| t.name == name).unwrap().input_schema).clone());
+    let required = |name: &str| {
+        let mut r: Vec<String> = schema(name)["required"].as_array().into_iter().flatten().map(|v| v.as_str().unwrap().to_string()).collect();
+        r.sort();
+        r
+    };
+    assert_eq!(required("submit_region"), ["text", "workflow"]);
+    assert_eq!(required("start_transformation"), ["transformation", "workflow"]);
+    assert_eq!(required("apply_transformation"), ["executor", "transformation", "workflow"]);
+    assert_eq!(required("read_region"), ["region"]);
+    let validate = schema("validate");
+    for property in ["context", "workflow", "checkpoint", "against", "samples", "seed", "set"] {
+        assert!(validate["properties"].get(property).is_some(), "validate lacks {property}: {validate}");
+    }
+    let read_only = |name: &str| tools.iter().find(|t| t.name == name).unwrap().annotations.as_ref().and_then(|a| a.read_only_hint);
+    assert_eq!(read_only("log"), Some(true));
+    assert_eq!(read_only("submit_region"), None);
+    Ok(())
+}
+
+fn bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors() -> Result<(), Failed> {
+    let session = Session::start();
+    let nowhere = tempfile::tempdir()?;
+
+    // Mistakes a model makes are tool errors it can read and correct.
+    let (error, text) = session.call("log", json!({ "workflow": s(nowhere.path()) }));
+    assert!(error && text.contains("not a peak workflow"), "{text}");
+    let (error, text) = session.call("read_region", json!({ "region": "kernel", "context": s(&common::example("matmul-opencl-naive")) }));
+    assert!(error && text.contains("unknown region 'kernel'") && text.contains("macros, device or host"), "{text}");
+    let (error, text) = session.call("show_context", json!({}));
+    assert!(error && text.contains("give `context`"), "{text}");
+    let (error, text) = session.call("show_transformation", json!({ "name": "TB-Tilng" }));
+    assert!(error && text.contains("TB-Tiling"), "a near miss suggests the name: {text}");
+    let (error, text) = session.call("apply_transformation", json!({ "workflow": s(nowhere.path()), "transformation": "Refactor", "executor": "agent" }));
+    assert!(error && text.contains("start_transformation"), "{text}");
+    let (error, text) = session.call("profile", json!({ "context": s(&common::example("matmul-opencl-naive")), "set": ["n=256"] }));
+    assert!(error && text.contains("ncu"), "no Nsight Compute here, said as a tool error: {text}");
+
+    // Arguments that do not match the schema are answered in-band too (rmcp's choice,
+    // as the MCP spec asks, so the model can correct them); an unknown tool is a
+    // protocol error.
+    let (error, text) = session.call("validate", json!({ "context": "x", "samples": "many" }));
+    assert!(error && text.contains("invalid type: string \"many\""), "{text}");
+    let (error, text) = session.call("submit_region", json!({ "workflow": "x" }));
+    assert!(error && text.contains("missing field `text`"), "{text}");
+    let unknown = session.call_raw("make_it_fast", json!({}));
+    assert!(unknown.is_err(), "an unknown tool: {unknown:?}");
+
+    // Read-only tools on a plain folder work without a device.
+    let listed = session.ok("list_contexts", json!({ "dir": s(&common::example("")) }));
+    assert!(listed.contains("matmul-opencl-naive") && listed.contains("(opencl)") && listed.contains("BLOCK_X"), "{listed}");
+    let region = session.ok("read_region", json!({ "region": "host", "context": s(&common::example("matmul-opencl-naive")) }));
+    assert!(region.contains("launch(\"matmul\""), "{region}");
+    let listed = session.ok("list_transformations", json!({ "backend": "opencl" }));
+    assert!(listed.contains("Refactor:") && listed.contains("Once:") && !listed.contains("Tensor-Core:"), "{listed}");
+    Ok(())
+}
+
+/// Refactor's two regions, written by hand as an agent would write them.
+const MACROS: &str = "\
+#define TX ((int)get_local_id(0))
+#define TY ((int)get_local_id(1))
+#define BX ((int)get_group_id(0))
+#define BY ((int)get_group_id(1))
+#define ROW (BY * BLOCK_Y + TY)
+#define COL (BX * BLOCK_X + TX)
+#define A_AT(r, c) A[(r) * n + (c)]
+#define B_AT(r, c) B[(r) * n + (c)]
+#define C_AT(r, c) C[(r) * n + (c)]
+#define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#define SHARED __local
+";
+
+const DEVICE: &str = "\
+__kernel void matmul(__global const float* A, __global const float* B, __global float* C, int n) {
+    if (ROW < n && COL < n) {
+        float acc = 0.0f;
+        for (int k = 0; k < n; ++k) {
+            acc += A_AT(ROW, k) * B_AT(k, COL);
+        }
+        C_AT(ROW, COL) = acc;
+    }
+}
+";
+
+fn agent_carries_refactor_through_to_a_checkpoint() -> Result<(), Failed> {
+    let session = Session::start();
+    let tmp = tempfile::tempdir()?;
+    let wf = tmp.path().join("wf");
+    let wf = s(&wf);
+
+    let init = session.ok("init_workflow", json!({ "workflow": wf, "context": s(&common::example("matmul-opencl-naive")), "set": ["n=256"], "budget": 4 }));
+    assert!(init.contains("root checkpoint"), "{init}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().any(|m| m.starts_with("tune")), "the root's tuning reports progress: {progress:?}");
+
+    let apply = json!({ "workflow": wf, "transformation": "refactor", "samples": 3, "budget": 4, "set": ["n=256"], "retries": 2 });
+    let first = session.ok("start_transformation", apply.clone());
+    assert!(first.contains("pass 1 of 2") && first.contains("`macros` region") && first.contains("submit_region"), "{first}");
+    assert!(first.contains("#define TX get_local_id(0)") || first.contains("get_local_id(0)"), "the prompt speaks OpenCL: {first}");
+    let pending = session.ok("pending_pass", json!({ "workflow": wf }));
+    assert!(pending.contains("pass 1 of 2"), "{pending}");
+    let (error, twice) = session.call("start_transformation", apply);
+    assert!(error && twice.contains("already in progress"), "{twice}");
+
+    let second = session.ok("submit_region", json!({ "workflow": wf, "text": MACROS }));
+    assert!(second.contains("pass 2 of 2") && second.contains("`device` region") && second.contains("#define A_AT"), "the device prompt shows the new macros: {second}");
+
+    // A device region that does not compile: a tool error with the log and a repair prompt.
+    let broken = DEVICE.replace("float acc = 0.0f;", "float acc = UNDECLARED_START;");
+    let (error, repair) = session.call("submit_region", json!({ "workflow": wf, "text": broken }));
+    assert!(error, "a failed compile is a tool error:\n{repair}");
+    assert!(repair.contains("compile-failed") && repair.contains("UNDECLARED_START") && repair.contains("attempt 2"), "{repair}");
+
+    let done = session.ok("submit_region", json!({ "workflow": wf, "text": format!("```c\n{DEVICE}```\n") }));
+    assert!(done.contains("Refactor succeeded: checkpoint") && done.contains("after 2 attempts"), "{done}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().any(|m| m == "validate") && progress.iter().any(|m| m.starts_with("tune")), "validation and tuning report progress: {progress:?}");
+
+    let log = session.ok("log", json!({ "workflow": wf }));
+    assert!(log.contains("Refactor") && log.contains("init"), "{log}");
+    let pending = session.ok("pending_pass", json!({ "workflow": wf }));
+    assert!(pending.contains("no transformation is waiting"), "{pending}");
+    let region = session.ok("read_region", json!({ "workflow": wf, "region": "device" }));
+    assert!(region.contains("A_AT(ROW, k)"), "HEAD holds the submitted kernel: {region}");
+    let diff = session.ok("diff", json!({ "workflow": wf, "a": "root" }));
+    assert!(diff.contains("+#define A_AT(r, c)") || diff.contains("A_AT"), "{diff}");
+    let attempts = session.ok("attempts", json!({ "workflow": wf }));
+    assert!(attempts.contains("compile-failed") && attempts.contains("Refactor") && attempts.contains("passed"), "{attempts}");
+    let shown = session.ok("show_checkpoint", json!({ "workflow": wf }));
+    assert!(shown.contains("transformation  Refactor") && shown.contains("executor        agent"), "{shown}");
+
+    // Lines of work: tag, branch from the root, check it out, and compare.
+    session.ok("tag", json!({ "workflow": wf, "name": "refactored" }));
+    session.ok("branch", json!({ "workflow": wf, "name": "other", "from": "root" }));
+    let checkout = session.ok("checkout", json!({ "workflow": wf, "target": "other" }));
+    assert!(checkout.contains("on branch other"), "{checkout}");
+    let compare = session.ok("compare", json!({ "workflow": wf, "a": "root", "b": "refactored", "set": ["n=256"], "reps": 2 }));
+    assert!(compare.contains("speedup of refactored over root"), "{compare}");
+    let log = session.ok("log", json!({ "workflow": wf }));
+    assert!(log.contains("other") && log.contains("refactored"), "{log}");
+    Ok(())
+}
+
+fn validate_and_tune_report_verdicts_and_progress() -> Result<(), Failed> {
+    let session = Session::start();
+    let naive = common::example("matmul-opencl-naive");
+    let passed = session.ok("validate", json!({ "context": s(&common::example("matmul-opencl-tiled")), "against": s(&naive), "samples": 2, "set": ["n=256"] }));
+    assert!(passed.starts_with("PASS"), "{passed}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().filter(|m| m.starts_with("validate ")).count() == 2, "one progress message per sample: {progress:?}");
+
+    let (error, failed) = session.call("validate", json!({ "context": s(&common::fixture("wrong")), "against": s(&naive), "samples": 2, "set": ["n=256"] }));
+    assert!(error && failed.starts_with("FAIL") && failed.contains("wrong-output"), "a wrong output is a tool error:\n{failed}");
+
+    let tuned = session.ok("tune", json!({ "context": s(&naive), "budget": 3, "set": ["n=256"], "top": 2 }));
+    assert!(tuned.contains("inputs n=256") && tuned.contains("#1 ") && tuned.contains("#2 "), "{tuned}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().any(|m| m.starts_with("tune n=256")), "{progress:?}");
+    Ok(())
+}
