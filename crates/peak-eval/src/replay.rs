@@ -5,6 +5,7 @@
 //! strategy the same answers the device gave, instantly, so "how many evaluations does
 //! `auto` need to get within 2% of the best" can be asked a thousand times over.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 
@@ -15,7 +16,8 @@ use crate::cache::{CacheIdentity, Outcome, Record, ResultsCache};
 use crate::error::EvalError;
 use crate::hash::canonical;
 use crate::search::SearchSpace;
-use crate::tune::Measurer;
+use crate::strategy::StrategyKind;
+use crate::tune::{Measurer, Progress, TuneOptions, TuneReporter, tune};
 
 /// A recorded cache, grouped by input configuration.
 #[derive(Debug, Clone)]
@@ -98,4 +100,20 @@ impl Measurer for ReplayMeasurer {
     fn next(&mut self) -> Result<Option<(usize, Outcome)>, EvalError> {
         Ok(self.queue.pop_front().map(|p| (p, self.outcomes[p].clone())))
     }
+}
+
+/// Best time so far after each evaluation (`None` until one succeeds), for `strategy`
+/// replayed over a recorded space for at most `evaluations` evaluations.
+pub fn simulate(space: &SearchSpace, outcomes: &[Outcome], strategy: StrategyKind, seed: u64, evaluations: usize) -> Result<Vec<Option<f64>>, EvalError> {
+    struct Trace(RefCell<Vec<Option<f64>>>);
+    impl TuneReporter for Trace {
+        fn evaluated(&self, progress: &Progress) {
+            self.0.borrow_mut().push(progress.best_ms);
+        }
+    }
+    let trace = Trace(RefCell::new(Vec::with_capacity(evaluations)));
+    let mut measurer = ReplayMeasurer::new(outcomes.to_vec());
+    let options = TuneOptions { strategy, budget: Some(evaluations), seed, top_k: 1, ..TuneOptions::default() };
+    tune(space, &mut measurer, None, &options, &trace)?;
+    Ok(trace.0.into_inner())
 }

@@ -28,7 +28,8 @@ use crate::verdict::Verdict;
 #[derive(Debug, Clone)]
 pub struct TuneOptions {
     pub strategy: StrategyKind,
-    /// Configurations to evaluate (cache hits included); `None`: all of them.
+    /// Configurations to evaluate (cache hits included). `None`: every one for exhaustive
+    /// search or under a time limit, else [`default_budget`].
     pub budget: Option<usize>,
     /// Stop proposing after this long; results in flight are still collected.
     pub time_limit: Option<Duration>,
@@ -260,7 +261,12 @@ pub fn tune(
     let clock = Instant::now();
     let mut strategy = options.strategy.build(space, options.seed);
     let mut history = History::new(space.len());
-    let target = options.budget.unwrap_or(space.len()).min(space.len());
+    let target = match (options.budget, options.strategy, options.time_limit) {
+        (Some(n), _, _) => n,
+        (None, StrategyKind::Exhaustive, _) | (None, _, Some(_)) => space.len(),
+        (None, _, None) => default_budget(space.len()),
+    }
+    .min(space.len());
     let mut seeds: VecDeque<usize> = options.start_from.iter().filter_map(|t| space.nearest(t)).collect();
     let mut state = State::new(space, options, target, clock);
     reporter.started(&TuneStart {
@@ -325,6 +331,12 @@ pub fn tune(
         StopReason::Budget
     };
     Ok(state.finish(strategy.name(), stopped))
+}
+
+/// The evaluations random and auto search get when no budget is given: a tenth of the
+/// space, but at least 100 (small spaces are then searched completely).
+pub fn default_budget(space: usize) -> usize {
+    (space / 10).max(100).min(space)
 }
 
 /// Bookkeeping of one run.

@@ -1,0 +1,213 @@
+//! Search-quality benchmark: how close do the strategies get to the exhaustive best, and
+//! how fast? Replays recorded results caches (written by `peak tune --strategy
+//! exhaustive`), so it needs no device and runs hundreds of seeded searches per space.
+//!
+//! ```text
+//! peak-search-quality [--out FILE] [--seeds N] [--fraction F] [--within W]
+//!                     [--device TEXT] [--commit SHA] CACHE.jsonl...
+//! ```
+//!
+//! For each recorded space: the exhaustive best; for `auto` and `random`, over `--seeds`
+//! seeded runs, the share of runs within `--within` (default 2%) of it after `--fraction`
+//! (default 10%) of the space's evaluations, the ratio of the best found to the exhaustive
+//! best, the evaluations needed to get within `--within`, and the median best-so-far
+//! curve. Writes JSON with the command, the device, the commit and the date.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use peak_eval::StrategyKind;
+use peak_eval::replay::{Recording, simulate};
+use serde_json::{Value, json};
+
+struct Args {
+    out: PathBuf,
+    seeds: u64,
+    fraction: f64,
+    within: f64,
+    device: Option<String>,
+    commit: Option<String>,
+    caches: Vec<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args { out: "bench/results/search-quality.json".into(), seeds: 100, fraction: 0.10, within: 0.02, device: None, commit: None, caches: Vec::new() };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match a.as_str() {
+            "--out" => args.out = value("--out")?.into(),
+            "--seeds" => args.seeds = value("--seeds")?.parse().map_err(|e| format!("--seeds: {e}"))?,
+            "--fraction" => args.fraction = value("--fraction")?.parse().map_err(|e| format!("--fraction: {e}"))?,
+            "--within" => args.within = value("--within")?.parse().map_err(|e| format!("--within: {e}"))?,
+            "--device" => args.device = Some(value("--device")?),
+            "--commit" => args.commit = Some(value("--commit")?),
+            "-h" | "--help" => return Err(String::new()),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            path => args.caches.push(path.into()),
+        }
+    }
+    if args.caches.is_empty() {
+        return Err("give at least one recorded results cache (.jsonl)".into());
+    }
+    if !(args.fraction > 0.0 && args.fraction <= 1.0) {
+        return Err("--fraction must be in (0, 1]".into());
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("error: {e}");
+            }
+            eprintln!("usage: peak-search-quality [--out FILE] [--seeds N] [--fraction F] [--within W] [--device TEXT] [--commit SHA] CACHE.jsonl...");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(met) => {
+            if met {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i]
+}
+
+fn run(args: &Args) -> Result<bool, String> {
+    let mut spaces = Vec::new();
+    let mut all_met = true;
+    for path in &args.caches {
+        let recording = Recording::load(path).map_err(|e| e.to_string())?;
+        for (inputs, _) in &recording.groups {
+            let (space, outcomes) = recording.space(inputs).map_err(|e| e.to_string())?;
+            let n = space.len();
+            let best = outcomes.iter().filter_map(|o| o.cost()).fold(f64::INFINITY, f64::min);
+            if !best.is_finite() {
+                return Err(format!("{}: no configuration has a valid time", path.display()));
+            }
+            let budget = ((n as f64 * args.fraction).ceil() as usize).max(1);
+            let target = best * (1.0 + args.within);
+            let horizon = n.min(budget * 3);
+            let mut per_strategy = serde_json::Map::new();
+            let mut auto_rate = 0.0;
+            let mut random_rate = 0.0;
+            for kind in [StrategyKind::Auto, StrategyKind::Random] {
+                let mut ratios = Vec::new();
+                let mut reach = Vec::new();
+                let mut curves: Vec<Vec<f64>> = Vec::new();
+                for seed in 1..=args.seeds {
+                    let trace = simulate(&space, &outcomes, kind, seed, n).map_err(|e| e.to_string())?;
+                    let at = |k: usize| trace.get(k.min(trace.len()).saturating_sub(1)).copied().flatten().unwrap_or(f64::INFINITY);
+                    ratios.push(at(budget) / best);
+                    reach.push(trace.iter().position(|b| b.is_some_and(|b| b <= target)).map(|i| i + 1).unwrap_or(n) as f64);
+                    curves.push((1..=horizon).map(|k| at(k) / best).collect());
+                }
+                let success = ratios.iter().filter(|r| **r <= 1.0 + args.within).count() as f64 / ratios.len() as f64;
+                ratios.sort_by(f64::total_cmp);
+                reach.sort_by(f64::total_cmp);
+                let median_curve: Vec<f64> = (0..horizon)
+                    .map(|k| {
+                        let mut column: Vec<f64> = curves.iter().map(|c| c[k]).collect();
+                        column.sort_by(f64::total_cmp);
+                        quantile(&column, 0.5)
+                    })
+                    .collect();
+                match kind {
+                    StrategyKind::Auto => auto_rate = success,
+                    _ => random_rate = success,
+                }
+                eprintln!(
+                    "{:<40} {:<6} within {:.0}% after {budget} of {n}: {:>5.1}% of runs; best/exhaustive median {:.4}, worst {:.4}; evaluations to reach it: median {}, p90 {}",
+                    path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
+                    kind.name(),
+                    args.within * 100.0,
+                    success * 100.0,
+                    quantile(&ratios, 0.5),
+                    ratios.last().copied().unwrap_or(f64::NAN),
+                    quantile(&reach, 0.5),
+                    quantile(&reach, 0.9)
+                );
+                per_strategy.insert(
+                    kind.name().into(),
+                    json!({
+                        "success_rate": success,
+                        "best_ratio": { "median": quantile(&ratios, 0.5), "p90": quantile(&ratios, 0.9), "worst": ratios.last() },
+                        "evaluations_to_within": { "median": quantile(&reach, 0.5), "p90": quantile(&reach, 0.9), "max": reach.last() },
+                        "median_best_ratio_curve": median_curve,
+                    }),
+                );
+            }
+            let met = auto_rate >= 0.9;
+            all_met &= met;
+            spaces.push(json!({
+                "cache": path.display().to_string(),
+                "source_hash": recording.identity.source_hash,
+                "device": recording.identity.device,
+                "inputs": inputs,
+                "configurations": n,
+                "dimensions": space.names(),
+                "exhaustive_best_ms": best,
+                "budget": budget,
+                "curve_evaluations": format!("1..={horizon}"),
+                "strategies": Value::Object(per_strategy),
+                "target_met": met,
+                "auto_beats_random": auto_rate > random_rate,
+            }));
+        }
+    }
+    let report = json!({
+        "benchmark": "search-quality",
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "device": args.device.clone().unwrap_or_else(|| "recorded caches (see each space's device)".into()),
+        "commit": args.commit.clone().or_else(|| std::env::var("PEAK_COMMIT").ok()).or_else(git_head).unwrap_or_else(|| "unknown".into()),
+        "date": utc_now(),
+        "target": format!("auto within {:.0}% of the exhaustive best using at most {:.0}% of the evaluations, in at least 90% of {} seeded runs", args.within * 100.0, args.fraction * 100.0, args.seeds),
+        "seeds": args.seeds,
+        "spaces": spaces,
+        "target_met": all_met,
+    });
+    if let Some(dir) = args.out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&report).expect("json") + "\n").map_err(|e| format!("{}: {e}", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    Ok(all_met)
+}
+
+fn git_head() -> Option<String> {
+    let out = std::process::Command::new("git").args(["rev-parse", "HEAD"]).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// ISO-8601 UTC time, from the days-to-civil algorithm (no date crate needed).
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}

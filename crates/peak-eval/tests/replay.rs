@@ -1,0 +1,130 @@
+//! Strategies judged on replayed results, Kernel Tuner style: no device needed.
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use peak_eval::cache::{CacheIdentity, Measurement, Outcome, Record, ResultsCache};
+use peak_eval::replay::{Recording, simulate};
+use peak_eval::verdict::Verdict;
+use peak_eval::{SearchSpace, StrategyKind};
+
+/// A rugged but structured landscape over five ordinal parameters, like a tiled kernel's:
+/// a bowl with an interaction term, a secondary basin, multiplicative noise, and a band of
+/// configurations that fail.
+fn landscape() -> (SearchSpace, Vec<Outcome>) {
+    let values: Vec<Vec<i64>> = vec![(0..8).collect(), (0..8).collect(), (0..5).collect(), (0..5).collect(), (0..4).collect()];
+    let names = ["BX", "BY", "TX", "TY", "KT"].map(String::from).to_vec();
+    let space = SearchSpace::build(IndexMap::new(), names, values, |p| p[0] + p[1] <= 12 && p[2] * p[3] <= 12).unwrap();
+    let outcomes = (0..space.len())
+        .map(|i| {
+            let p: Vec<f64> = space.tuning(i).values().map(|&v| v as f64).collect();
+            let bowl = 0.08 * (p[0] - 5.0).powi(2) + 0.06 * (p[1] - 2.0).powi(2) + 0.2 * (p[2] - 3.0).powi(2) + 0.15 * (p[3] - 1.0).powi(2) + 0.1 * (p[4] - 2.0).powi(2);
+            let coupling = 0.05 * (p[0] - 5.0) * (p[2] - 3.0);
+            let basin = 0.4 * (-(p[0] - 1.0).powi(2) - (p[1] - 6.0).powi(2)).exp();
+            let hash = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            let noise = 1.0 + 0.04 * ((hash % 1000) as f64 / 1000.0 - 0.5);
+            if (p[2] + p[3]) as i64 == 7 && p[4] as i64 == 3 {
+                Outcome::Failed { verdict: Verdict::InvalidConfig { reason: "too many registers".into() } }
+            } else {
+                let ms = (1.0 + bowl + coupling.abs() - basin) * noise;
+                Outcome::Measured(Measurement { median_ms: ms, min_ms: ms, times_ms: vec![ms], compile_ms: 0.0, run_ms: 0.0, kernels: vec![] })
+            }
+        })
+        .collect();
+    (space, outcomes)
+}
+
+struct Quality {
+    success: f64,
+    mean_ratio: f64,
+}
+
+fn quality(space: &SearchSpace, outcomes: &[Outcome], kind: StrategyKind, fraction: f64, seeds: u64) -> Quality {
+    let best = outcomes.iter().filter_map(Outcome::cost).fold(f64::INFINITY, f64::min);
+    let budget = ((space.len() as f64 * fraction).ceil() as usize).max(1);
+    let mut hits = 0;
+    let mut sum = 0.0;
+    for seed in 1..=seeds {
+        let trace = simulate(space, outcomes, kind, seed, budget).unwrap();
+        assert_eq!(trace.len(), budget, "{kind:?} stopped early");
+        let found = trace.last().copied().flatten().unwrap_or(f64::INFINITY);
+        hits += usize::from(found <= best * 1.02);
+        sum += found / best;
+    }
+    Quality { success: hits as f64 / seeds as f64, mean_ratio: sum / seeds as f64 }
+}
+
+#[test]
+fn exhaustive_replay_finds_the_recorded_best() {
+    let (space, outcomes) = landscape();
+    let best = outcomes.iter().filter_map(Outcome::cost).fold(f64::INFINITY, f64::min);
+    let trace = simulate(&space, &outcomes, StrategyKind::Exhaustive, 1, space.len()).unwrap();
+    assert_eq!(trace.len(), space.len());
+    assert_eq!(trace.last().copied().flatten(), Some(best));
+}
+
+#[test]
+fn auto_beats_random_on_a_synthetic_landscape() {
+    let (space, outcomes) = landscape();
+    let auto = quality(&space, &outcomes, StrategyKind::Auto, 0.10, 40);
+    let random = quality(&space, &outcomes, StrategyKind::Random, 0.10, 40);
+    eprintln!("synthetic, {} points: auto {:.0}% within 2%, mean ratio {:.4}; random {:.0}%, {:.4}", space.len(), auto.success * 100.0, auto.mean_ratio, random.success * 100.0, random.mean_ratio);
+    assert!(auto.mean_ratio < random.mean_ratio, "auto {:.4} vs random {:.4}", auto.mean_ratio, random.mean_ratio);
+    assert!(auto.success > random.success, "auto {} vs random {}", auto.success, random.success);
+}
+
+#[test]
+fn a_recording_round_trips_through_the_cache_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let identity = CacheIdentity { source_hash: "s".into(), device: "d".into(), backend: "opencl".into(), reference: "s".into() };
+    let (space, outcomes) = landscape();
+    let inputs: IndexMap<String, i64> = [("n".to_string(), 64)].into_iter().collect();
+    let path = identity.file_in(dir.path());
+    {
+        let mut cache = ResultsCache::open(&path, &identity).unwrap();
+        for (i, outcome) in outcomes.iter().enumerate().take(50) {
+            cache.insert(Record { inputs: inputs.clone(), tuning: space.tuning(i), outcome: outcome.clone(), at: 0 }).unwrap();
+        }
+    }
+    let recording = Recording::load(&path).unwrap();
+    let (replayed, answers) = recording.space(&inputs).unwrap();
+    assert_eq!(replayed.len(), 50);
+    for i in 0..replayed.len() {
+        let original = space.find(&replayed.tuning(i)).unwrap();
+        assert_eq!(answers[i], outcomes[original]);
+    }
+}
+
+fn recordings() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/recordings");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")).collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn auto_beats_random_on_recorded_caches() {
+    let files = recordings();
+    if files.is_empty() {
+        eprintln!("SKIPPED auto_beats_random_on_recorded_caches: no recorded caches in bench/recordings");
+        return;
+    }
+    for file in files {
+        let recording = Recording::load(&file).unwrap();
+        for (inputs, _) in &recording.groups {
+            let (space, outcomes) = recording.space(inputs).unwrap();
+            let auto = quality(&space, &outcomes, StrategyKind::Auto, 0.10, 30);
+            let random = quality(&space, &outcomes, StrategyKind::Random, 0.10, 30);
+            eprintln!(
+                "{}: auto {:.0}% within 2%, mean ratio {:.4}; random {:.0}%, {:.4}",
+                file.display(),
+                auto.success * 100.0,
+                auto.mean_ratio,
+                random.success * 100.0,
+                random.mean_ratio
+            );
+            assert!(auto.mean_ratio < random.mean_ratio, "{}: auto {:.4} vs random {:.4}", file.display(), auto.mean_ratio, random.mean_ratio);
+            assert!(auto.success >= random.success, "{}: auto {} vs random {}", file.display(), auto.success, random.success);
+        }
+    }
+}
