@@ -58,9 +58,70 @@ pub enum Command {
     Tune(TuneArgs),
     /// Nsight Compute headline metrics of one configuration: FLOP/s, DRAM bandwidth, occupancy, bank conflicts.
     Profile(ProfileArgs),
+    /// Serve peak's tools to an AI agent over MCP on stdio (Claude Code, Cursor, VS Code).
+    Mcp(McpArgs),
+    /// Let an LLM choose and apply transformations on its own, backtracking from failures and regressions.
+    Auto(AutoArgs),
     /// The crash-isolated worker process validation and tuning talk to (internal).
     #[command(hide = true)]
     Worker(WorkerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Extra transformation folders, layered over the built-in library for every tool.
+    #[arg(long = "library")]
+    pub library: Vec<PathBuf>,
+    /// Where the results cache and references are kept (default: $PEAK_CACHE_DIR, else ~/.cache/peak).
+    #[arg(long)]
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AutoArgs {
+    /// The workflow (a folder inside one); the search starts from its current checkpoint.
+    #[arg(default_value = ".")]
+    pub workflow: PathBuf,
+    /// Who carries the chosen transformations out: PROVIDER:MODEL such as `openai:gpt-4.1`.
+    #[arg(long)]
+    pub executor: String,
+    /// Who chooses them: PROVIDER:MODEL (default: the executor).
+    #[arg(long)]
+    pub planner: Option<String>,
+    /// Transformations to apply at most.
+    #[arg(long, default_value_t = 10)]
+    pub budget: usize,
+    /// Start no new step after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub time: Option<f64>,
+    /// A checkpoint slower than the best by more than this percentage is backtracked.
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
+    pub regression: f64,
+    /// Unusable planner replies in a row before giving up.
+    #[arg(long, default_value_t = 2)]
+    pub plan_retries: u32,
+    /// Repair tries per transformation after the first (bad reply, compile error, wrong output).
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+    /// Execution parameters sampled for validation.
+    #[arg(long, default_value_t = 16)]
+    pub samples: usize,
+    /// Seed of the validation sample, the inputs and the search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Tuning budget in evaluations per input configuration (default: the whole space).
+    #[arg(long)]
+    pub tune_budget: Option<usize>,
+    /// Tuning time limit per input configuration, in seconds.
+    #[arg(long)]
+    pub tune_time: Option<f64>,
+    #[command(flatten)]
+    pub set: SetArgs,
+    /// Extra transformation folders, layered over the built-in library.
+    #[arg(long = "library")]
+    pub library: Vec<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -70,6 +70,8 @@ fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Profile(args) => commands::profile::run(args),
+        Command::Mcp(args) => commands::mcp::run(args),
+        Command::Auto(args) => commands::auto::run(args),
         Command::Worker(args) => commands::worker::run(args),
     };
     match result {

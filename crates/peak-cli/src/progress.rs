@@ -68,6 +68,11 @@ impl ApplyProgress {
     pub fn finish(&self) {
         self.bar.finish();
     }
+
+    /// Print a line above the bar (`peak auto`'s decisions).
+    pub fn println(&self, line: impl AsRef<str>) {
+        self.bar.println(line);
+    }
 }
 
 impl peak_apply::ApplyReporter for ApplyProgress {

@@ -5,7 +5,7 @@
 //!   workflow (log, show, diff, tag, branch, checkout, compare), validation, tuning,
 //!   profiling, and carrying a transformation out, with the agent executor (the client's
 //!   own model writes each region and calls `submit_region`) or with an LLM executor.
-//!   [`serve_stdio`] runs it on stdin/stdout, which is what `peak mcp` does.
+//!   [`run_stdio`] serves it on stdin/stdout, which is what `peak mcp` does.
 //! - [`auto`]: the autonomous mode behind `peak auto`: an LLM planner picks the next
 //!   transformation from the workflow's state, [`peak_apply`] carries it out, and failures
 //!   or regressions send the search back to the best checkpoint on a new branch.
@@ -37,4 +37,4 @@ mod progress;
 mod render;
 pub mod server;
 
-pub use server::{PeakServer, Settings, WorkersFactory, serve_stdio};
+pub use server::{PeakServer, Settings, WorkersFactory, run_stdio, serve_stdio};

@@ -1,5 +1,10 @@
 //! Tool parameters. Their doc comments are the JSON schema descriptions the client's
 //! model reads, so they say what a value means, its default, and an example.
+//!
+//! Optional values are `Option`s that may be left out; their schema names the plain type
+//! (`#[schemars(with = ...)]`) rather than a `[T, "null"]` union, which clients that map
+//! schemas onto a single-type dialect (Gemini's function declarations) reject; and no
+//! `"default": null` (`skip_serializing_if`, which schemars honours for defaults).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -8,7 +13,8 @@ use serde::Deserialize;
 pub struct ListContextsParams {
     /// Folder to search for kernel contexts (folders holding a `peak.toml`), up to four
     /// levels deep. Default: the server's working directory. Example: "examples".
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub dir: Option<String>,
 }
 
@@ -16,13 +22,16 @@ pub struct ListContextsParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TargetParams {
     /// Path of a kernel context folder (holding `peak.toml`). Give this or `workflow`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub context: Option<String>,
     /// Path of a workflow folder (made by `init_workflow`). Give this or `context`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub workflow: Option<String>,
     /// With `workflow`: a checkpoint id, tag, branch, `HEAD`, `HEAD~N` or `root`. Default: `HEAD`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub checkpoint: Option<String>,
 }
 
@@ -38,7 +47,8 @@ pub struct ReadRegionParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListTransformationsParams {
     /// Only transformations that apply to this backend: `opencl`, `cuda`, `hip` or `hlsl`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub backend: Option<String>,
     /// Extra folders of transformation files (`*.toml`), layered over the built-in library.
     #[serde(default)]
@@ -62,13 +72,16 @@ pub struct InitWorkflowParams {
     /// checkpoint is validated against.
     pub context: String,
     /// Seed of the reference inputs and of the search. Default 1.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub seed: Option<u64>,
     /// Tune the root checkpoint so later checkpoints report a speedup over it. Default true.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
     pub measure: Option<bool>,
     /// Tuning budget: configurations to evaluate per input configuration. Default: all.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub budget: Option<usize>,
     /// Restrict inputs or tuning parameters for the reference and the tuning, as
     /// `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
@@ -86,19 +99,24 @@ pub struct WorkflowParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplySettings {
     /// Repair tries after the first, for an unusable reply, a compile error or a wrong output. Default 3.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
     pub retries: Option<u32>,
     /// Execution parameters sampled to validate the result against the root. Default 16.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub samples: Option<usize>,
     /// Seed of the validation sample and of the tuning search. Default 1.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub seed: Option<u64>,
     /// Tuning budget: configurations to evaluate per input configuration. Default: all.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub budget: Option<usize>,
     /// Stop tuning after this many seconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
     pub time_limit_s: Option<f64>,
     /// Restrict validation and tuning, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
     #[serde(default)]
@@ -148,13 +166,16 @@ pub struct ValidateParams {
     pub target: TargetParams,
     /// Reference context folder whose outputs count as right. Default with `workflow`:
     /// the workflow's root checkpoint (its initial kernel). Required with `context`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub against: Option<String>,
     /// How many execution parameters to sample. Default 16.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub samples: Option<usize>,
     /// Seed of the sample and of each sample's fresh random inputs. Default 1.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub seed: Option<u64>,
     /// Restrict inputs or tuning parameters, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
     #[serde(default)]
@@ -166,20 +187,25 @@ pub struct TuneParams {
     #[serde(flatten)]
     pub target: TargetParams,
     /// `exhaustive`, `random`, or `auto` (an ensemble autotuner needing far fewer runs). Default `auto`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub strategy: Option<String>,
     /// Configurations to evaluate per input configuration. Default: all for exhaustive,
     /// a tenth of the space (at least 100) otherwise.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub budget: Option<usize>,
     /// Stop proposing configurations after this many seconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
     pub time_limit_s: Option<f64>,
     /// How many of the fastest configurations to report. Default 5.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub top: Option<usize>,
     /// Seed of the search. Default 1.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub seed: Option<u64>,
     /// Restrict inputs or tuning parameters, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=512"].
     #[serde(default)]
@@ -204,10 +230,12 @@ pub struct ShowCheckpointParams {
     /// Path of the workflow folder.
     pub workflow: String,
     /// A checkpoint id, tag, branch, `HEAD`, `HEAD~N` or `root`. Default `HEAD`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub checkpoint: Option<String>,
     /// Include the transcript (prompts and replies that produced it). Default false.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
     pub transcript: Option<bool>,
 }
 
@@ -218,7 +246,8 @@ pub struct DiffParams {
     /// The older checkpoint (id, tag, branch, `HEAD~N`, `root`).
     pub a: String,
     /// The newer checkpoint. Default `HEAD`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub b: Option<String>,
 }
 
@@ -229,7 +258,8 @@ pub struct TagParams {
     /// The tag name, e.g. `tiled`.
     pub name: String,
     /// The checkpoint to name. Default `HEAD`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub checkpoint: Option<String>,
 }
 
@@ -240,7 +270,8 @@ pub struct BranchParams {
     /// The branch name, e.g. `try-split-k`.
     pub name: String,
     /// The checkpoint the branch starts at. Default `HEAD`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub from: Option<String>,
 }
 
@@ -251,7 +282,8 @@ pub struct CheckoutParams {
     /// A branch (new checkpoints go on it), or a tag or id (read-only: branch from it first).
     pub target: String,
     /// Discard uncommitted edits in the workflow's `context/` folder. Default false.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
     pub force: Option<bool>,
 }
 
@@ -267,6 +299,7 @@ pub struct CompareParams {
     #[serde(default)]
     pub set: Vec<String>,
     /// Timed repetitions of each side, interleaved. Default 20.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub reps: Option<usize>,
 }

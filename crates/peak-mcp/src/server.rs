@@ -73,6 +73,14 @@ pub struct PeakServer {
     tool_router: ToolRouter<PeakServer>,
 }
 
+/// Serve MCP on stdin and stdout until the client closes them, on a runtime of its own:
+/// what `peak mcp` runs.
+#[cfg(unix)]
+pub fn run_stdio(settings: Settings) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    runtime.block_on(serve_stdio(settings))
+}
+
 /// Serve MCP on the process's stdin and stdout until the client closes them.
 #[cfg(unix)]
 pub async fn serve_stdio(settings: Settings) -> Result<()> {

@@ -128,6 +128,10 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
         // Every parameter says what it is: that text is all a model sees.
         for (name, property) in schema["properties"].as_object().into_iter().flatten() {
             assert!(property.get("description").and_then(Value::as_str).is_some_and(|d| d.len() >= 15), "{}.{name} has no description: {property}", tool.name);
+            // One type per property and no null defaults: clients that map schemas onto
+            // a single-type dialect (Gemini's) reject `["integer", "null"]`.
+            assert!(property["type"].is_string(), "{}.{name}: {property}", tool.name);
+            assert!(property.get("default").is_none_or(|d| !d.is_null()), "{}.{name}: {property}", tool.name);
         }
     }
     let schema = |name: &str| Value::Object((*tools.iter().find(|t| t.name == name).unwrap().input_schema).clone());

@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod apply;
+pub mod auto;
 pub mod branch;
 pub mod baseline;
 pub mod check;
@@ -12,6 +13,7 @@ pub mod fsck;
 pub mod info;
 pub mod init;
 pub mod log;
+pub mod mcp;
 pub mod pending;
 pub mod replay;
 pub mod profile;
