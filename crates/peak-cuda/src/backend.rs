@@ -62,11 +62,24 @@ struct Function {
     params: Option<Vec<usize>>,
 }
 
+unsafe impl Send for Function {}
+unsafe impl Sync for Function {}
+
+fn function_attr(function: CUfunction, attr: CUfunction_attribute) -> Option<u32> {
+    let mut value = 0;
+    let status = unsafe { sys::cuFuncGetAttribute(&mut value, attr, function) };
+    (status == CUresult::CUDA_SUCCESS).then_some(value.max(0) as u32)
+}
+
 /// A loaded cubin: the backend's [`Module`] handle.
 struct CudaModule {
     context: Arc<Context>,
     module: CUmodule,
-    functions: HashMap<String, Function>,
+    /// Whether the driver has `cuFuncGetParamInfo`.
+    param_info: bool,
+    /// Kernels looked up so far: those in ptxas's report at load time, and any other name
+    /// a launch asks for (ptxas reports nothing when NVRTC serves a compile from its cache).
+    functions: Mutex<HashMap<String, Arc<Function>>>,
 }
 
 unsafe impl Send for CudaModule {}
@@ -84,16 +97,43 @@ impl Drop for CudaModule {
 }
 
 impl CudaModule {
-    fn function(&self, name: &str) -> Result<&Function, BackendError> {
-        self.functions.get(name).ok_or_else(|| {
-            let mut names: Vec<&str> = self.functions.keys().map(String::as_str).collect();
-            names.sort();
-            let mangled = names.iter().any(|n| n.starts_with("_Z") && n.contains(name));
-            let hint = if mangled { format!("; `{name}` exists only as a C++-mangled name: declare the kernel `extern \"C\"`") } else { String::new() };
-            BackendError::Launch {
-                kernel: name.to_string(),
-                message: format!("no kernel of that name in the module; it has: {}{hint}", if names.is_empty() { "none".into() } else { names.join(", ") }),
-            }
+    /// The kernel `name`, from the driver, or `None` when the module has no such kernel.
+    fn lookup(&self, name: &str) -> Result<Option<Function>, BackendError> {
+        let Ok(c_name) = CString::new(name) else { return Ok(None) };
+        let mut handle: CUfunction = std::ptr::null_mut();
+        match unsafe { sys::cuModuleGetFunction(&mut handle, self.module, c_name.as_ptr()) } {
+            CUresult::CUDA_SUCCESS => {}
+            CUresult::CUDA_ERROR_NOT_FOUND => return Ok(None),
+            s => return Err(driver::error(s, &format!("finding `{name}` in the loaded module"))),
+        }
+        use CUfunction_attribute::*;
+        Ok(Some(Function {
+            handle,
+            // Unknown: leave the check to the driver's launch.
+            max_threads: function_attr(handle, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).unwrap_or(u32::MAX),
+            static_shared: function_attr(handle, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).unwrap_or(0),
+            params: self.param_info.then(|| param_sizes(handle)),
+        }))
+    }
+
+    fn function(&self, name: &str) -> Result<Arc<Function>, BackendError> {
+        if let Some(f) = self.functions.lock().unwrap().get(name) {
+            return Ok(f.clone());
+        }
+        self.context.bind()?;
+        if let Some(f) = self.lookup(name)? {
+            let f = Arc::new(f);
+            self.functions.lock().unwrap().insert(name.to_string(), f.clone());
+            return Ok(f);
+        }
+        let functions = self.functions.lock().unwrap();
+        let mut names: Vec<&str> = functions.keys().map(String::as_str).collect();
+        names.sort();
+        let mangled = names.iter().any(|n| n.starts_with("_Z") && n.contains(name));
+        let hint = if mangled { format!("; `{name}` exists only as a C++-mangled name: declare the kernel `extern \"C\"`") } else { String::new() };
+        Err(BackendError::Launch {
+            kernel: name.to_string(),
+            message: format!("no kernel of that name in the module; it has: {}{hint}", if names.is_empty() { "none".into() } else { names.join(", ") }),
         })
     }
 }
@@ -295,27 +335,6 @@ impl CudaBackend {
         self.checked(unsafe { sys::cuStreamSynchronize(self.stream) }, what)
     }
 
-    fn function_attr(function: CUfunction, attr: CUfunction_attribute) -> Option<u32> {
-        let mut value = 0;
-        let status = unsafe { sys::cuFuncGetAttribute(&mut value, attr, function) };
-        (status == CUresult::CUDA_SUCCESS).then_some(value.max(0) as u32)
-    }
-
-    fn param_sizes(&self, function: CUfunction) -> Option<Vec<usize>> {
-        if !self.features.param_info {
-            return None;
-        }
-        let mut sizes = Vec::new();
-        // The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter.
-        for index in 0..4096 {
-            let (mut offset, mut size) = (0usize, 0usize);
-            if unsafe { sys::cuFuncGetParamInfo(function, index, &mut offset, &mut size) } != CUresult::CUDA_SUCCESS {
-                break;
-            }
-            sizes.push(size);
-        }
-        Some(sizes)
-    }
 
     fn check_shape(&self, launch: &Launch, function: &Function) -> Result<(), BackendError> {
         let threads: u64 = launch.block.iter().map(|&b| u64::from(b)).product();
@@ -334,7 +353,7 @@ impl CudaBackend {
             }
         }
         if launch.shared_bytes > 0 {
-            let allowed = Self::function_attr(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).unwrap_or(0);
+            let allowed = function_attr(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).unwrap_or(0);
             if launch.shared_bytes > allowed {
                 let device_max = self.info.max_shared_bytes.saturating_sub(function.static_shared);
                 return Err(BackendError::InvalidConfig(if launch.shared_bytes > device_max {
@@ -437,6 +456,20 @@ impl CudaBackend {
     }
 }
 
+/// Sizes of a kernel's parameters, in order.
+fn param_sizes(function: CUfunction) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    // The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter.
+    for index in 0..4096 {
+        let (mut offset, mut size) = (0usize, 0usize);
+        if unsafe { sys::cuFuncGetParamInfo(function, index, &mut offset, &mut size) } != CUresult::CUDA_SUCCESS {
+            break;
+        }
+        sizes.push(size);
+    }
+    sizes
+}
+
 fn default_ordinal() -> Result<i32, BackendError> {
     match std::env::var("PEAK_CUDA_DEVICE") {
         Ok(text) => text.trim().parse().map_err(|_| BackendError::Unavailable {
@@ -525,30 +558,21 @@ impl Backend for CudaBackend {
         if status != CUresult::CUDA_SUCCESS {
             return Err(self.note(driver::error(status, &format!("loading the cubin NVRTC built for {}", self.arch))));
         }
-        let mut functions = HashMap::new();
+        let handle = CudaModule { context: self.context.clone(), module, param_info: self.features.param_info, functions: Mutex::new(HashMap::new()) };
         let mut kernels = Vec::with_capacity(cubin.kernels.len());
         for mut kernel in cubin.kernels {
-            let name = CString::new(kernel.name.as_str()).map_err(|_| BackendError::Internal(format!("kernel name {:?}", kernel.name)))?;
-            let mut handle: CUfunction = std::ptr::null_mut();
-            let status = unsafe { sys::cuModuleGetFunction(&mut handle, module, name.as_ptr()) };
-            if status != CUresult::CUDA_SUCCESS {
-                unsafe { sys::cuModuleUnload(module) };
-                return Err(self.note(driver::error(status, &format!("finding `{}` in the loaded module", kernel.name))));
-            }
+            let function = handle.lookup(&kernel.name).map_err(|e| self.note(e))?.ok_or_else(|| {
+                BackendError::Internal(format!("ptxas reported a kernel `{}` that the loaded module lacks", kernel.name))
+            })?;
             use CUfunction_attribute::*;
-            // The driver's figures are the ones launches obey; ptxas's agree and fill spills.
-            kernel.registers = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_NUM_REGS).or(kernel.registers);
-            kernel.shared_bytes = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).or(kernel.shared_bytes);
-            kernel.local_bytes = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).or(kernel.local_bytes);
-            let max_threads = Self::function_attr(handle, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).unwrap_or(self.info.max_threads_per_block);
-            kernel.max_threads_per_block = Some(max_threads);
-            functions.insert(
-                kernel.name.clone(),
-                Function { handle, max_threads, static_shared: kernel.shared_bytes.unwrap_or(0), params: self.param_sizes(handle) },
-            );
+            // The driver's figures are the ones launches obey; ptxas's agree and add spills.
+            kernel.registers = function_attr(function.handle, CU_FUNC_ATTRIBUTE_NUM_REGS).or(kernel.registers);
+            kernel.shared_bytes = Some(function.static_shared);
+            kernel.local_bytes = function_attr(function.handle, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).or(kernel.local_bytes);
+            kernel.max_threads_per_block = Some(function.max_threads);
+            handle.functions.lock().unwrap().insert(kernel.name.clone(), Arc::new(function));
             kernels.push(kernel);
         }
-        let handle = CudaModule { context: self.context.clone(), module, functions };
         Ok(Module { handle: Arc::new(handle), log: cubin.log, kernels })
     }
 
@@ -631,8 +655,8 @@ impl Backend for CudaBackend {
     fn launch(&self, module: &Module, launch: &Launch) -> Result<(), BackendError> {
         let cuda_module = module.downcast::<CudaModule>()?;
         let function = cuda_module.function(&launch.kernel)?;
-        self.check_shape(launch, function)?;
-        let mut args = self.marshal(launch, function)?;
+        self.check_shape(launch, &function)?;
+        let mut args = self.marshal(launch, &function)?;
         let mut pointers = args.pointers();
         self.bind()?;
         let [gx, gy, gz] = launch.grid;

@@ -85,7 +85,10 @@ pub fn version() -> Result<String, BackendError> {
 /// The options a compile of `request` passes to NVRTC.
 pub fn options(request: &CompileRequest, arch: &Arch) -> Result<Vec<String>, BackendError> {
     let install = libs::nvrtc()?;
-    let mut options = vec![format!("--gpu-architecture={arch}"), "-lineinfo".to_string(), "-Xptxas=-v".to_string()];
+    // NVRTC 12.9 and later keep a disk cache of compiled programs; a compile served from it
+    // runs no ptxas, so the resource report would be missing, and compile times would
+    // measure the cache. The tuner caches compiled variants itself.
+    let mut options = vec![format!("--gpu-architecture={arch}"), "--no-cache".to_string(), "-lineinfo".to_string(), "-Xptxas=-v".to_string()];
     if let Some(include) = &install.include_dir {
         options.push(format!("-I{}", include.display()));
     }

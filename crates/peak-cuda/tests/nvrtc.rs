@@ -113,6 +113,21 @@ extern "C" __global__ void k(const __half* a, float* out, int n) {
 }
 
 #[test]
+fn a_repeated_compile_still_reports_resources() {
+    if !nvrtc_present("a_repeated_compile_still_reports_resources") {
+        return;
+    }
+    // NVRTC 12.9+ serves repeats from a disk cache that skips ptxas and its report, unless
+    // told not to; seen on the H200, where a tuner's second look at a kernel found nothing.
+    let source = "extern \"C\" __global__ void again(float* o) { o[threadIdx.x] = 2.0f * o[threadIdx.x]; }\n";
+    for round in 0..2 {
+        let cubin = nvrtc::compile(&request(source, &[]), Dialect::Cuda, &Arch::default()).unwrap();
+        assert_eq!(cubin.kernels.len(), 1, "round {round}: {:?}", cubin.kernels);
+        assert!(cubin.options.iter().any(|o| o == "--no-cache"));
+    }
+}
+
+#[test]
 fn mangled_kernels_are_reported_under_their_mangled_names() {
     if !nvrtc_present("mangled_kernels_are_reported_under_their_mangled_names") {
         return;
