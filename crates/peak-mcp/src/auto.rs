@@ -16,7 +16,9 @@
 //! the best one by more than the regression threshold, the search goes back to the best
 //! checkpoint: a new branch `auto-N` is made there and checked out, so the next plan
 //! starts from the best kernel, with the failure in its history, and the failed line stays
-//! in the workflow for the record.
+//! in the workflow for the record. A plan that repeats a transformation which already
+//! failed or regressed from the current checkpoint in this run is refused like an
+//! unusable reply, so the search moves on to a different branch.
 //!
 //! Every decision, with the planner's reasoning, and every outcome is appended to
 //! `.git/peak/auto-log.jsonl` (one JSON object per line), beside the attempts log the
@@ -78,7 +80,7 @@ pub struct AutoEvent {
     /// `plan`, `decision-failure`, `checkpoint`, `regression`, `failed`, `backtrack`,
     /// `stop`, `budget-spent`, `time-up` or `error`.
     pub event: String,
-    /// The checkpoint HEAD was at when the event happened.
+    /// The checkpoint the step started from (for a backtrack: the one it left).
     pub at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transformation: Option<String>,
@@ -236,7 +238,7 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                     return Err(anyhow!(e).context("asking the planner"));
                 }
             };
-            match parse_plan(&reply, &library, state.backend) {
+            match parse_plan(&reply, &library, state.backend).and_then(|plan| not_repeated(plan, &log.events, &state.head)) {
                 Ok(plan) => break plan,
                 Err(reason) => {
                     let shown: String = reply.chars().take(2000).collect();
@@ -268,6 +270,8 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
             }
         };
         let wf = Workflow::open(&dir)?;
+        // Outcomes are recorded at the checkpoint the step started from.
+        let from = |event: AutoEvent| AutoEvent { at: state.head.clone(), ..event };
         let backtrack_why = match &outcome {
             ApplyOutcome::Checkpoint { id, best_ms, .. } => {
                 let regression = match (best_ms, &state.best) {
@@ -277,12 +281,12 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                     _ => None,
                 };
                 let event = if regression.is_some() { "regression" } else { "checkpoint" };
-                log.write(reporter, AutoEvent { event: event.into(), transformation: Some(plan.transformation.clone()), checkpoint: Some(id.clone()), best_ms: *best_ms, detail: regression.clone(), ..log.event(step, &wf)? })?;
+                log.write(reporter, from(AutoEvent { event: event.into(), transformation: Some(plan.transformation.clone()), checkpoint: Some(id.clone()), best_ms: *best_ms, detail: regression.clone(), ..log.event(step, &wf)? }))?;
                 regression
             }
             ApplyOutcome::Failed { attempts, last_outcome, last_error, .. } => {
                 let detail = format!("{last_outcome} after {attempts} attempts: {last_error}");
-                log.write(reporter, AutoEvent { event: "failed".into(), transformation: Some(plan.transformation.clone()), detail: Some(detail.clone()), ..log.event(step, &wf)? })?;
+                log.write(reporter, from(AutoEvent { event: "failed".into(), transformation: Some(plan.transformation.clone()), detail: Some(detail.clone()), ..log.event(step, &wf)? }))?;
                 Some(detail)
             }
             ApplyOutcome::Waiting { .. } => {
@@ -299,6 +303,16 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
     let state = State::read(&wf)?;
     let head = wf.head()?;
     Ok(AutoReport { stopped, applied, best: state.best, head: head.id.to_string(), branch: head.branch, events: log.events })
+}
+
+/// Refuse a plan that repeats what already failed or regressed from this checkpoint in
+/// this run: the search must try something else (or stop).
+fn not_repeated(plan: Plan, events: &[AutoEvent], head: &str) -> Result<Plan, String> {
+    let repeated = events.iter().find(|e| matches!(e.event.as_str(), "failed" | "regression") && e.at == head && e.transformation.as_deref() == Some(plan.transformation.as_str()));
+    match repeated {
+        Some(e) => Err(format!("{} already {} from this checkpoint; choose another transformation, or stop", plan.transformation, if e.event == "failed" { "failed" } else { "made the kernel slower" })),
+        None => Ok(plan),
+    }
 }
 
 /// Go back to the best checkpoint on a new branch, unless HEAD is already there.
@@ -322,6 +336,7 @@ fn backtrack(dir: &Path, log: &mut EventLog, reporter: &dyn AutoReporter, step: 
             checkpoint: Some(best.clone()),
             branch: Some(branch),
             detail: Some(why.to_string()),
+            at: state.head.clone(),
             ..log.event(step, &wf)?
         },
     )

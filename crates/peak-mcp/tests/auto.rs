@@ -102,6 +102,7 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
         Scripted::reply("Unroll looks best to me."),
         plan("Unroll", "unrolling the k loop removes loop overhead"),
         region(WRONG_DEVICE),
+        plan("Unroll", "unrolling again"),
         Scripted::reply(r#"{"action": "stop", "transformation": "", "reasoning": "nothing else is likely to help"}"#),
     ]);
     let mut workers = (s.settings.workers)();
@@ -120,6 +121,7 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
             "decision-failure",
             "plan Unroll",
             "failed Unroll",
+            "decision-failure",
             "stop",
         ]
     );
@@ -129,6 +131,8 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
     assert_eq!((backtrack.checkpoint.as_deref(), backtrack.branch.as_deref()), (Some(once.as_str()), Some("auto-1")));
     assert!(report.events[3].detail.as_deref().unwrap().contains("slower than the best"), "{:?}", report.events[3]);
     assert!(report.events[5].detail.as_deref().unwrap().contains("not the JSON object"), "{:?}", report.events[5]);
+    assert!(report.events[8].detail.as_deref().unwrap().contains("Unroll already failed from this checkpoint"), "a failed step is not repeated: {:?}", report.events[8]);
+    assert_eq!((report.events[3].at.as_str(), report.events[4].at.as_str()), (once.as_str(), more.as_str()), "the regression started at Once; the backtrack left Repeat-More");
     assert_eq!(report.events[0].reasoning.as_deref(), Some("the product is computed 16 times; once is enough"), "decisions keep their reasoning");
 
     // The workflow: the slow line stays on main for the record; work continues on auto-1
@@ -147,7 +151,7 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
     // What the planner was shown: after the backtrack it plans from the best checkpoint,
     // sees the regression, and a retry says why the last reply was unusable.
     let prompts: Vec<String> = s.server.requests().iter().filter_map(|r| r.prompt()).collect();
-    assert_eq!(prompts.len(), 8);
+    assert_eq!(prompts.len(), 9);
     assert!(prompts[0].contains("## Transformations") && prompts[0].contains("- Once:") && prompts[0].contains("#define REPEAT 16"), "{}", prompts[0]);
     assert!(!prompts[0].contains("- Tensor-Core:"), "only transformations for OpenCL are offered");
     assert!(prompts[4].contains(&format!("## Current checkpoint {}", &once[..10])) && prompts[4].contains("regression Repeat-More"), "{}", prompts[4]);
