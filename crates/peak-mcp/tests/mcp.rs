@@ -1,7 +1,8 @@
 //! The MCP server driven by rmcp's own client, in process over an in-memory duplex pipe:
 //! the tool list and its schemas, a whole transformation through the agent flow on
 //! OpenCL (a compile error and its repair included), validation and tuning with progress
-//! notifications, and which failures are tool errors rather than protocol errors.
+//! notifications, an LLM executor (the scripted server) through `apply_transformation`,
+//! and which failures are tool errors rather than protocol errors.
 
 mod common;
 
@@ -13,6 +14,7 @@ use peak_mcp::PeakServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use peak_transform::testing::{FakeLlmServer, Scripted};
 use serde_json::{Value, json};
 
 fn main() {
@@ -21,6 +23,7 @@ fn main() {
         ("bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors", false, bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors),
         ("agent_carries_refactor_through_to_a_checkpoint", true, agent_carries_refactor_through_to_a_checkpoint),
         ("validate_and_tune_report_verdicts_and_progress", true, validate_and_tune_report_verdicts_and_progress),
+        ("an_llm_executor_applies_through_the_tool", true, an_llm_executor_applies_through_the_tool),
     ]);
 }
 
@@ -293,5 +296,27 @@ fn validate_and_tune_report_verdicts_and_progress() -> Result<(), Failed> {
     assert!(tuned.contains("inputs n=256") && tuned.contains("#1 ") && tuned.contains("#2 "), "{tuned}");
     let progress = session.recorder.take();
     assert!(progress.iter().any(|m| m.starts_with("tune n=256")), "{progress:?}");
+    Ok(())
+}
+
+fn an_llm_executor_applies_through_the_tool() -> Result<(), Failed> {
+    let session = Session::start();
+    let tmp = tempfile::tempdir()?;
+    let wf = tmp.path().join("wf");
+    let wf = s(&wf);
+    session.ok("init_workflow", json!({ "workflow": wf, "context": s(&common::fixture("repeat")) }));
+    // The model's first reply has no code block: repaired, as the attempts show.
+    let server = session.runtime.block_on(FakeLlmServer::start([Scripted::reply("Set REPEAT to 1."), Scripted::reply("```c\n#define REPEAT 1\n```")]))?;
+    let executor = format!("openai-compat:{}:fake-coder", server.openai_base_url());
+    session.recorder.take();
+
+    let done = session.ok("apply_transformation", json!({ "workflow": wf, "transformation": "Once", "executor": executor, "samples": 2 }));
+    assert!(done.contains("Once succeeded: checkpoint") && done.contains("after 2 attempts"), "{done}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().any(|m| m.starts_with("Once: pass 1/1 (One repetition), attempt 2")), "{progress:?}");
+    assert!(progress.iter().any(|m| m.starts_with("unparsable-reply")), "{progress:?}");
+    let shown = session.ok("show_checkpoint", json!({ "workflow": wf, "transcript": true }));
+    assert!(shown.contains("fake-coder") && shown.contains("#define REPEAT 1"), "the checkpoint records the model and its reply: {shown}");
+    assert_eq!(server.requests().len(), 2);
     Ok(())
 }
