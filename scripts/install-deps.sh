@@ -2,7 +2,8 @@
 # Install everything peak needs on a fresh Debian (bookworm) machine:
 # - OpenCL on the CPU (PoCL) and the OpenCL headers/loader,
 # - Vulkan on the CPU (Mesa's lavapipe), the Vulkan loader, and glslang for HLSL -> SPIR-V,
-# - NVRTC and the CUDA headers from PyPI, to compile-check CUDA without a GPU.
+# - NVRTC and the CUDA headers from PyPI, to compile-check CUDA without a GPU,
+# - Node.js, for the MCP Inspector check.
 # Rust itself comes from rustup (https://rustup.rs) and is not installed here.
 set -euo pipefail
 
@@ -18,6 +19,11 @@ APT_PACKAGES=(
 echo "peak: installing system packages: ${APT_PACKAGES[*]}" >&2
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+
+# Node.js runs the MCP Inspector, the protocol's reference client, in the tests.
+if ! command -v npx >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -x "$here/install-nvrtc.sh" ]; then
