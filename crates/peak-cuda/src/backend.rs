@@ -635,7 +635,7 @@ impl Backend for CudaBackend {
         if bytes > b.bytes {
             return Err(BackendError::Internal(format!("filling {bytes} bytes of a buffer of {}", b.bytes)));
         }
-        if bytes % pattern.len().max(1) != 0 || ![1, 2, 4].contains(&pattern.len()) {
+        if !bytes.is_multiple_of(pattern.len().max(1)) || ![1, 2, 4].contains(&pattern.len()) {
             let mut data = pattern.repeat(bytes / pattern.len().max(1) + 1);
             data.truncate(bytes);
             return self.write(buffer, &data);

@@ -159,7 +159,7 @@ impl TensorMapSpec {
             return Err(BackendError::InvalidConfig(format!("{NAME} at line {}: box size {b} is over the hardware's 256", op.line)));
         }
         let inner = u64::from(self.box_dims[0]) * self.dtype.size_bytes() as u64;
-        if inner % 16 != 0 {
+        if !inner.is_multiple_of(16) {
             return Err(BackendError::InvalidConfig(format!(
                 "{NAME} at line {}: the innermost box dimension spans {inner} bytes, not a multiple of 16",
                 op.line

@@ -65,13 +65,17 @@ fn main() -> ExitCode {
         Bench::Baseline { contexts, set, warmup, reps } => baseline(contexts, set, *warmup, *reps),
         Bench::CompileTime { contexts, set, nvcc } => compile_time(contexts, set, nvcc.clone()),
     };
-    let (device, benchmark, results) = match result {
+    let (mut device, benchmark, results) = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(1);
         }
     };
+    // The contexts may mix cuda and hip; each result names its own backend.
+    if let Some(fields) = device.as_object_mut() {
+        fields.remove("backend");
+    }
     let doc = json!({
         "benchmark": benchmark,
         "command": command.join(" "),
@@ -190,7 +194,6 @@ fn compile_time(contexts: &[PathBuf], set: &[String], nvcc: Option<PathBuf>) -> 
             }));
         }
     }
-    let mut device = device;
     device["nvcc"] = json!(nvcc_version);
     Ok((device, "NVRTC compile per variant vs nvcc building an executable", results))
 }
