@@ -11,14 +11,25 @@
 set -euo pipefail
 version="${PEAK_CUDA_WHEEL_VERSION:-13.0.88}"
 python="${PYTHON:-python3}"
-"$python" -m pip install --quiet --disable-pip-version-check \
-  "nvidia-cuda-nvrtc==${version}" "nvidia-cuda-runtime==${version}" "nvidia-cuda-crt==${version}"
+wheels=("nvidia-cuda-nvrtc==${version}" "nvidia-cuda-runtime==${version}" "nvidia-cuda-crt==${version}")
+log="$(mktemp)"
+if ! "$python" -m pip install --quiet --disable-pip-version-check "${wheels[@]}" 2>"$log"; then
+  # A distribution's own python3 (Debian 12, Ubuntu 24.04) refuses system-wide pip
+  # installs (PEP 668); the user's site-packages is where peak also looks.
+  if grep -q externally-managed "$log"; then
+    "$python" -m pip install --quiet --disable-pip-version-check --user --break-system-packages "${wheels[@]}"
+  else
+    cat "$log" >&2
+    exit 1
+  fi
+fi
+rm -f "$log"
 # Show what peak will find, so a CI log says where NVRTC came from.
 "$python" - <<'PY'
 import glob, os, nvidia
-root = os.path.dirname(list(nvidia.__path__)[0])
-libs = sorted(glob.glob(os.path.join(root, "nvidia", "cu*", "lib", "libnvrtc*.so*")))
-incs = sorted(glob.glob(os.path.join(root, "nvidia", "cu*", "include", "cuda_runtime.h")))
+roots = list(nvidia.__path__)
+libs = sorted(l for r in roots for l in glob.glob(os.path.join(r, "cu*", "lib", "libnvrtc*.so*")))
+incs = sorted(i for r in roots for i in glob.glob(os.path.join(r, "cu*", "include", "cuda_runtime.h")))
 print("nvrtc libraries:", *libs, sep="\n  ")
 print("cuda headers:", *incs, sep="\n  ")
 if not libs or not incs:
