@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything peak needs on a fresh Debian (bookworm) machine:
 # - OpenCL on the CPU (PoCL) and the OpenCL headers/loader,
+# - hipcc, to compile-check HIP kernels for AMD gfx90a (MI200) without an AMD GPU,
 # - Vulkan on the CPU (Mesa's lavapipe), the Vulkan loader, and glslang for HLSL -> SPIR-V,
 # - NVRTC and the CUDA headers from PyPI, to compile-check CUDA without a GPU,
 # - Node.js, for the MCP Inspector check.
@@ -14,6 +15,7 @@ APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev clinfo
   mesa-vulkan-drivers libvulkan-dev glslang-tools vulkan-tools
   python3-pip pkg-config git
+  hipcc
 )
 
 echo "peak: installing system packages: ${APT_PACKAGES[*]}" >&2
