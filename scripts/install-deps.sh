@@ -15,12 +15,14 @@ APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev clinfo
   mesa-vulkan-drivers libvulkan-dev glslang-tools vulkan-tools
   python3-pip pkg-config git
-  hipcc
 )
 
 echo "peak: installing system packages: ${APT_PACKAGES[*]}" >&2
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+
+# hipcc with its recommended packages (the ROCm device libraries it compiles against).
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq hipcc >/dev/null
 
 # Node.js runs the MCP Inspector, the protocol's reference client, in the tests.
 if ! command -v npx >/dev/null; then
