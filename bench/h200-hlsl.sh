@@ -55,7 +55,7 @@ BENCH=carry/peak-hlsl-bench
 [ -x "$BENCH" ] || { say "$BENCH is missing (cargo build --release -p peak-hlsl --bin peak-hlsl-bench)"; exit 1; }
 OUT_DIR="${OUT:-bench/results}"
 mkdir -p "$OUT_DIR"
-COMMIT="$(git rev-parse HEAD 2>/dev/null || echo "${PEAK_COMMIT:-unknown}")"
+COMMIT="${PEAK_COMMIT:-$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}"
 PEAK="${PEAK_FP32_TFLOPS:-67}"
 PEAK_SOURCE="NVIDIA H200 product page / datasheet (https://www.nvidia.com/en-us/data-center/h200/): FP32 67 TFLOPS for H200 SXM (60 for H200 NVL), non-tensor-core"
 
