@@ -14,7 +14,7 @@ use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
 use crate::init::{Measure, measure, restricted};
-use crate::manifest::{domain, extend, prompt_params};
+use crate::manifest::{extend, prompt_params};
 use crate::state::{self, ApplyState, agent_dir, apply_dir};
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 
@@ -329,7 +329,7 @@ fn seeds_from_parent(performance: &Value, t: &Transformation) -> Vec<IndexMap<St
         .unwrap_or_default();
     let mut seeds = parents;
     for param in &t.tuning {
-        let values = domain(&param.domain).expand().unwrap_or_default();
+        let values = param.domain.expand().unwrap_or_default();
         let mut next = Vec::new();
         for seed in seeds.iter() {
             for v in &values {

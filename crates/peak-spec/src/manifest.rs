@@ -140,7 +140,7 @@ impl FromStr for Backend {
 /// The values a scalar input or a tuning parameter may take. Exactly one of the three
 /// forms is given; `values` enumerates, `range` is inclusive with an optional step, and
 /// `pow2` is every power of two in an inclusive range.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Domain {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +212,23 @@ impl Domain {
             return Err(format!("`pow2 = [{lo}, {hi}]` holds no power of two"));
         }
         Ok(out)
+    }
+}
+
+impl fmt::Display for Domain {
+    /// The manifest's spelling, so a person can paste it into `peak.toml`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(values) = &self.values {
+            let list: Vec<String> = values.iter().map(i64::to_string).collect();
+            return write!(f, "{{ values = [{}] }}", list.join(", "));
+        }
+        if let Some([lo, hi]) = self.range {
+            return write!(f, "{{ range = [{lo}, {hi}], step = {} }}", self.step.unwrap_or(1));
+        }
+        match self.pow2 {
+            Some([lo, hi]) => write!(f, "{{ pow2 = [{lo}, {hi}] }}"),
+            None => f.write_str("{}"),
+        }
     }
 }
 

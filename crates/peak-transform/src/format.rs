@@ -111,42 +111,9 @@ impl FromStr for Backend {
     }
 }
 
-/// The values a tuning parameter may take.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Domain {
-    Values(Vec<i64>),
-    /// Inclusive range.
-    Range { lo: i64, hi: i64, step: i64 },
-    /// Every power of two in the inclusive range.
-    Pow2 { lo: i64, hi: i64 },
-}
-
-impl Domain {
-    /// The concrete values, in increasing order for ranges and as written for `values`.
-    pub fn values(&self) -> Vec<i64> {
-        match self {
-            Domain::Values(values) => values.clone(),
-            Domain::Range { lo, hi, step } => (0..=(hi - lo) / step).map(|i| lo + i * step).collect(),
-            Domain::Pow2 { lo, hi } => {
-                std::iter::successors(Some(1_i64), |v| v.checked_mul(2)).skip_while(|v| v < lo).take_while(|v| v <= hi).collect()
-            }
-        }
-    }
-}
-
-impl fmt::Display for Domain {
-    /// The manifest's spelling, so a person can paste it into `peak.toml`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Domain::Values(values) => {
-                let list: Vec<String> = values.iter().map(i64::to_string).collect();
-                write!(f, "{{ values = [{}] }}", list.join(", "))
-            }
-            Domain::Range { lo, hi, step } => write!(f, "{{ range = [{lo}, {hi}], step = {step} }}"),
-            Domain::Pow2 { lo, hi } => write!(f, "{{ pow2 = [{lo}, {hi}] }}"),
-        }
-    }
-}
+/// The values a tuning parameter may take: the manifest's own domain type, so a
+/// transformation cannot introduce a parameter the manifest would later reject.
+pub use peak_spec::Domain;
 
 /// A tuning parameter a transformation introduces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -348,51 +315,9 @@ struct RawPass {
 }
 
 impl RawDomain {
-    /// Same rules as the manifest's domains, so a transformation cannot introduce a
-    /// parameter the manifest would later reject.
     fn validate(&self) -> Result<Domain, String> {
-        let forms = [self.values.is_some(), self.range.is_some(), self.pow2.is_some()];
-        match forms.iter().filter(|f| **f).count() {
-            0 => return Err("give one of `values = [..]`, `range = [lo, hi]` or `pow2 = [lo, hi]`".into()),
-            1 => {}
-            _ => return Err("give only one of `values`, `range` and `pow2`".into()),
-        }
-        if self.step.is_some() && self.range.is_none() {
-            return Err("`step` only goes with `range`".into());
-        }
-        if let Some(values) = &self.values {
-            if values.is_empty() {
-                return Err("`values` is empty".into());
-            }
-            let mut seen = BTreeSet::new();
-            if let Some(dup) = values.iter().find(|v| !seen.insert(**v)) {
-                return Err(format!("`values` lists {dup} twice"));
-            }
-            return Ok(Domain::Values(values.clone()));
-        }
-        if let Some([lo, hi]) = self.range {
-            let step = self.step.unwrap_or(1);
-            if step <= 0 {
-                return Err(format!("`step` must be positive, got {step}"));
-            }
-            if lo > hi {
-                return Err(format!("`range = [{lo}, {hi}]` is empty: the low end is above the high end"));
-            }
-            if (hi - lo) / step >= 1_000_000 {
-                return Err(format!("`range = [{lo}, {hi}]` has more than a million values; surely a mistake"));
-            }
-            return Ok(Domain::Range { lo, hi, step });
-        }
-        let Some([lo, hi]) = self.pow2 else {
-            return Err("give one of `values = [..]`, `range = [lo, hi]` or `pow2 = [lo, hi]`".into());
-        };
-        if lo < 1 || lo > hi {
-            return Err(format!("`pow2 = [{lo}, {hi}]` needs 1 <= lo <= hi"));
-        }
-        let domain = Domain::Pow2 { lo, hi };
-        if domain.values().is_empty() {
-            return Err(format!("`pow2 = [{lo}, {hi}]` holds no power of two"));
-        }
+        let domain = Domain { values: self.values.clone(), range: self.range, step: self.step, pow2: self.pow2 };
+        domain.expand()?;
         Ok(domain)
     }
 }
@@ -537,7 +462,7 @@ instructions = "Pad each {{shared}} tile."
         let t = parse(MINIMAL).unwrap();
         assert_eq!(t.name, "Offset");
         assert_eq!(t.applies_to, Backend::ALL.to_vec());
-        assert_eq!(t.tuning[0].domain.values(), vec![0, 1, 2]);
+        assert_eq!(t.tuning[0].domain.expand().unwrap(), vec![0, 1, 2]);
         assert_eq!(t.passes[0].region, Region::Device);
         assert_eq!(t.placeholders(), vec![("passes[0].instructions".to_string(), "shared".to_string())]);
     }
@@ -575,9 +500,8 @@ instructions = "Pad each {{shared}} tile."
 
     #[test]
     fn domains_expand_like_the_manifest() {
-        assert_eq!(Domain::Pow2 { lo: 3, hi: 32 }.values(), vec![4, 8, 16, 32]);
-        assert_eq!(Domain::Range { lo: 1, hi: 8, step: 3 }.values(), vec![1, 4, 7]);
-        assert_eq!(Domain::Pow2 { lo: 4, hi: 64 }.to_string(), "{ pow2 = [4, 64] }");
+        let pow2 = Domain { pow2: Some([4, 64]), ..Domain::default() };
+        assert_eq!(pow2.to_string(), "{ pow2 = [4, 64] }");
     }
 
     #[test]

@@ -197,7 +197,7 @@ impl Library {
         if !t.tuning.is_empty() {
             let _ = writeln!(s, "\nIntroduced by this transformation (peak adds them to the context):");
             for p in &t.tuning {
-                let values: Vec<String> = p.domain.values().iter().map(i64::to_string).collect();
+                let values: Vec<String> = p.domain.expand().unwrap_or_default().iter().map(i64::to_string).collect();
                 let _ = write!(s, "- `{}`: {}", p.name, values.join(", "));
                 if let Some(d) = &p.description {
                     let _ = write!(s, " — {}", substitute(d, &table));
