@@ -189,3 +189,17 @@ fn info_reports_every_backend() {
         assert!(b["available"].as_bool().unwrap() || !b["reason"].as_str().unwrap().is_empty(), "a missing backend needs a reason: {b}");
     }
 }
+
+#[test]
+fn hlsl_stages_pass_check_against_the_naive_kernel() {
+    if peak_hlsl::list_devices().is_err() {
+        eprintln!("SKIPPED: no Vulkan device (install mesa-vulkan-drivers for lavapipe)");
+        return;
+    }
+    for stage in ["matmul-hlsl-f32-tiled", "matmul-hlsl-f32-thread-tiled"] {
+        let out = peak(&["check", s(&example(stage)), "--against", s(&example("matmul-hlsl-f32")), "--samples", "2", "--set", "n=256"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stage}:\n{stdout}\n{stderr}");
+        assert!(stdout.contains("PASS: 2 passed"), "{stage}: {stdout}");
+    }
+}
