@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use peak_backend::RunOptions;
 use peak_backend::worker::{Job, PoolOptions, WorkerPool};
-use peak_spec::expr::{Expr, expression_engine};
 use peak_spec::{Context, ExecParams};
 use serde::{Deserialize, Serialize};
 
@@ -239,16 +238,8 @@ pub fn profile(workers: &Workers, ctx: &Context, params: &ExecParams, options: &
         message: format!("{message}; the report said:\n{}", text.lines().take(20).collect::<Vec<_>>().join("\n")),
         hint: "check that every metric name exists on this GPU: `ncu --query-metrics`".into(),
     })?;
-    let headline = combine(&kernels, flops(ctx, params));
+    let headline = combine(&kernels, ctx.flops(params));
     Ok(ProfileReport { params: params.clone(), kernels, headline })
-}
-
-/// Floating-point operations of one run, from the manifest's `flops` expression.
-pub fn flops(ctx: &Context, params: &ExecParams) -> Option<f64> {
-    let text = ctx.manifest.kernel.flops.as_ref()?;
-    let engine = expression_engine();
-    let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
-    Expr::compile(&engine, text, &names).ok()?.eval_int(&engine, &mut params.scope()).ok().map(|v| v as f64)
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use peak_backend::RunOptions;
 use peak_backend::worker::{Failure, Job, OutputMode, ReferenceArray, RunReport};
-use peak_spec::expr::{Expr, expression_engine};
 use peak_spec::rng::mix_seed;
 use peak_spec::{Context, DType, ExecParams, Space, default_tolerance};
 use serde::{Deserialize, Serialize};
@@ -146,11 +145,7 @@ pub fn tolerance(candidate: &Context, reference: &Context, dtype: DType, params:
     let depth_expr = |ctx: &Context| {
         ctx.manifest.tolerance.as_ref().and_then(|t| t.accumulation.clone()).or_else(|| ctx.manifest.kernel.matmul.as_ref().map(|m| m.k.clone()))
     };
-    let depth = depth_expr(candidate).or_else(|| depth_expr(reference)).and_then(|text| {
-        let engine = expression_engine();
-        let names: Vec<&str> = params.inputs.keys().map(String::as_str).collect();
-        Expr::compile(&engine, &text, &names).ok()?.eval_int(&engine, &mut params.scope()).ok()
-    });
+    let depth = depth_expr(candidate).or_else(|| depth_expr(reference)).and_then(|text| candidate.eval_input_expr(&text, params));
     default_tolerance(dtype, depth)
 }
 

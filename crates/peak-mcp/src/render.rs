@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use anyhow::Result;
 use peak_apply::{ApplyOutcome, ApplyReporter};
 use peak_eval::compare::CompareReport;
-use peak_eval::profile::{ProfileReport, flops};
+use peak_eval::profile::ProfileReport;
 use peak_eval::validate::Outcome as Validation;
 use peak_eval::{TuneReport, TuneReporter, ValidationReport};
 use peak_spec::{Context, ExecParams};
@@ -244,7 +244,7 @@ pub fn tune_text(label: &str, ctx: &Context, report: &TuneReport) -> String {
         }
         for (i, e) in r.top.iter().enumerate() {
             let params = ExecParams { inputs: r.inputs.clone(), tuning: e.tuning.clone() };
-            let rate = flops(ctx, &params).map(|f| format!("  {:.3} TFLOP/s", f / (e.median_ms * 1e-3) / 1e12)).unwrap_or_default();
+            let rate = ctx.flops(&params).map(|f| format!("  {:.3} TFLOP/s", f / (e.median_ms * 1e-3) / 1e12)).unwrap_or_default();
             let tuning: Vec<String> = e.tuning.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(out, "  #{} {:.4} ms{rate}  {}", i + 1, e.median_ms, tuning.join(" "));
         }

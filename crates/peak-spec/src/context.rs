@@ -78,6 +78,20 @@ impl Context {
         self.regions.get(region)
     }
 
+    /// Evaluate an expression over the scalar inputs (a size, `kernel.flops`, an
+    /// accumulation depth) at one execution parameter. Manifest expressions were checked
+    /// when the context loaded, so `None` only means the value is out of range.
+    pub fn eval_input_expr(&self, text: &str, params: &crate::ExecParams) -> Option<i64> {
+        let engine = expression_engine();
+        let names: Vec<&str> = self.manifest.inputs.keys().map(String::as_str).collect();
+        Expr::compile(&engine, text, &names).ok()?.eval_int(&engine, &mut params.scope()).ok()
+    }
+
+    /// Floating-point operations of one run, from `kernel.flops`, if the manifest says.
+    pub fn flops(&self, params: &crate::ExecParams) -> Option<f64> {
+        self.eval_input_expr(self.manifest.kernel.flops.as_deref()?, params).map(|v| v as f64)
+    }
+
     /// The execution-parameter space this context declares.
     pub fn space(&self) -> Space {
         Space::new(&self.manifest).expect("validated when the manifest was parsed")

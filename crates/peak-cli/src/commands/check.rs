@@ -1,10 +1,11 @@
 //! `peak check CONTEXT --against REF`: same sampled execution parameters, same random
 //! inputs, compare the outputs.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 use peak_backend::{RunOptions, runner};
-use peak_spec::expr::{Expr, expression_engine};
-use peak_spec::{Comparison, Context, ExecParams, compare, default_tolerance};
+use peak_eval::reference::{check_compatible, reference_point};
+use peak_eval::validate::tolerance;
+use peak_spec::{Comparison, ExecParams, compare};
 use serde::Serialize;
 
 use super::{load_context, restricted_space};
@@ -46,7 +47,7 @@ struct CheckReport {
 pub fn run(args: CheckArgs) -> Result<()> {
     let candidate = load_context(&args.context)?;
     let reference = load_context(&args.against)?;
-    ensure_same_arrays(&candidate, &reference).map_err(usage)?;
+    check_compatible(&candidate, &reference).map_err(usage)?;
     if candidate.backend() != reference.backend() {
         eprintln!("note: comparing a {} context with a {} reference", candidate.backend(), reference.backend());
     }
@@ -63,7 +64,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     for (i, params) in points.into_iter().enumerate() {
         let data_seed = args.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
         let options = RunOptions { warmup: 0, repetitions: 0, check_inputs: true, data_seed, ..RunOptions::default() };
-        let reference_params = reference_point(&reference, &params)?;
+        let reference_params = reference_point(&reference, &params.inputs)?;
         let expected = runner::run(ref_backend, &reference, &reference_params, &options)
             .map_err(|e| anyhow!("the reference failed at {reference_params}: {e}"))?;
         let mut report = SampleReport { params: params.clone(), reference_params, data_seed, verdict: "passed".into(), outputs: vec![], error: None };
@@ -74,7 +75,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             }
             Ok(got) => {
                 for ((name, out), (_, want)) in got.outputs.iter().zip(&expected.outputs) {
-                    let tolerance = tolerance(&candidate, out.dtype, &params);
+                    let tolerance = tolerance(&candidate, &reference, out.dtype, &params);
                     let comparison = compare(out, want, tolerance);
                     if !comparison.passed {
                         report.verdict = "wrong-output".into();
@@ -121,51 +122,4 @@ fn print_sample(s: &SampleReport) {
         (None, None) => String::new(),
     };
     println!("{:<15} {}  {detail}", s.verdict, s.params);
-}
-
-/// The reference's execution parameter for the candidate's inputs: same inputs, the
-/// reference's first valid tuning.
-fn reference_point(reference: &Context, params: &ExecParams) -> Result<ExecParams> {
-    let mut space = reference.space();
-    for (name, value) in &params.inputs {
-        space.restrict(name, vec![*value]).map_err(|e| usage(anyhow!("the reference lacks input '{name}': {e}")))?;
-    }
-    space.iter().next().ok_or_else(|| anyhow!("the reference has no valid execution parameter for {params}"))
-}
-
-/// The two contexts must fill the same arrays the same way, or "same inputs" means nothing.
-fn ensure_same_arrays(candidate: &Context, reference: &Context) -> Result<()> {
-    let (c, r) = (&candidate.manifest.arrays, &reference.manifest.arrays);
-    let describe = |a: &peak_spec::ArraySpec| format!("{} {} size `{}` init {:?} seed {:?} output {}", a.name, a.dtype, a.size, a.init, a.seed, a.output);
-    if c.len() != r.len() {
-        bail!("{} declares {} arrays but the reference {} declares {}", candidate.manifest_path().display(), c.len(), reference.manifest_path().display(), r.len());
-    }
-    for (a, b) in c.iter().zip(r) {
-        if (&a.name, a.dtype, a.init, a.seed, a.output) != (&b.name, b.dtype, b.init, b.seed, b.output) {
-            bail!("array mismatch between the contexts:\n  candidate: {}\n  reference: {}", describe(a), describe(b));
-        }
-    }
-    Ok(())
-}
-
-/// Tolerance for one output: the manifest's override, else the default for the type,
-/// with the accumulation depth from `[tolerance] accumulation` or the matmul's k.
-pub fn tolerance(ctx: &Context, dtype: peak_spec::DType, params: &ExecParams) -> f64 {
-    let tol = ctx.manifest.tolerance.clone().unwrap_or_default();
-    let explicit = match dtype {
-        peak_spec::DType::F32 => tol.f32,
-        peak_spec::DType::F16 => tol.f16,
-        peak_spec::DType::Bf16 => tol.bf16,
-        _ => None,
-    };
-    if let Some(t) = explicit {
-        return t;
-    }
-    let depth_expr = tol.accumulation.or_else(|| ctx.manifest.kernel.matmul.as_ref().map(|m| m.k.clone()));
-    let depth = depth_expr.and_then(|text| {
-        let engine = expression_engine();
-        let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
-        Expr::compile(&engine, &text, &names).ok()?.eval_int(&engine, &mut params.scope()).ok()
-    });
-    default_tolerance(dtype, depth)
 }

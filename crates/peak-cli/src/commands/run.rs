@@ -3,8 +3,7 @@
 use anyhow::{Result, anyhow};
 use peak_backend::{RunOptions, runner};
 use peak_spec::data::ArraySummary;
-use peak_spec::expr::{Expr, expression_engine};
-use peak_spec::{Context, ExecParams};
+use peak_spec::ExecParams;
 use serde::Serialize;
 
 use super::{first_point, load_context, restricted_space};
@@ -59,7 +58,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         repetitions: args.reps,
         median_ms,
         min_ms: result.times_ms.iter().copied().reduce(f64::min),
-        tflops: median_ms.and_then(|ms| flops(&ctx, &params).map(|f| f / (ms * 1e-3) / 1e12)),
+        tflops: median_ms.and_then(|ms| ctx.flops(&params).map(|f| f / (ms * 1e-3) / 1e12)),
         times_ms: result.times_ms.clone(),
         launches: result.launches,
         outputs: result.outputs.iter().map(|(name, a)| OutputReport { name: name.clone(), summary: a.summary() }).collect(),
@@ -85,13 +84,4 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("  output   {:<8} {} elements  digest {}  sum {:.6e}  range [{:.4}, {:.4}]{nan}", o.name, s.elements, s.digest, s.sum, s.min, s.max);
     }
     Ok(())
-}
-
-/// Floating-point operations of one run, from the manifest's `flops` expression.
-pub fn flops(ctx: &Context, params: &ExecParams) -> Option<f64> {
-    let text = ctx.manifest.kernel.flops.as_ref()?;
-    let engine = expression_engine();
-    let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
-    let expr = Expr::compile(&engine, text, &names).ok()?;
-    expr.eval_int(&engine, &mut params.scope()).ok().map(|v| v as f64)
 }

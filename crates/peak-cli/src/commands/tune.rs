@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow};
 use peak_backend::worker::PoolOptions;
-use peak_eval::profile::flops;
 use peak_eval::tune::TopK;
 use peak_eval::{StrategyKind, TuneOptions, TuneReport, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
 use peak_spec::{Context, ExecParams};
@@ -97,7 +96,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         .filter_map(|r| {
             let best = r.best.as_ref()?;
             let params = ExecParams { inputs: r.inputs.clone(), tuning: best.tuning.clone() };
-            let tflops = flops(&ctx, &params).map(|f| f / (best.median_ms * 1e-3) / 1e12);
+            let tflops = ctx.flops(&params).map(|f| f / (best.median_ms * 1e-3) / 1e12);
             Some(Winner { params, median_ms: best.median_ms, tflops, why: r.why.clone() })
         })
         .collect();
@@ -124,7 +123,7 @@ fn print_text(ctx: &Context, report: &TuneReport) {
         match &r.best {
             Some(best) => {
                 let params = ExecParams { inputs: r.inputs.clone(), tuning: best.tuning.clone() };
-                let rate = flops(ctx, &params).map(|f| format!("  {:.3} TFLOP/s", f / (best.median_ms * 1e-3) / 1e12)).unwrap_or_default();
+                let rate = ctx.flops(&params).map(|f| format!("  {:.3} TFLOP/s", f / (best.median_ms * 1e-3) / 1e12)).unwrap_or_default();
                 let tuning: Vec<String> = best.tuning.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 println!("  best     {}  {}{rate}", tuning.join(" "), format_ms(best.median_ms));
                 println!("  why      {}", r.why);

@@ -18,7 +18,6 @@ use clap::Parser;
 use peak_backend::runner::compile;
 use peak_backend::{Backend, Module, RunError, RunOptions, RunResult, run_compiled};
 use peak_hlsl::HlslBackend;
-use peak_spec::expr::{Expr, expression_engine};
 use peak_spec::{Context, DType, ExecParams, HostArray, compare, default_tolerance};
 use serde::Serialize;
 
@@ -215,11 +214,7 @@ fn parse_pairs<K: Ord, V: std::str::FromStr>(items: &[String], flag: &str, key: 
 
 /// Floating-point operations of one run, from the manifest's `flops` expression.
 fn flops(ctx: &Context, params: &ExecParams) -> Result<f64, String> {
-    let text = ctx.manifest.kernel.flops.as_deref().ok_or_else(|| format!("{}: the manifest has no kernel.flops", ctx.dir.display()))?;
-    let engine = expression_engine();
-    let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
-    let expr = Expr::compile(&engine, text, &names)?;
-    Ok(expr.eval_int(&engine, &mut params.scope())? as f64)
+    ctx.flops(params).ok_or_else(|| format!("{}: the manifest has no kernel.flops", ctx.dir.display()))
 }
 
 fn tflops(flops: f64, ms: f64) -> f64 {
