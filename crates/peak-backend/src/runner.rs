@@ -196,34 +196,38 @@ pub fn run_compiled(
 ) -> Result<RunResult, RunError> {
     let arrays = size_arrays(ctx, params)?;
     let host = generate_arrays(&arrays, options.data_seed);
-    run_prepared(backend, ctx, module, params, options, &arrays, &host)
+    let plan = plan(backend, ctx, params, &arrays)?;
+    run_prepared(backend, module, options, &Prepared { arrays: &arrays, host: &host, plan: &plan })
 }
 
-/// Run with a compiled module and host arrays already sized and generated (a worker keeps
-/// the arrays of the last input configuration, since generating them can cost more than
-/// running a fast kernel).
-pub fn run_prepared(
-    backend: &dyn Backend,
-    ctx: &Context,
-    module: &Module,
-    params: &ExecParams,
-    options: &RunOptions,
-    arrays: &[SizedArray],
-    host: &[HostArray],
-) -> Result<RunResult, RunError> {
-    let plan = plan(backend, ctx, params, arrays)?;
+/// Everything a run needs besides the module: the sized arrays, their initial contents
+/// and the launch plan. A worker keeps the arrays of the last input configuration, since
+/// generating them can cost more than running a fast kernel.
+pub struct Prepared<'a> {
+    pub arrays: &'a [SizedArray],
+    pub host: &'a [HostArray],
+    pub plan: &'a LaunchPlan,
+}
+
+/// Run with a compiled module and prepared arrays and plan.
+pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions, prepared: &Prepared) -> Result<RunResult, RunError> {
+    let Prepared { arrays, host, plan } = *prepared;
     let mut device = DeviceArrays { backend, sets: Vec::new(), scratch: Vec::new() };
     let sets = options.input_sets.max(1);
-    for _ in 0..sets {
+    for s in 0..sets {
         let mut set = Vec::with_capacity(arrays.len());
-        for (array, data) in arrays.iter().zip(host) {
+        for (i, (array, data)) in arrays.iter().zip(host).enumerate() {
             let id = backend.alloc(data.bytes.len()).map_err(RunError::from_backend)?;
             set.push(id);
             if array.spec.output {
                 let poison = HostArray::poison_pattern(array.spec.dtype);
                 backend.fill(id, &poison, data.bytes.len()).map_err(RunError::from_backend)?;
-            } else {
+            } else if s == 0 {
                 backend.write(id, &data.bytes).map_err(RunError::from_backend)?;
+            } else {
+                // Further sets copy the first on the device, before any kernel ran: the
+                // same bytes without another transfer from the host.
+                backend.copy(device.sets[0][i], id, data.bytes.len()).map_err(RunError::from_backend)?;
             }
         }
         device.sets.push(set);
@@ -241,7 +245,7 @@ pub fn run_prepared(
         backend.run_op(module, op, &lookup).map_err(RunError::from_backend)?;
     }
 
-    device.run_steps(module, &plan, arrays, 0)?;
+    device.run_steps(module, plan, arrays, 0)?;
     backend.synchronize().map_err(RunError::from_backend)?;
 
     let mut outputs = Vec::new();
@@ -263,7 +267,7 @@ pub fn run_prepared(
     let mut times_ms = Vec::with_capacity(options.repetitions);
     if options.repetitions > 0 {
         for w in 0..options.warmup {
-            device.run_steps(module, &plan, arrays, w % sets)?;
+            device.run_steps(module, plan, arrays, w % sets)?;
         }
         backend.synchronize().map_err(RunError::from_backend)?;
         for rep in 0..options.repetitions {
@@ -271,7 +275,7 @@ pub fn run_prepared(
                 backend.flush_cache().map_err(RunError::from_backend)?;
             }
             let start = backend.record_event().map_err(RunError::from_backend)?;
-            device.run_steps(module, &plan, arrays, rep % sets)?;
+            device.run_steps(module, plan, arrays, rep % sets)?;
             let end = backend.record_event().map_err(RunError::from_backend)?;
             let ms = backend.elapsed_ms(start, end).map_err(RunError::from_backend)?;
             times_ms.push(ms);

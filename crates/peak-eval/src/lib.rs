@@ -18,6 +18,7 @@ pub mod cache;
 pub mod compare;
 pub mod error;
 pub mod hash;
+pub mod model;
 pub mod profile;
 pub mod reference;
 pub mod replay;

@@ -259,14 +259,14 @@ pub fn tune(
     reporter: &dyn TuneReporter,
 ) -> Result<TuneRun, EvalError> {
     let clock = Instant::now();
-    let mut strategy = options.strategy.build(space, options.seed);
+    let budget = match (options.budget, options.strategy, options.time_limit) {
+        (Some(n), _, _) => Some(n.min(space.len())),
+        (None, StrategyKind::Exhaustive, _) | (None, _, Some(_)) => None,
+        (None, _, None) => Some(default_budget(space.len())),
+    };
+    let target = budget.unwrap_or(space.len());
+    let mut strategy = options.strategy.build(space, options.seed, budget);
     let mut history = History::new(space.len());
-    let target = match (options.budget, options.strategy, options.time_limit) {
-        (Some(n), _, _) => n,
-        (None, StrategyKind::Exhaustive, _) | (None, _, Some(_)) => space.len(),
-        (None, _, None) => default_budget(space.len()),
-    }
-    .min(space.len());
     let mut seeds: VecDeque<usize> = options.start_from.iter().filter_map(|t| space.nearest(t)).collect();
     let mut state = State::new(space, options, target, clock);
     reporter.started(&TuneStart {

@@ -104,7 +104,6 @@ fn run(args: &Args) -> Result<bool, String> {
             }
             let budget = ((n as f64 * args.fraction).ceil() as usize).max(1);
             let target = best * (1.0 + args.within);
-            let horizon = n.min(budget * 3);
             let mut per_strategy = serde_json::Map::new();
             let mut auto_rate = 0.0;
             let mut random_rate = 0.0;
@@ -113,16 +112,19 @@ fn run(args: &Args) -> Result<bool, String> {
                 let mut reach = Vec::new();
                 let mut curves: Vec<Vec<f64>> = Vec::new();
                 for seed in 1..=args.seeds {
-                    let trace = simulate(&space, &outcomes, kind, seed, n).map_err(|e| e.to_string())?;
+                    // The search told its budget (as `peak tune --budget` does), and the
+                    // same search with the whole space as budget, for how far it must go.
+                    let trace = simulate(&space, &outcomes, kind, seed, budget).map_err(|e| e.to_string())?;
                     let at = |k: usize| trace.get(k.min(trace.len()).saturating_sub(1)).copied().flatten().unwrap_or(f64::INFINITY);
                     ratios.push(at(budget) / best);
-                    reach.push(trace.iter().position(|b| b.is_some_and(|b| b <= target)).map(|i| i + 1).unwrap_or(n) as f64);
-                    curves.push((1..=horizon).map(|k| at(k) / best).collect());
+                    curves.push((1..=budget).map(|k| at(k) / best).collect());
+                    let long = simulate(&space, &outcomes, kind, seed, n).map_err(|e| e.to_string())?;
+                    reach.push(long.iter().position(|b| b.is_some_and(|b| b <= target)).map(|i| i + 1).unwrap_or(n) as f64);
                 }
                 let success = ratios.iter().filter(|r| **r <= 1.0 + args.within).count() as f64 / ratios.len() as f64;
                 ratios.sort_by(f64::total_cmp);
                 reach.sort_by(f64::total_cmp);
-                let median_curve: Vec<f64> = (0..horizon)
+                let median_curve: Vec<f64> = (0..budget)
                     .map(|k| {
                         let mut column: Vec<f64> = curves.iter().map(|c| c[k]).collect();
                         column.sort_by(f64::total_cmp);
@@ -165,7 +167,7 @@ fn run(args: &Args) -> Result<bool, String> {
                 "dimensions": space.names(),
                 "exhaustive_best_ms": best,
                 "budget": budget,
-                "curve_evaluations": format!("1..={horizon}"),
+                "curve_evaluations": format!("1..={budget}"),
                 "strategies": Value::Object(per_strategy),
                 "target_met": met,
                 "auto_beats_random": auto_rate > random_rate,
