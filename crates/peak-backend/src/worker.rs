@@ -1153,9 +1153,14 @@ impl WorkerPool {
     /// The worker is gone: answer for the job it was running, or, when that is unknown,
     /// resend everything one job at a time until the culprit is found.
     fn blame(&mut self, kind: FailureKind, message: &str) -> Option<Answer> {
+        // The running job is the culprit only if it is the oldest in flight: a job whose
+        // answer is still due may have faulted asynchronously (PoCL runs kernels on its
+        // own threads) after the next one started. When in doubt, resend one at a time.
+        let oldest = self.in_flight.front().map(|r| r.id);
         let culprit = match self.started.take() {
-            Some((id, _)) => Some(id),
-            None if self.in_flight.len() == 1 => self.in_flight.front().map(|r| r.id),
+            Some((id, _)) if Some(id) == oldest => Some(id),
+            Some(_) => None,
+            None if self.in_flight.len() == 1 => oldest,
             None => None,
         };
         let tail = self.last_stderr.take().unwrap_or_default();
