@@ -42,6 +42,7 @@ fn main() {
         ("worker_times_out_a_hang_and_runs_the_next_variant", worker_times_out_a_hang_and_runs_the_next_variant),
         ("worker_survives_a_crash_and_runs_the_next_variant", worker_survives_a_crash_and_runs_the_next_variant),
         ("a_crash_among_pipelined_jobs_is_blamed_on_its_own_job", a_crash_among_pipelined_jobs_is_blamed_on_its_own_job),
+        ("every_input_set_holds_the_inputs_even_in_recycled_buffers", every_input_set_holds_the_inputs_even_in_recycled_buffers),
         ("a_correct_candidate_passes_on_every_sample", a_correct_candidate_passes_on_every_sample),
         ("unwritten_outputs_fail_through_poisoning", unwritten_outputs_fail_through_poisoning),
         ("a_kernel_that_ignores_its_inputs_fails_on_fresh_inputs", a_kernel_that_ignores_its_inputs_fails_on_fresh_inputs),
@@ -196,6 +197,23 @@ fn a_crash_among_pipelined_jobs_is_blamed_on_its_own_job() -> Result<(), Failed>
         }
     }
     ensure(pool.next_answer()?.is_none(), "extra answers")
+}
+
+/// The worker keeps freed buffers for the next job and fills the second input set by a
+/// device copy of the first; a kernel that spins forever unless its input is all ones
+/// proves, through the timed runs on set 1, that neither leaves stale data behind.
+fn every_input_set_holds_the_inputs_even_in_recycled_buffers() -> Result<(), Failed> {
+    let ones = ARRAYS.replacen("init = \"random\"\nseed = 1", "init = \"ones\"\nseed = 1", 1);
+    let fussy = context("n = { values = [4097] }", &ones, BLOCKS, &vadd("if (a[i] != 1.0f) { while (1) { out[i] += 1.0f; } }\n out[i] = a[i] + 2.0f * b[i];"), HOST);
+    let noisy = candidate(CORRECT);
+    let mut pool = pool(Duration::from_secs(10));
+    let options = RunOptions { warmup: 1, repetitions: 3, input_sets: 2, ..RunOptions::default() };
+    for ctx in [&noisy.ctx, &fussy.ctx, &noisy.ctx, &fussy.ctx] {
+        let params = ctx.space().iter().find(|p| p.inputs["n"] == 4097).ok_or("no point with n = 4097")?;
+        let report = pool.run(Job::new(ctx.dir.clone(), params, options.clone()))?.map_err(|f| format!("{}: {f}", ctx.dir.display()))?;
+        ensure(report.times_ms.len() == 3, "every timed run must complete")?;
+    }
+    ensure(pool.restarts() == 0, "no run may hang")
 }
 
 // ----------------------------------------------------------------------------------------

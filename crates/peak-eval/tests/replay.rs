@@ -135,3 +135,38 @@ fn auto_beats_random_on_recorded_caches() {
     }
     assert!(auto_sum < random_sum, "over {spaces} spaces: auto {:.4} vs random {:.4}", auto_sum / spaces as f64, random_sum / spaces as f64);
 }
+
+#[test]
+fn a_previous_top_k_is_evaluated_first_and_foreign_values_move_to_the_nearest_point() {
+    use peak_eval::replay::ReplayMeasurer;
+    use peak_eval::tune::TopK;
+    use peak_eval::{TuneOptions, tune};
+
+    let (space, outcomes) = landscape();
+    let best = (0..space.len()).filter(|&i| outcomes[i].cost().is_some()).min_by(|&a, &b| outcomes[a].cost().unwrap().total_cmp(&outcomes[b].cost().unwrap())).unwrap();
+    // A top-K from an earlier transformation: the best point, and a point in the terms of
+    // a space that had an extra parameter and a value this one lacks.
+    let mut foreign = space.tuning(best);
+    foreign.insert("BX".into(), 99);
+    foreign.insert("UNROLL".into(), 4);
+    let previous = TopK {
+        source_hash: "earlier".into(),
+        device: "d".into(),
+        inputs: IndexMap::new(),
+        entries: [space.tuning(best), foreign]
+            .into_iter()
+            .map(|tuning| peak_eval::tune::Entry { tuning, median_ms: 1.0, min_ms: 1.0, repetitions: 1, kernels: vec![] })
+            .collect(),
+    };
+    let text = serde_json::to_string(&previous).unwrap();
+    let previous: TopK = serde_json::from_str(&text).unwrap();
+
+    let mut measurer = ReplayMeasurer::new(outcomes.clone());
+    let options = TuneOptions { strategy: StrategyKind::Random, budget: Some(5), start_from: previous.start_points(), ..TuneOptions::default() };
+    let run = tune(&space, &mut measurer, None, &options, &()).unwrap();
+    assert_eq!(measurer.asked[0], best, "the previous best is tried first");
+    let second = space.tuning(measurer.asked[1]);
+    assert_eq!(second["BX"], *space.values(0).last().unwrap(), "BX=99 moves to the largest BX: {second:?}");
+    assert_eq!(run.best.unwrap().tuning, space.tuning(best));
+    assert_eq!(run.evaluations, 5);
+}
