@@ -103,8 +103,12 @@ pub enum OutputMode {
     /// Digest and element count only.
     #[default]
     Digest,
-    /// The bytes too, hex-encoded (for recording references).
+    /// The bytes too, hex-encoded (small arrays; large ones are better written to files).
     Bytes,
+    /// Write each output to `dir/<name>.bin` (raw little-endian elements, written under a
+    /// temporary name and renamed), so a large array never crosses the pipe: recording
+    /// references.
+    Files { dir: PathBuf },
     /// Compare each output in the worker with a reference file of raw little-endian
     /// elements, so large outputs never cross the pipe.
     Compare { references: Vec<ReferenceArray> },
@@ -172,7 +176,8 @@ pub struct OutputReport {
     pub hex: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<OutputComparison>,
-    /// Why a requested comparison could not be made (missing or mis-sized reference).
+    /// Why a requested comparison (or file) could not be made: a missing or mis-sized
+    /// reference, an unwritable folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare_error: Option<String>,
 }
@@ -714,6 +719,12 @@ fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<ReferenceCac
                 report.digest = Some(array.digest());
                 report.hex = Some(hex::encode(&array.bytes));
             }
+            OutputMode::Files { dir } => {
+                report.digest = Some(array.digest());
+                if let Err(e) = write_output(dir, &name, &array.bytes) {
+                    report.compare_error = Some(format!("cannot write output {name} to {}: {e}", dir.display()));
+                }
+            }
             OutputMode::Compare { references: wanted } => match wanted.iter().find(|r| r.name == name) {
                 None => report.compare_error = Some(format!("no reference given for output {name}")),
                 Some(r) => {
@@ -748,6 +759,18 @@ fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<ReferenceCac
         compile_ms: compiled.compile_ms,
         run_ms: start.elapsed().as_secs_f64() * 1e3,
     }
+}
+
+/// Where [`OutputMode::Files`] puts an output.
+pub fn output_file(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.bin"))
+}
+
+fn write_output(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let path = output_file(dir, name);
+    let tmp = dir.join(format!(".{name}.bin.{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, &path)
 }
 
 /// Prune before running, from the compiler's own report: a block larger than the kernel's

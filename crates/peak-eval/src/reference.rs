@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use peak_backend::RunOptions;
-use peak_backend::worker::{Job, OutputMode, WorkerPool};
+use peak_backend::worker::{Job, OutputMode, WorkerPool, output_file};
 use peak_spec::{Context, DType, ExecParams, HostArray};
 use serde::{Deserialize, Serialize};
 
@@ -57,7 +57,7 @@ pub struct Reference {
 
 impl Reference {
     pub fn path(&self, array: &str) -> PathBuf {
-        self.dir.join(format!("{array}.bin"))
+        output_file(&self.dir, array)
     }
 
     pub fn load(&self, array: &str) -> Result<HostArray, EvalError> {
@@ -100,23 +100,33 @@ impl ReferenceStore {
         }
 
         let params = reference_point(reference, inputs)?;
+        let parent = entry.parent().expect("entry has a parent");
+        std::fs::create_dir_all(parent).map_err(|e| EvalError::io(parent, e))?;
+        let staging = tempfile::Builder::new().prefix(".staging-").tempdir_in(parent).map_err(|e| EvalError::io(parent, e))?;
+        // The worker writes the outputs straight into the staging folder: a reference can
+        // be hundreds of megabytes, which should not cross the pipe as text.
         let options = RunOptions { warmup: 0, repetitions: 0, data_seed, ..RunOptions::default() };
-        let job = Job { outputs: OutputMode::Bytes, ..Job::new(absolute(&reference.dir), params.clone(), options) };
+        let job = Job { outputs: OutputMode::Files { dir: staging.path().to_path_buf() }, ..Job::new(absolute(&reference.dir), params.clone(), options) };
         let report = pool.run(job)?.map_err(|f| EvalError::ReferenceFailed {
             reference: reference.dir.display().to_string(),
             params: params.to_string(),
             failure: f.to_string(),
         })?;
-
-        let parent = entry.parent().expect("entry has a parent");
-        std::fs::create_dir_all(parent).map_err(|e| EvalError::io(parent, e))?;
-        let staging = tempfile::Builder::new().prefix(".staging-").tempdir_in(parent).map_err(|e| EvalError::io(parent, e))?;
         let mut arrays = Vec::new();
         for output in &report.outputs {
-            let array = output.array().ok_or_else(|| EvalError::Replay(format!("the worker sent no bytes for reference output {}", output.name)))?;
-            let file = staging.path().join(format!("{}.bin", output.name));
-            std::fs::write(&file, &array.bytes).map_err(|e| EvalError::io(&file, e))?;
-            arrays.push(ReferenceArrayMeta { name: output.name.clone(), dtype: array.dtype, elements: array.len(), sha256: sha256_hex(&array.bytes) });
+            if let Some(error) = &output.compare_error {
+                return Err(EvalError::ReferenceFailed { reference: reference.dir.display().to_string(), params: params.to_string(), failure: error.clone() });
+            }
+            let file = output_file(staging.path(), &output.name);
+            let bytes = std::fs::read(&file).map_err(|e| EvalError::io(&file, e))?;
+            if bytes.len() != output.elements * output.dtype.size_bytes() {
+                return Err(EvalError::ReferenceFailed {
+                    reference: reference.dir.display().to_string(),
+                    params: params.to_string(),
+                    failure: format!("the worker wrote {} bytes for output {}, expected {}", bytes.len(), output.name, output.elements * output.dtype.size_bytes()),
+                });
+            }
+            arrays.push(ReferenceArrayMeta { name: output.name.clone(), dtype: output.dtype, elements: output.elements, sha256: sha256_hex(&bytes) });
         }
         let meta = ReferenceMeta {
             format: FORMAT,
@@ -147,7 +157,7 @@ fn verify(entry: &Path, entry_key: &str) -> Result<ReferenceMeta, String> {
         return Err("foreign entry".into());
     }
     for array in &meta.arrays {
-        let bytes = std::fs::read(entry.join(format!("{}.bin", array.name))).map_err(|e| e.to_string())?;
+        let bytes = std::fs::read(output_file(entry, &array.name)).map_err(|e| e.to_string())?;
         if bytes.len() != array.elements * array.dtype.size_bytes() || sha256_hex(&bytes) != array.sha256 {
             return Err(format!("{} is damaged", array.name));
         }
