@@ -30,16 +30,19 @@ fn peak_mcp_answers_json_rpc_on_stdout_and_nothing_else() {
     for request in &requests {
         writeln!(stdin, "{request}").unwrap();
     }
-    let mut answers = Vec::new();
+    // Requests after `initialize` may be answered in any order; collect by id.
+    let mut by_id = std::collections::BTreeMap::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
         let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carries only JSON-RPC, not {line:?}: {e}"));
-        let done = message["id"] == 3;
-        answers.push(message);
-        if done {
+        if let Some(id) = message["id"].as_u64() {
+            by_id.insert(id, message);
+        }
+        if by_id.len() == 3 {
             break;
         }
     }
+    let answers: Vec<Value> = (1..=3).map(|id| by_id.remove(&id).unwrap_or_else(|| panic!("no answer to request {id}"))).collect();
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "peak mcp ends cleanly when the client closes stdin");
