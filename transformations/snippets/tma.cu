@@ -65,3 +65,9 @@ __device__ __forceinline__ void peak_tma_load_2d(void* dst, const PeakTensorMap*
 __device__ __forceinline__ void peak_fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+
+// A plain arrival (no bytes expected): a consumer tells the producer it has finished with
+// a stage, on an "empty" barrier initialised with one arrival per consumer.
+__device__ __forceinline__ void peak_mbar_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(peak_smem_u32(bar)) : "memory");
+}

@@ -82,3 +82,17 @@ __device__ __forceinline__ void peak_wgmma_m64n256k16(float* d, unsigned long lo
         : "l"(desc_a), "l"(desc_b), "r"(accumulate)
         : "memory");
 }
+
+// Warpgroup register reallocation (sm_90a): a producer warpgroup gives registers back
+// (dec) so the consumer warpgroups can hold bigger accumulator tiles (inc). Takes effect
+// only when the kernel has a register cap at entry (__launch_bounds__(threads, 1)), and
+// every thread of a warpgroup must execute the same call. Counts are multiples of 8 in
+// 24..256.
+template <int REGS>
+__device__ __forceinline__ void peak_setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void peak_setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}

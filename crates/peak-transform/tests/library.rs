@@ -24,6 +24,7 @@ const SHIPPED: &[&str] = &[
     "TMA-Pipeline",
     "Transpose",
     "Vectorize",
+    "Warp-Specialize",
     "Warp-Tiling",
     "WGMMA",
 ];

@@ -1,0 +1,171 @@
+"""The MatMul case study on a GPU: replay recorded workflows, then time every step against
+cuBLAS in the same process (bench/h200-matmul-case-study.sh runs this; see there).
+
+For each WORKFLOW:BRANCH in $WORKFLOWS it replays examples/workflows/WORKFLOW.bundle's
+BRANCH with `peak replay` (validation with the sanitizer and tuning, as peak does by
+default), walks the replayed chain, and for every checkpoint and every size runs
+`peak baseline` on the checkpoint's best configuration for that size: the kernel and cuBLAS
+timed in one process on the same inputs. It writes h200-matmul-case-study.json into OUT.
+"""
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+PEAK = os.environ["PEAK"]
+BUDGET = os.environ.get("BUDGET", "96")
+SIZES = [int(n) for n in os.environ.get("SIZES", "2048 4096").split()]
+WORKFLOWS = os.environ["WORKFLOWS"].split()
+
+
+def sh(*args, check=True, timeout=None):
+    """Run a command; return stdout. stderr goes to our log as it comes."""
+    result = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} exited {result.returncode}")
+    return result.stdout
+
+
+def git(wf, *args):
+    return sh("git", "-C", wf, *args)
+
+
+def chain(wf, branch):
+    """The checkpoints from root to the branch's head: (id, subject)."""
+    lines = git(wf, "log", "--first-parent", "--reverse", "--format=%H%x09%s", branch).splitlines()
+    return [tuple(line.split("\t", 1)) for line in lines if line]
+
+
+def show_json(wf, rev, name):
+    try:
+        return json.loads(git(wf, "show", f"{rev}:{name}"))
+    except (RuntimeError, json.JSONDecodeError):
+        return None
+
+
+def best_for(performance, n):
+    """The best tuning configuration the checkpoint's tuning found at size n."""
+    for run in (performance or {}).get("runs", []):
+        if run.get("inputs", {}).get("n") == n and run.get("best"):
+            return run["best"]["params"]["tuning"], run["best"]["time_ms"]
+    return None, None
+
+
+def baseline(ctx, n, tuning):
+    args = [PEAK, "baseline", ctx, "--set", f"n={n}", "--reps", "30", "--warmup", "5", "--json"]
+    for name, value in tuning.items():
+        args += ["--set", f"{name}={value}"]
+    return json.loads(sh(*args, timeout=300))
+
+
+def replay(work, name, branch):
+    into = os.path.join(work, f"{name}-{branch}")
+    start = time.monotonic()
+    proc = subprocess.run([PEAK, "replay", f"examples/workflows/{name}.bundle", "--branch", branch, "--into", into,
+                           "--budget", BUDGET, "--json"], stdout=subprocess.PIPE, text=True)
+    wall = time.monotonic() - start
+    return into, wall, proc.returncode, proc.stdout
+
+
+def breakdown(wf, steps, wall):
+    """Table 5 of the paper: validation, transformation and performance seconds."""
+    tuning = validation = transformation = 0.0
+    for rev, _ in steps:
+        perf = show_json(wf, rev, "performance.json") or {}
+        tuning += perf.get("elapsed_s", 0.0) or 0.0
+        val = show_json(wf, rev, "validation.json") or {}
+        validation += val.get("elapsed_s", 0.0) or 0.0
+        transcript = show_json(wf, rev, "transcript.json") or {}
+        for entry in transcript.get("entries", []):
+            transformation += (entry.get("latency_ms") or 0) / 1000.0
+    other = max(wall - tuning - validation, 0.0)
+    total = tuning + validation + transformation
+    pct = lambda x: round(100.0 * x / total, 1) if total else None
+    return {
+        "replay_wall_s": round(wall, 1),
+        "validation_s": round(validation, 1), "validation_pct": pct(validation),
+        "transformation_s": round(transformation, 1), "transformation_pct": pct(transformation),
+        "transformation_note": "executor latency as recorded when the workflow was authored (agent executor); a replay asks no executor",
+        "performance_s": round(tuning, 1), "performance_pct": pct(tuning),
+        "other_s": round(other, 1),
+    }
+
+
+def main(out):
+    device = sh("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader").strip()
+    result = {
+        "benchmark": "matmul-case-study",
+        "command": "bash bench/h200-matmul-case-study.sh run",
+        "device": device,
+        "commit": os.environ.get("PEAK_COMMIT", "unknown"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "tuning": f"peak replay --budget {BUDGET} (auto strategy, top-128 carried forward)",
+        "cublas": "peak baseline: sgemm without TF32 (fp32); f16 inputs with f32 accumulation (fp16); same process, same inputs",
+        "workflows": [],
+        "steps": [],
+    }
+    work = tempfile.mkdtemp(prefix="case-study-")
+    for spec in WORKFLOWS:
+        name, branch = spec.split(":")
+        print(f"== replay {name} {branch}", flush=True)
+        wf, wall, code, stdout = replay(work, name, branch)
+        entry = {"workflow": name, "branch": branch, "replay_exit": code}
+        if not os.path.isdir(wf):
+            entry["error"] = "replay created no workflow"
+            result["workflows"].append(entry)
+            continue
+        head = git(wf, "rev-parse", "--abbrev-ref", "HEAD").strip()
+        steps = chain(wf, head)
+        entry.update(breakdown(wf, steps, wall))
+        entry["steps_replayed"] = len(steps) - 1
+        result["workflows"].append(entry)
+        root_ms = {}
+        prev_ms = {}
+        for index, (rev, subject) in enumerate(steps):
+            meta = show_json(wf, rev, "checkpoint.json") or {}
+            transformation = meta.get("transformation") or subject.split(":")[0]
+            perf = show_json(wf, rev, "performance.json")
+            ctx = os.path.join(work, f"ctx-{name}-{branch}-{index}")
+            os.makedirs(ctx, exist_ok=True)
+            subprocess.run(f"git -C {wf} archive {rev} context | tar -x -C {ctx} --strip-components=1", shell=True, check=True)
+            for n in SIZES:
+                tuning, tuned_ms = best_for(perf, n)
+                row = {"workflow": f"{name}:{branch}", "step": index, "transformation": transformation, "checkpoint": rev[:7], "n": n}
+                if tuning is None:
+                    row["error"] = "no tuned configuration at this size"
+                    result["steps"].append(row)
+                    continue
+                try:
+                    report = baseline(ctx, n, tuning)
+                except Exception as e:  # a step that cannot be timed is recorded, not fatal
+                    row["error"] = str(e)
+                    result["steps"].append(row)
+                    continue
+                ms = report["kernel_timing"]["median_ms"]
+                root_ms.setdefault(n, ms)
+                row.update({
+                    "tuning": tuning,
+                    "time_ms": ms,
+                    "tuned_time_ms": tuned_ms,
+                    "tflops": report["kernel_timing"]["tflops"],
+                    "cublas_tflops": report["cublas_timing"]["tflops"],
+                    "pct_of_cublas": 100.0 * report["kernel_timing"]["tflops"] / report["cublas_timing"]["tflops"],
+                    "speedup_over_root": root_ms[n] / ms,
+                    "speedup_over_previous": (prev_ms[n] / ms) if n in prev_ms else None,
+                    "outputs_match_cublas": report.get("validation"),
+                })
+                prev_ms[n] = ms
+                result["steps"].append(row)
+                print(f"{name}:{branch} {index:2d} {transformation:18s} n={n} {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  {row['pct_of_cublas']:5.1f}%", flush=True)
+    with open(os.path.join(out, "h200-matmul-case-study.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    for w in result["workflows"]:
+        print(json.dumps(w))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The MatMul case study on the H200: replay each recorded CUDA workflow from its bundle
+# (every step validated, with compute-sanitizer, and tuned again on this GPU), then time
+# every step's best configuration and cuBLAS in the same process on the same inputs at
+# n = 2048 and 4096 (`peak baseline`), and write bench/results/h200-matmul-case-study.json.
+#
+# Here (a CPU machine with Rust):   bash bench/h200-matmul-case-study.sh build
+# There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-matmul-case-study.sh run
+# Settings: BUDGET (tuning evaluations per input size and step, default 96), WORKFLOWS
+# (default: the fp32 workflow's main line, the fp16 workflow's main line and its `paper`
+# branch), PEAK_COMMIT (the commit the binary was built from).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build() {
+  set -e
+  cargo build --release -p peak-cli
+  mkdir -p carry/case
+  cp target/release/peak carry/case/peak
+  strip carry/case/peak
+  git rev-parse --short HEAD > carry/case/commit
+  ls -la carry/case
+}
+
+run() {
+  OUT="${OUT:-h200-case-study}"
+  mkdir -p "$OUT"
+  export PEAK="${PEAK:-carry/case/peak}"
+  export PEAK_COMMIT="${PEAK_COMMIT:-$(cat carry/case/commit 2>/dev/null || git rev-parse --short HEAD)}"
+  export BUDGET="${BUDGET:-96}"
+  export WORKFLOWS="${WORKFLOWS:-matmul-cuda-f32:main matmul-cuda-f16:main matmul-cuda-f16:paper}"
+  python3 bench/case_study.py "$OUT" 2>&1 | tee "$OUT/case-study.log"
+}
+
+case "${1:-}" in
+  build) build ;;
+  run) run ;;
+  *) echo "usage: $0 build|run" >&2; exit 2 ;;
+esac
