@@ -164,6 +164,8 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let (mut pass, mut attempt, mut repairs) = (1usize, 1u32, 0u32);
     let mut feedback: Option<Feedback> = None;
     let candidate_dir = work.join("candidate");
+    // Seconds spent validating candidates, failed tries included (the paper's Table 5).
+    let mut validation_s = 0.0;
 
     let (candidate, report) = loop {
         while pass <= t.passes.len() {
@@ -220,7 +222,9 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         let picked = samples(&space, options.samples, options.seed);
         let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
         let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
+        let started = std::time::Instant::now();
         let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, &())?;
+        validation_s += started.elapsed().as_secs_f64();
         let verdict = match report.outcome {
             Validation::Passed => break (candidate, report),
             Validation::Inconclusive => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
@@ -255,6 +259,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
     let mut validation = serde_json::to_value(&report)?;
     validation["verdict"] = json!("passed");
+    validation["elapsed_s"] = json!(validation_s);
     let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
     let best_ms = performance["best"]["time_ms"].as_f64();
     let parent_ms = parent_view.performance["best"]["time_ms"].as_f64();

@@ -110,6 +110,7 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
                 "space": run.space,
                 "strategy": run.strategy,
                 "why": run.why,
+                "elapsed_s": run.elapsed_s,
             })
         })
         .collect();
@@ -120,6 +121,8 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
     Ok(json!({
         "best": last["best"],
         "top_k": last["top_k"],
+        // Seconds spent tuning, every input configuration together (the paper's Table 5).
+        "elapsed_s": report.runs.iter().map(|r| r.elapsed_s).sum::<f64>(),
         "device": report.device,
         "source_hash": report.source_hash,
         "runs": runs,
