@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 
 use crate::init::{Measure, measure, restricted};
 use crate::manifest::{extend, prompt_params};
+use crate::sanitize::{self, Plan};
 use crate::state::{self, ApplyState, agent_dir, apply_dir};
+use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 
 /// Apply a transformation from the workflow's current checkpoint.
@@ -153,6 +155,14 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     wf.materialize("root", &root_dir)?;
     let root = Context::load(&root_dir)?;
     let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
+    // Before any pass is asked for: a sanitizer asked for but missing fails at once.
+    let plan = match Plan::resolve(&options.sanitize, parent.backend()) {
+        Ok(plan) => plan,
+        Err(e) => {
+            state::clear(&dir)?;
+            return Err(e);
+        }
+    };
     let (tuning, inputs) = prompt_params(&parent);
     let constraints = parent.manifest.constraints.tuning.clone();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -167,7 +177,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     // Seconds spent validating candidates, failed tries included (the paper's Table 5).
     let mut validation_s = 0.0;
 
-    let (candidate, report) = loop {
+    let (candidate, report, sanitized) = loop {
         while pass <= t.passes.len() {
             let prompt_ctx = PromptContext { regions: &regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
             let prompt = match &feedback {
@@ -224,11 +234,14 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
         let started = std::time::Instant::now();
         let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, &())?;
+        // Right outputs first: sanitizing a wrong kernel tells nothing new, slowly.
+        let sanitized = if report.outcome == Validation::Passed { Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?) } else { None };
         validation_s += started.elapsed().as_secs_f64();
-        let verdict = match report.outcome {
-            Validation::Passed => break (candidate, report),
-            Validation::Inconclusive => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
-            Validation::Failed => report.samples.iter().map(|s| s.verdict.clone()).find(Verdict::is_failure).expect("a failed validation has a failing sample"),
+        let verdict = match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
+            (_, Some(finding)) => finding,
+            (Validation::Passed, None) => break (candidate, report, sanitized),
+            (Validation::Inconclusive, None) => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
+            (Validation::Failed, None) => report.samples.iter().map(|s| s.verdict.clone()).find(Verdict::is_failure).expect("a failed validation has a failing sample"),
         };
         let summary = verdict.summary();
         reporter.attempt(verdict.category(), &summary);
@@ -242,6 +255,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         feedback = Some(match &verdict {
             Verdict::CompileFailed { log, message, .. } => Feedback::CompileError(if log.is_empty() { message.clone() } else { log.clone() }),
             Verdict::WrongOutput(_) | Verdict::ModifiedInput { .. } => Feedback::WrongOutput(summary),
+            Verdict::SanitizerFinding { findings } => Feedback::RuntimeError(sanitize::feedback(findings)),
             _ => Feedback::RuntimeError(summary),
         });
     };
@@ -256,10 +270,19 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         start_from: seeds_from_parent(&parent_view.performance, &t),
         cache_dir: options.cache_dir.clone(),
     };
-    let performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
+    let mut performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
+    if options.sanitize_winner && plan.runs() {
+        reporter.stage("sanitize");
+    }
+    if let Some(why) = check_winner(workers, options.sanitize_winner.then_some(&plan), &candidate, &space, options.seed, &mut performance)? {
+        reporter.attempt("sanitizer-finding", &why);
+        log.record(Attempt { outcome: "sanitizer-finding".into(), error: Some(why.clone()), retry: repairs, ..base.clone() })?;
+        return give_up(&dir, &t, log.count, "sanitizer-finding", &why);
+    }
     let mut validation = serde_json::to_value(&report)?;
     validation["verdict"] = json!("passed");
     validation["elapsed_s"] = json!(validation_s);
+    validation["sanitizer"] = serde_json::to_value(&sanitized)?;
     let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
     let best_ms = performance["best"]["time_ms"].as_f64();
     let parent_ms = parent_view.performance["best"]["time_ms"].as_f64();
@@ -308,17 +331,25 @@ fn write_candidate(parent: &Context, t: &Transformation, regions: &peak_spec::Re
     Context::load(dir).with_context(|| format!("{} produced an invalid context", t.name))
 }
 
-/// Which pass to repeat: for a compile error, the last pass editing the region its first
-/// error line falls in; otherwise the last pass.
+/// Which pass to repeat: for a compile error or a sanitizer finding, the last pass editing
+/// the region its first line falls in; otherwise the last pass.
 fn repair_pass(t: &Transformation, verdict: &Verdict, candidate: &Context) -> usize {
     let last = t.passes.len();
-    let Verdict::CompileFailed { log, message, .. } = verdict else { return last };
     let file = candidate.manifest.kernel.source.as_str();
-    let text = format!("{message}\n{log}");
-    let line = text.match_indices(&format!("{file}:")).find_map(|(i, m)| {
-        let digits: String = text[i + m.len()..].chars().take_while(char::is_ascii_digit).collect();
-        digits.parse::<usize>().ok()
-    });
+    let line = match verdict {
+        Verdict::CompileFailed { log, message, .. } => {
+            let text = format!("{message}\n{log}");
+            text.match_indices(&format!("{file}:")).find_map(|(i, m)| {
+                let digits: String = text[i + m.len()..].chars().take_while(char::is_ascii_digit).collect();
+                digits.parse::<usize>().ok()
+            })
+        }
+        // Kernels compile with `#line 1 "<source>"`, so findings carry the source's lines.
+        Verdict::SanitizerFinding { findings } => {
+            findings.iter().filter(|f| f.file.as_deref().is_some_and(|p| p.ends_with(file))).find_map(|f| f.line.map(|l| l as usize))
+        }
+        _ => None,
+    };
     let Some(line) = line else { return last };
     let region = if line >= candidate.regions.first_line(Region::Device) { Region::Device } else { Region::Macros };
     t.passes.iter().rposition(|p| p.region == region).map_or(last, |i| i + 1)

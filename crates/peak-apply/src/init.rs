@@ -10,12 +10,19 @@ use peak_spec::{Context, Space};
 use peak_workflow::{RootInput, Workflow};
 use serde_json::{Value, json};
 
+use crate::sanitize::{Plan, Sanitize};
+use crate::winner::check_winner;
+
 #[derive(Debug, Clone)]
 pub struct InitOptions {
     /// Seed of the reference inputs and of the search.
     pub seed: u64,
     /// Tune the root so later checkpoints have a speedup over it.
     pub measure: bool,
+    /// compute-sanitizer tools the measured root's winner is checked with.
+    pub sanitize: Sanitize,
+    /// Check the measured root's winner, falling back along its top-K.
+    pub sanitize_winner: bool,
     pub budget: Option<usize>,
     pub time_limit: Option<Duration>,
     pub set: Vec<String>,
@@ -24,7 +31,7 @@ pub struct InitOptions {
 
 impl Default for InitOptions {
     fn default() -> Self {
-        InitOptions { seed: 1, measure: true, budget: None, time_limit: None, set: Vec::new(), cache_dir: None }
+        InitOptions { seed: 1, measure: true, sanitize: Sanitize::Auto, sanitize_winner: true, budget: None, time_limit: None, set: Vec::new(), cache_dir: None }
     }
 }
 
@@ -51,8 +58,14 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
     }
     let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs });
     let performance = if options.measure {
+        // Resolved before tuning, so a sanitizer asked for but missing fails at once.
+        let plan = if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?) } else { None };
         let settings = Measure { budget: options.budget, time_limit: options.time_limit, seed: options.seed, start_from: Vec::new(), cache_dir: options.cache_dir.clone() };
-        Some(measure(workers, &ctx, &space, None, &settings, reporter)?)
+        let mut performance = measure(workers, &ctx, &space, None, &settings, reporter)?;
+        if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &space, options.seed, &mut performance)? {
+            bail!("{}: {why}\nhint: fix the kernel, or record it unchecked with `--no-sanitize-winner`", context_dir.display());
+        }
+        Some(performance)
     } else {
         None
     };

@@ -4,10 +4,11 @@
 //! passes in order: each builds a prompt, the executor (an LLM, the agent, or a replayed
 //! recording) returns a new version of one region, and the region is spliced in. After
 //! the last pass the candidate is validated against the workflow's reference (the root
-//! checkpoint), on a compile error or a wrong output the executor is shown the log or the
+//! checkpoint) and, on CUDA and HIP, under compute-sanitizer (`sanitize`); on a compile
+//! error, a wrong output or a sanitizer finding the executor is shown the log or the
 //! verdict and retries, and a candidate that passes is tuned, seeded from the parent's
-//! top-K, and recorded as a checkpoint. Every try, failed ones included, lands in the
-//! workflow's attempts log.
+//! top-K, its winner sanitized (`winner`), and recorded as a checkpoint. Every try,
+//! failed ones included, lands in the workflow's attempts log.
 //!
 //! The agent executor answers "waiting" until someone submits the region; the apply then
 //! stops and `submit` resumes it later, even from another process. Resuming simply runs
@@ -18,7 +19,9 @@ mod apply;
 mod init;
 mod manifest;
 mod replay;
+mod sanitize;
 mod state;
+mod winner;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +29,7 @@ use std::time::Duration;
 pub use apply::{abandon, apply, pending, resume, submit};
 pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
+pub use sanitize::Sanitize;
 use serde::Serialize;
 
 /// What to apply and how.
@@ -39,6 +43,12 @@ pub struct ApplyOptions {
     pub retries: u32,
     /// Execution parameters sampled for validation.
     pub samples: usize,
+    /// compute-sanitizer tools run on validation samples and on the tuned winner.
+    pub sanitize: Sanitize,
+    /// Validation samples the sanitizer runs on (at most `samples`, at small inputs).
+    pub sanitize_samples: usize,
+    /// Sanitize the tuned winner before recording it, falling back along the top-K.
+    pub sanitize_winner: bool,
     pub seed: u64,
     /// Tuning budget in evaluations per input configuration (`None`: the whole space).
     pub budget: Option<usize>,
@@ -58,6 +68,10 @@ impl Default for ApplyOptions {
             executor: "agent".into(),
             retries: 3,
             samples: 16,
+            // The paper sanitized 16 samples too.
+            sanitize: Sanitize::Auto,
+            sanitize_samples: 16,
+            sanitize_winner: true,
             seed: 1,
             budget: None,
             time_limit: None,

@@ -34,7 +34,16 @@ pub fn replay(source: &Path, into: &Path, options: &ApplyOptions, workers: &mut 
     let root_dir = into.with_extension("root-context");
     let _ = std::fs::remove_dir_all(&root_dir);
     recorded.materialize(&root.id.to_string(), &root_dir)?;
-    let init = InitOptions { seed, measure: true, budget: options.budget, time_limit: options.time_limit, set: options.set.clone(), cache_dir: options.cache_dir.clone() };
+    let init = InitOptions {
+        seed,
+        measure: true,
+        sanitize: options.sanitize.clone(),
+        sanitize_winner: options.sanitize_winner,
+        budget: options.budget,
+        time_limit: options.time_limit,
+        set: options.set.clone(),
+        cache_dir: options.cache_dir.clone(),
+    };
     let result = init_workflow(into, &root_dir, &init, workers, reporter.tuning());
     let _ = std::fs::remove_dir_all(&root_dir);
     result.with_context(|| format!("replaying the root of {}", source.display()))?;

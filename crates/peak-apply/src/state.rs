@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::ApplyOptions;
+use crate::{ApplyOptions, Sanitize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApplyState {
@@ -19,6 +19,13 @@ pub struct ApplyState {
     pub parent: String,
     pub retries: u32,
     pub samples: usize,
+    // Defaults for the sanitizer settings, so an apply started before they existed resumes.
+    #[serde(default)]
+    pub sanitize: Sanitize,
+    #[serde(default = "default_sanitize_samples")]
+    pub sanitize_samples: usize,
+    #[serde(default = "default_sanitize_winner")]
+    pub sanitize_winner: bool,
     pub seed: u64,
     pub budget: Option<usize>,
     pub time_limit_s: Option<f64>,
@@ -38,6 +45,9 @@ impl ApplyState {
             parent,
             retries: options.retries,
             samples: options.samples,
+            sanitize: options.sanitize.clone(),
+            sanitize_samples: options.sanitize_samples,
+            sanitize_winner: options.sanitize_winner,
             seed: options.seed,
             budget: options.budget,
             time_limit_s: options.time_limit.map(|d| d.as_secs_f64()),
@@ -54,6 +64,9 @@ impl ApplyState {
             executor: self.executor.clone(),
             retries: self.retries,
             samples: self.samples,
+            sanitize: self.sanitize.clone(),
+            sanitize_samples: self.sanitize_samples,
+            sanitize_winner: self.sanitize_winner,
             seed: self.seed,
             budget: self.budget,
             time_limit: self.time_limit_s.map(std::time::Duration::from_secs_f64),
@@ -62,6 +75,14 @@ impl ApplyState {
             cache_dir: self.cache_dir.clone(),
         }
     }
+}
+
+fn default_sanitize_samples() -> usize {
+    ApplyOptions::default().sanitize_samples
+}
+
+fn default_sanitize_winner() -> bool {
+    ApplyOptions::default().sanitize_winner
 }
 
 /// Where an apply keeps its files inside a workflow.
@@ -99,5 +120,25 @@ pub fn clear(workflow: &Path) -> Result<()> {
     match std::fs::remove_dir_all(apply_dir(workflow)) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).context("removing the finished apply's files"),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitizer_settings_survive_a_resume_and_older_states_get_the_defaults() {
+        let options = ApplyOptions { sanitize: "memcheck".parse().unwrap(), sanitize_samples: 3, sanitize_winner: false, ..ApplyOptions::default() };
+        let state = ApplyState::new(&options, "abc".into());
+        let back: ApplyState = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+        assert_eq!((back.options().sanitize, back.options().sanitize_samples, back.options().sanitize_winner), (options.sanitize, 3, false));
+
+        let mut old = serde_json::to_value(ApplyState::new(&ApplyOptions::default(), "abc".into())).unwrap();
+        for key in ["sanitize", "sanitize_samples", "sanitize_winner"] {
+            old.as_object_mut().unwrap().remove(key);
+        }
+        let old: ApplyState = serde_json::from_value(old).unwrap();
+        assert_eq!((old.sanitize, old.sanitize_samples, old.sanitize_winner), (Sanitize::Auto, 16, true));
     }
 }

@@ -156,6 +156,17 @@ pub struct MeasureArgs {
     /// Execution parameters sampled for validation.
     #[arg(long, default_value_t = 16)]
     pub samples: usize,
+    /// compute-sanitizer tools run on validation samples and on the tuned winner: `auto`
+    /// (memcheck,racecheck on CUDA and HIP; skipped with a warning where compute-sanitizer is
+    /// missing), `none`, or a list such as `memcheck,racecheck` (an error where it cannot run).
+    #[arg(long, default_value = "auto", value_name = "TOOL,...|auto|none")]
+    pub sanitize: peak_apply::Sanitize,
+    /// Validation samples the sanitizer runs on (at most --samples), each at the smallest input size it is valid for.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub sanitize_samples: usize,
+    /// Record the tuned winner without running the sanitizer on it.
+    #[arg(long)]
+    pub no_sanitize_winner: bool,
     /// Seed of the validation sample, the inputs and the search.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -89,6 +89,7 @@ impl peak_apply::ApplyReporter for ApplyProgress {
         self.bar.println(match stage {
             "validate" => "validating against the workflow's reference...",
             "tune" => "tuning...",
+            "sanitize" => "checking the tuned winner with compute-sanitizer...",
             other => other,
         });
     }

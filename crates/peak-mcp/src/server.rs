@@ -289,6 +289,7 @@ impl PeakServer {
                 time_limit: None,
                 set: p.set,
                 cache_dir: settings.cache_dir.clone(),
+                ..InitOptions::default()
             };
             let mut workers = (settings.workers)();
             let wf = peak_apply::init_workflow(Path::new(&p.workflow), Path::new(&p.context), &options, &mut workers, progress)?;
@@ -621,6 +622,8 @@ fn apply_options(settings: &Settings, transformation: String, executor: String, 
         set: s.set,
         library_dirs: settings.library_dirs.iter().cloned().chain(s.library_dirs.into_iter().map(PathBuf::from)).collect(),
         cache_dir: settings.cache_dir.clone(),
+        // The sanitizer settings keep their defaults (auto, 16 samples, winner checked).
+        ..defaults
     }
 }
 

@@ -67,6 +67,9 @@ pub fn workers() -> peak_eval::Workers {
 pub fn apply_options(m: &crate::cli::MeasureArgs) -> peak_apply::ApplyOptions {
     peak_apply::ApplyOptions {
         samples: m.samples,
+        sanitize: m.sanitize.clone(),
+        sanitize_samples: m.sanitize_samples,
+        sanitize_winner: !m.no_sanitize_winner,
         seed: m.seed,
         budget: m.budget,
         time_limit: m.time.map(std::time::Duration::from_secs_f64),

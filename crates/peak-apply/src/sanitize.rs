@@ -1,0 +1,450 @@
+//! compute-sanitizer inside a workflow, as the paper validates: every candidate whose
+//! outputs are right also runs under memcheck and racecheck on sampled execution
+//! parameters, and a finding sends it back to the repair loop like a wrong output. The
+//! tuned winner gets the same check before it is recorded (`crate::winner`).
+//!
+//! [`Sanitize`] is the setting (`--sanitize`); [`Plan`] is what runs on this machine, or
+//! why nothing does. Only CUDA and HIP kernels can be sanitized. Where compute-sanitizer is
+//! not installed the default skips it, saying so on stderr and in `validation.json`; an
+//! explicit list of tools is an error instead, so a request is never dropped silently.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Once;
+
+use anyhow::{Result, anyhow, bail};
+use indexmap::IndexMap;
+use peak_eval::sanitizer::{Finding, SanitizerTool, SanitizerValidator};
+use peak_eval::validate::{Outcome, Sample};
+use peak_eval::{EvalError, Validator, Verdict, Workers};
+use peak_spec::{Backend, Context, ExecParams, Space};
+use serde::{Deserialize, Serialize};
+
+/// Which compute-sanitizer tools a workflow runs: `auto`, `none`, or `memcheck,racecheck`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Sanitize {
+    /// memcheck and racecheck on CUDA and HIP kernels, nothing elsewhere; skipped, with
+    /// the reason recorded, where compute-sanitizer is not installed.
+    #[default]
+    Auto,
+    /// Exactly these tools (an empty list turns the sanitizer off); an error where they
+    /// cannot run.
+    Tools(Vec<SanitizerTool>),
+}
+
+/// The tools `auto` runs: the paper's pair (out-of-bounds accesses, shared-memory races).
+const AUTO_TOOLS: [SanitizerTool; 2] = [SanitizerTool::Memcheck, SanitizerTool::Racecheck];
+
+impl fmt::Display for Sanitize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Sanitize::Auto => f.write_str("auto"),
+            Sanitize::Tools(tools) if tools.is_empty() => f.write_str("none"),
+            Sanitize::Tools(tools) => f.write_str(&tool_list(tools, ",")),
+        }
+    }
+}
+
+impl FromStr for Sanitize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => return Ok(Sanitize::Auto),
+            "none" => return Ok(Sanitize::Tools(Vec::new())),
+            _ => {}
+        }
+        let mut tools = Vec::new();
+        for item in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let tool: SanitizerTool = item.parse().map_err(|e| format!("{e} (or `auto`, or `none`)"))?;
+            if !tools.contains(&tool) {
+                tools.push(tool);
+            }
+        }
+        if tools.is_empty() {
+            return Err("name sanitizer tools (memcheck,racecheck,...), `auto` or `none`".into());
+        }
+        Ok(Sanitize::Tools(tools))
+    }
+}
+
+impl TryFrom<String> for Sanitize {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<Sanitize> for String {
+    fn from(s: Sanitize) -> String {
+        s.to_string()
+    }
+}
+
+/// What the sanitizer does on this machine for one kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    Run { tools: Vec<SanitizerTool>, program: PathBuf },
+    /// Nothing runs; `reason` is what the records say ("none for opencl").
+    Off { reason: String },
+}
+
+impl Plan {
+    /// The plan for a kernel of `backend`, finding compute-sanitizer where it is needed.
+    pub fn resolve(requested: &Sanitize, backend: Backend) -> Result<Plan> {
+        let plan = Plan::resolve_with(requested, backend, SanitizerValidator::locate)?;
+        if let (Sanitize::Auto, Plan::Off { reason }) = (requested, &plan)
+            && matches!(backend, Backend::Cuda | Backend::Hip)
+        {
+            // Once per process: a replay resolves a plan for every step.
+            static WARNED: Once = Once::new();
+            WARNED.call_once(|| {
+                eprintln!(
+                    "warning: sanitizer {reason}: {backend} candidates are validated without memcheck and racecheck (recorded in validation.json)\n\
+                     hint: install the CUDA toolkit, which ships compute-sanitizer, or pass `--sanitize none` to turn the check off"
+                );
+            });
+        }
+        Ok(plan)
+    }
+
+    /// [`Plan::resolve`] with the binary's lookup given (tests fake a machine without it).
+    pub fn resolve_with(requested: &Sanitize, backend: Backend, locate: impl FnOnce() -> Result<PathBuf, EvalError>) -> Result<Plan> {
+        let sanitizable = matches!(backend, Backend::Cuda | Backend::Hip);
+        let tools = match requested {
+            Sanitize::Auto if !sanitizable => return Ok(Plan::Off { reason: format!("none for {backend}") }),
+            Sanitize::Auto => AUTO_TOOLS.to_vec(),
+            Sanitize::Tools(tools) if tools.is_empty() => return Ok(Plan::Off { reason: "none (turned off)".into() }),
+            Sanitize::Tools(_) if !sanitizable => bail!(
+                "--sanitize {requested}: compute-sanitizer checks CUDA and HIP kernels only; this kernel is {backend}\n\
+                 hint: use `--sanitize auto` (the default; nothing runs on {backend}) or `--sanitize none`"
+            ),
+            Sanitize::Tools(tools) => tools.clone(),
+        };
+        match locate() {
+            Ok(program) => Ok(Plan::Run { tools, program }),
+            Err(_) if *requested == Sanitize::Auto => Ok(Plan::Off { reason: "skipped (compute-sanitizer not found)".into() }),
+            Err(e) => Err(anyhow!("--sanitize {requested}: {e}; or pass `--sanitize auto` to skip the sanitizer where it is missing")),
+        }
+    }
+
+    pub fn runs(&self) -> bool {
+        matches!(self, Plan::Run { .. })
+    }
+
+    /// Run the sanitizer on a candidate whose outputs passed on `picked`: on up to `count`
+    /// of those samples, moved to small inputs ([`samples`]). Stops at the first failing
+    /// sample, since one is all the repair loop needs and every run is slow.
+    pub fn validate(&self, workers: &mut Workers, candidate: &Context, space: &Space, picked: &[Sample], count: usize) -> Result<Record> {
+        let (tools, program) = match self {
+            Plan::Off { reason } => return Ok(Record { summary: reason.clone(), requested_samples: count, tools: Vec::new(), outcome: None, samples: Vec::new() }),
+            Plan::Run { tools, program } => (tools, program),
+        };
+        let mut validator = validator(tools, program);
+        let mut record = Record { summary: String::new(), requested_samples: count, tools: tools.clone(), outcome: None, samples: Vec::new() };
+        for sample in samples(candidate, space, picked, count) {
+            let verdict = validator.check(workers, candidate, &sample)?.unwrap_or(Verdict::Passed);
+            let failed = verdict.is_failure();
+            record.samples.push(SanitizedSample { params: sample.params, data_seed: sample.data_seed, verdict });
+            if failed {
+                break;
+            }
+        }
+        let names = tool_list(tools, ", ");
+        let ran = record.samples.len();
+        let (outcome, summary) = match record.failure() {
+            Some(verdict) => (Outcome::Failed, format!("{names}: {} (sample {ran})", verdict.summary())),
+            None if record.samples.iter().all(|s| s.verdict != Verdict::Passed) => {
+                (Outcome::Inconclusive, format!("{names} on {ran} sample(s): inconclusive, every sample was pruned as invalid"))
+            }
+            None => (Outcome::Passed, format!("{names} on {ran} sample(s): clean")),
+        };
+        record.outcome = Some(outcome);
+        record.summary = summary;
+        Ok(record)
+    }
+}
+
+/// A validator for the given tools that runs every sample it is shown (the callers choose
+/// the samples).
+pub(crate) fn validator(tools: &[SanitizerTool], program: &std::path::Path) -> SanitizerValidator {
+    let mut validator = SanitizerValidator::new(tools.to_vec(), program.to_path_buf());
+    validator.samples = usize::MAX;
+    validator
+}
+
+pub(crate) fn tool_list(tools: &[SanitizerTool], separator: &str) -> String {
+    tools.iter().map(|t| t.name()).collect::<Vec<_>>().join(separator)
+}
+
+/// What the sanitizer did to one candidate, as `validation.json`'s `sanitizer` records it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Record {
+    /// One line: `memcheck, racecheck on 4 sample(s): clean`, `none for opencl`,
+    /// `skipped (compute-sanitizer not found)`.
+    pub summary: String,
+    /// Samples asked for (`--sanitize-samples`); fewer run when fewer were sampled, when
+    /// samples meet at the same small point, or after a failure.
+    pub requested_samples: usize,
+    /// The tools that ran (none when skipped).
+    pub tools: Vec<SanitizerTool>,
+    /// `None` when nothing ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    pub samples: Vec<SanitizedSample>,
+}
+
+/// One sanitized execution parameter and what the tools said (findings with file:line).
+#[derive(Debug, Clone, Serialize)]
+pub struct SanitizedSample {
+    pub params: ExecParams,
+    pub data_seed: u64,
+    pub verdict: Verdict,
+}
+
+impl Record {
+    /// The first failing verdict: the candidate goes back to the repair loop with it.
+    pub fn failure(&self) -> Option<Verdict> {
+        self.samples.iter().map(|s| &s.verdict).find(|v| v.is_failure()).cloned()
+    }
+}
+
+/// Where the sanitizer runs: the tuning configurations of the validation samples, in
+/// sample order, each at the smallest input configuration it is valid for; at most `count`
+/// of them, never more than were sampled, and samples that land on the same point run once.
+///
+/// Why the smallest inputs: a sanitized run is 10 to 1000 times slower than a plain one
+/// (racecheck tracks every shared-memory access), while memory and race bugs mostly come
+/// from the code path a tuning configuration selects (tile sizes, shared-memory layout),
+/// which a small problem exercises as well as a large one. The output validator has
+/// already covered the sampled sizes.
+pub fn samples(ctx: &Context, space: &Space, picked: &[Sample], count: usize) -> Vec<Sample> {
+    let by_size = input_configurations(ctx, space, picked);
+    let mut chosen: Vec<Sample> = Vec::new();
+    for sample in picked {
+        if chosen.len() >= count {
+            break;
+        }
+        let params = smallest_valid(space, &by_size, &sample.params.tuning).unwrap_or_else(|| sample.params.clone());
+        if chosen.iter().any(|c| c.params == params) {
+            continue;
+        }
+        chosen.push(Sample { index: chosen.len(), params, data_seed: sample.data_seed });
+    }
+    chosen
+}
+
+/// `tuning` at the smallest of `by_size` that satisfies the constraints.
+pub(crate) fn smallest_valid(space: &Space, by_size: &[IndexMap<String, i64>], tuning: &IndexMap<String, i64>) -> Option<ExecParams> {
+    by_size.iter().map(|inputs| ExecParams { inputs: inputs.clone(), tuning: tuning.clone() }).find(|p| space.is_valid(p))
+}
+
+/// Input configurations to place sanitizer runs at, smallest first (by the elements of
+/// every array together): every combination of the space's input values when there are
+/// few enough to list, else the ones the validation samples used.
+pub(crate) fn input_configurations(ctx: &Context, space: &Space, picked: &[Sample]) -> Vec<IndexMap<String, i64>> {
+    const MAX_LISTED: usize = 4096;
+    let tuning: Vec<&str> = space.tuning_names().collect();
+    let dims: Vec<(&str, Vec<i64>)> = space
+        .names()
+        .filter(|n| !tuning.contains(n))
+        .map(|n| {
+            let mut values = space.values(n).unwrap_or_default().to_vec();
+            values.sort_unstable();
+            (n, values)
+        })
+        .collect();
+    let combinations = dims.iter().try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
+    let mut configs: Vec<IndexMap<String, i64>> = match combinations {
+        Some(n) if n <= MAX_LISTED => dims.iter().fold(vec![IndexMap::new()], |acc, (name, values)| {
+            acc.iter()
+                .flat_map(|partial| {
+                    values.iter().map(move |v| {
+                        let mut next = partial.clone();
+                        next.insert(name.to_string(), *v);
+                        next
+                    })
+                })
+                .collect()
+        }),
+        _ => {
+            let mut seen = Vec::new();
+            for s in picked {
+                if !seen.contains(&s.params.inputs) {
+                    seen.push(s.params.inputs.clone());
+                }
+            }
+            seen
+        }
+    };
+    let elements = |inputs: &IndexMap<String, i64>| -> i128 {
+        let params = ExecParams { inputs: inputs.clone(), tuning: IndexMap::new() };
+        // A size that does not evaluate sorts last.
+        ctx.manifest.arrays.iter().map(|a| ctx.eval_input_expr(&a.size, &params).map_or(i128::MAX, i128::from)).fold(0, i128::saturating_add)
+    };
+    configs.sort_by_cached_key(elements);
+    configs
+}
+
+/// The repair prompt's text for sanitizer findings: every distinct finding once, with its
+/// kernel, file and line, and what to look for.
+pub fn feedback(findings: &[Finding]) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for f in findings {
+        let mut line = format!("- {}", f.headline());
+        if let Some(detail) = f.details.first() {
+            line.push_str(&format!(" ({detail})"));
+        }
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    format!(
+        "The outputs are right, but NVIDIA compute-sanitizer reported:\n{}\n\
+         memcheck reports accesses outside an allocation (check bounds and the last partial tile); \
+         racecheck reports shared-memory hazards (a __syncthreads() missing between writes and reads of the same tile).",
+        lines.join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_and_print() {
+        assert_eq!("auto".parse::<Sanitize>(), Ok(Sanitize::Auto));
+        assert_eq!("none".parse::<Sanitize>(), Ok(Sanitize::Tools(vec![])));
+        let both = Sanitize::Tools(vec![SanitizerTool::Memcheck, SanitizerTool::Racecheck]);
+        assert_eq!(" memcheck, racecheck,memcheck ".parse::<Sanitize>(), Ok(both.clone()));
+        for s in [Sanitize::Auto, Sanitize::Tools(vec![]), both] {
+            assert_eq!(s.to_string().parse::<Sanitize>(), Ok(s.clone()));
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<Sanitize>(&json).unwrap(), s);
+        }
+        assert!("asan".parse::<Sanitize>().unwrap_err().contains("auto"));
+        assert!("".parse::<Sanitize>().is_err());
+        assert!(",".parse::<Sanitize>().is_err());
+    }
+
+    fn found() -> Result<PathBuf, EvalError> {
+        Ok(PathBuf::from("/opt/cuda/bin/compute-sanitizer"))
+    }
+
+    fn missing() -> Result<PathBuf, EvalError> {
+        Err(EvalError::Tool { tool: "compute-sanitizer".into(), message: "not found on PATH".into(), hint: "install the CUDA toolkit".into() })
+    }
+
+    #[test]
+    fn auto_runs_memcheck_and_racecheck_on_cuda_and_hip_only() {
+        for backend in [Backend::Cuda, Backend::Hip] {
+            let plan = Plan::resolve_with(&Sanitize::Auto, backend, found).unwrap();
+            assert_eq!(plan, Plan::Run { tools: AUTO_TOOLS.to_vec(), program: found().unwrap() });
+        }
+        for backend in [Backend::Opencl, Backend::Hlsl] {
+            let plan = Plan::resolve_with(&Sanitize::Auto, backend, || panic!("not looked for")).unwrap();
+            assert_eq!(plan, Plan::Off { reason: format!("none for {backend}") });
+        }
+        let off = Plan::resolve_with(&Sanitize::Tools(vec![]), Backend::Cuda, || panic!("not looked for")).unwrap();
+        assert_eq!(off, Plan::Off { reason: "none (turned off)".into() });
+    }
+
+    #[test]
+    fn a_missing_binary_is_skipped_by_auto_and_an_error_when_asked_for() {
+        let plan = Plan::resolve_with(&Sanitize::Auto, Backend::Cuda, missing).unwrap();
+        assert_eq!(plan, Plan::Off { reason: "skipped (compute-sanitizer not found)".into() });
+
+        let err = Plan::resolve_with(&Sanitize::Tools(vec![SanitizerTool::Memcheck]), Backend::Cuda, missing).unwrap_err().to_string();
+        assert!(err.starts_with("--sanitize memcheck: compute-sanitizer: not found"), "{err}");
+        assert!(err.contains("hint: install the CUDA toolkit") && err.contains("--sanitize auto"), "{err}");
+
+        let err = Plan::resolve_with(&Sanitize::Tools(vec![SanitizerTool::Racecheck]), Backend::Opencl, found).unwrap_err().to_string();
+        assert!(err.contains("CUDA and HIP kernels only; this kernel is opencl") && err.contains("hint:"), "{err}");
+    }
+
+    /// A context whose tuning constraint ties the block to the problem size.
+    fn context(dir: &std::path::Path) -> Context {
+        std::fs::write(
+            dir.join("peak.toml"),
+            r#"
+[kernel]
+name = "scale"
+backend = "cuda"
+source = "kernel.cu"
+
+[inputs]
+n = { values = [1024, 64, 256] }
+batch = { values = [1, 4] }
+
+[[arrays]]
+name = "X"
+type = "f32"
+size = "n * batch"
+init = "random"
+output = true
+
+[tuning]
+BLOCK = { pow2 = [16, 512] }
+
+[constraints]
+tuning = ["BLOCK <= n"]
+"#,
+        )
+        .unwrap();
+        std::fs::write(dir.join("kernel.cu"), "// @peak macros\n// @peak device\nextern \"C\" __global__ void scale(float* X, int n, int batch) {}\n// @peak host\nlaunch(\"scale\", 1, BLOCK, 0, X, n, batch);\n").unwrap();
+        Context::load(dir).unwrap()
+    }
+
+    fn sample(index: usize, n: i64, batch: i64, block: i64) -> Sample {
+        let params = ExecParams { inputs: [("n".to_string(), n), ("batch".to_string(), batch)].into_iter().collect(), tuning: [("BLOCK".to_string(), block)].into_iter().collect() };
+        Sample { index, params, data_seed: 100 + index as u64 }
+    }
+
+    #[test]
+    fn samples_keep_the_tuning_and_move_to_the_smallest_valid_inputs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = context(tmp.path());
+        let space = ctx.space();
+        let picked = [sample(0, 1024, 4, 32), sample(1, 256, 1, 128), sample(2, 1024, 1, 32), sample(3, 1024, 4, 512), sample(4, 256, 4, 16)];
+
+        let chosen = samples(&ctx, &space, &picked, 16);
+        let at: Vec<(i64, i64, i64)> = chosen.iter().map(|s| (s.params.inputs["n"], s.params.inputs["batch"], s.params.tuning["BLOCK"])).collect();
+        // BLOCK=32 twice lands on one point; BLOCK=128 and 512 need a larger n to be valid.
+        assert_eq!(at, [(64, 1, 32), (256, 1, 128), (1024, 1, 512), (64, 1, 16)]);
+        assert_eq!(chosen.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(chosen[1].data_seed, 101, "a sample keeps its data seed");
+        assert!(chosen.iter().all(|s| space.is_valid(&s.params)));
+
+        // The count caps the runs, and can never exceed the samples.
+        assert_eq!(samples(&ctx, &space, &picked, 2).len(), 2);
+        assert_eq!(samples(&ctx, &space, &picked[..1], 16).len(), 1);
+    }
+
+    #[test]
+    fn input_configurations_are_ordered_by_array_elements() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = context(tmp.path());
+        let configs = input_configurations(&ctx, &ctx.space(), &[]);
+        let sizes: Vec<i64> = configs.iter().map(|c| c["n"] * c["batch"]).collect();
+        assert_eq!(configs.len(), 6);
+        assert!(sizes.windows(2).all(|w| w[0] <= w[1]), "{sizes:?}");
+        assert_eq!((configs[0]["n"], configs[0]["batch"]), (64, 1));
+    }
+
+    #[test]
+    fn feedback_names_each_finding_once_with_its_line() {
+        let finding = Finding {
+            tool: "memcheck".into(),
+            severity: "error".into(),
+            error: "Invalid __global__ write of size 4 bytes".into(),
+            kernel: Some("matmul".into()),
+            file: Some("/tmp/candidate/kernel.cu".into()),
+            line: Some(12),
+            details: vec!["by thread (63,0,0) in block (15,0,0)".into()],
+        };
+        let text = feedback(&[finding.clone(), finding]);
+        assert_eq!(text.matches("kernel.cu:12").count(), 1, "{text}");
+        assert!(text.contains("memcheck: Invalid __global__ write of size 4 bytes in `matmul` at kernel.cu:12 (by thread"), "{text}");
+    }
+}

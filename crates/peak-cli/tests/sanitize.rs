@@ -1,0 +1,110 @@
+//! compute-sanitizer in workflows, through the `peak` binary, on a machine without it or
+//! without a GPU: what is recorded where it cannot run, and the errors when it is asked for
+//! explicitly. (Findings themselves need an NVIDIA GPU; the fallback logic is unit-tested
+//! in peak-apply with a fake checker.)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Env {
+    tmp: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env { tmp: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.tmp.path().join(name).to_str().unwrap().to_string()
+    }
+
+    fn peak(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_peak")).args(args).env("PEAK_CACHE_DIR", self.path("cache")).output().expect("peak runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.peak(args);
+        assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn example(name: &str) -> String {
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    path.to_str().unwrap().to_string()
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).to_str().unwrap().to_string()
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn an_explicit_sanitizer_without_the_binary_fails_at_once_with_a_hint() {
+    if let Some(path) = peak_eval::sanitizer::locate_tool("compute-sanitizer") {
+        eprintln!("SKIPPED: compute-sanitizer is installed here ({})", path.display());
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    // Not measured, so no GPU is needed to make the workflow.
+    env.ok(&["init", &wf, "--from", &example("matmul-cuda-f32"), "--no-measure"]);
+
+    let out = env.peak(&["apply", "refactor", "-w", &wf, "--sanitize", "memcheck,racecheck"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--sanitize memcheck,racecheck: compute-sanitizer: not found on PATH"), "{stderr}");
+    assert!(stderr.contains("hint: install the CUDA toolkit"), "{stderr}");
+    assert!(env.ok(&["pending", "-w", &wf]).is_empty(), "no apply is left waiting");
+    assert!(env.ok(&["apply", "--abandon", "-w", &wf]).contains("no apply was in progress"));
+
+    // The root's winner check asks for it before tuning anything.
+    let out = env.peak(&["init", &env.path("wf2"), "--from", &example("matmul-cuda-f32"), "--sanitize", "memcheck"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sanitize memcheck: compute-sanitizer: not found"));
+}
+
+#[test]
+fn sanitizer_flags_are_checked() {
+    let env = Env::new();
+    let out = env.peak(&["apply", "refactor", "-w", &env.path("wf"), "--sanitize", "asan"]);
+    assert_eq!(out.status.code(), Some(2), "a misspelt tool is bad usage");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown sanitizer tool 'asan'"));
+
+    let out = env.peak(&["init", &env.path("wf"), "--from", &example("matmul-opencl-naive"), "--sanitize", "racecheck"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("CUDA and HIP kernels only; this kernel is opencl") && stderr.contains("--sanitize none"), "{stderr}");
+}
+
+#[test]
+fn an_opencl_workflow_records_that_no_sanitizer_runs() {
+    if peak_opencl::list_devices().is_err() {
+        eprintln!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    env.ok(&["init", &wf, "--from", &example("matmul-opencl-naive"), "--set", "n=256", "--budget", "4"]);
+    let root = json(&env.ok(&["show", "root", "-w", &wf, "--json"]));
+    assert_eq!(root["performance"]["sanitizer_winner"], serde_json::json!({ "ran": false, "summary": "none for opencl" }));
+
+    let fast = ["--set", "n=256", "--samples", "3", "--budget", "4", "--sanitize-samples", "2"];
+    env.ok(&[&["apply", "refactor", "-w", &wf][..], &fast].concat());
+    env.ok(&["submit", &fixture("refactor/macros.c"), "-w", &wf]);
+    let done = json(&env.ok(&["submit", &fixture("refactor/device.c"), "-w", &wf, "--json"]));
+    assert_eq!(done["status"], "checkpoint", "{done}");
+
+    let head = json(&env.ok(&["show", "HEAD", "-w", &wf, "--json"]));
+    let sanitizer = &head["validation"]["sanitizer"];
+    assert_eq!(sanitizer["summary"], "none for opencl", "{sanitizer}");
+    assert_eq!(sanitizer["requested_samples"], 2);
+    assert_eq!(sanitizer["tools"], serde_json::json!([]));
+    assert_eq!(sanitizer["samples"], serde_json::json!([]));
+    assert!(sanitizer.get("outcome").is_none(), "nothing ran, so there is no outcome: {sanitizer}");
+    assert_eq!(head["performance"]["sanitizer_winner"]["summary"], "none for opencl");
+}
