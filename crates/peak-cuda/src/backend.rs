@@ -28,6 +28,8 @@ use crate::tensor_map::{self, TensorMapSpec};
 
 /// Name of the launch-script function that raises a kernel's dynamic shared-memory limit.
 pub const MAX_DYNAMIC_SHARED: &str = "cuda_max_dynamic_shared";
+/// Bytes of `__shared__` memory a kernel may declare statically, on every CUDA GPU.
+const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
 
 /// The device's primary context, retained for as long as a backend or module uses it.
 struct Context {
@@ -552,6 +554,16 @@ impl Backend for CudaBackend {
 
     fn compile(&self, request: &CompileRequest) -> Result<Module, BackendError> {
         let cubin = nvrtc::compile(request, self.dialect, &self.arch)?;
+        // A kernel may declare at most 48 KB of static shared memory; the driver refuses the
+        // module otherwise. That is a property of the configuration (tiles too big for this
+        // tuning choice), so it prunes the configuration instead of failing the kernel.
+        if let Some(k) = cubin.kernels.iter().find(|k| k.shared_bytes.is_some_and(|b| b > STATIC_SHARED_LIMIT)) {
+            return Err(BackendError::InvalidConfig(format!(
+                "`{}` declares {} bytes of static shared memory, over the {STATIC_SHARED_LIMIT} a kernel may declare statically (larger tiles need dynamic shared memory)",
+                k.name,
+                k.shared_bytes.unwrap_or_default()
+            )));
+        }
         self.bind()?;
         let mut module: CUmodule = std::ptr::null_mut();
         let status = unsafe { sys::cuModuleLoadData(&mut module, cubin.image.as_ptr().cast()) };
