@@ -62,6 +62,17 @@ def baseline(ctx, n, tuning):
     return json.loads(sh(*args, timeout=300))
 
 
+def profile(ctx, n, tuning):
+    """Nsight Compute's headline figures for one configuration (what is in the way)."""
+    args = [PEAK, "profile", ctx, "--set", f"n={n}", "--json"]
+    for name, value in tuning.items():
+        args += ["--set", f"{name}={value}"]
+    try:
+        return json.loads(sh(*args, timeout=300))
+    except Exception as e:  # ncu may be missing or refuse the device; the numbers still stand
+        return {"error": str(e)}
+
+
 def replay(work, name, branch):
     into = os.path.join(work, f"{name}-{branch}")
     start = time.monotonic()
@@ -159,6 +170,8 @@ def main(out):
                     "outputs_match_cublas": report.get("validation"),
                 })
                 prev_ms[n] = ms
+                if index == len(steps) - 1 and n == max(SIZES):
+                    row["profile"] = profile(ctx, n, tuning)
                 result["steps"].append(row)
                 print(f"{name}:{branch} {index:2d} {transformation:18s} n={n} {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  {row['pct_of_cublas']:5.1f}%", flush=True)
     with open(os.path.join(out, "h200-matmul-case-study.json"), "w") as f:
