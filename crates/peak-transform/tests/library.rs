@@ -9,6 +9,7 @@ use peak_transform::{Backend, ContextParam, Library, LibraryError, PromptContext
 
 const SHIPPED: &[&str] = &[
     "Block-Swizzle",
+    "Launch-Bounds",
     "Offset",
     "Pipelining",
     "Refactor",
