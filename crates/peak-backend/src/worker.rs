@@ -17,7 +17,8 @@
 //! - `ready` once at start-up, with the device and the protocol version;
 //! - `unavailable` instead, when the backend cannot open (then the worker exits);
 //! - `started` when a request's kernels begin to run on the device (the parent's
-//!   time-out clock for that request starts here, not while it waits to compile);
+//!   time-out clock for that request starts here, not while it waits to compile; a
+//!   `compile_only` request never starts);
 //! - `done` with a [`RunReport`] or a [`Failure`] (category + message + compiler log).
 //!
 //! Requests are pipelined: the worker compiles up to one request per core at once
@@ -55,11 +56,11 @@ use thiserror::Error;
 
 use crate::backend::{Backend, BufferId, DeviceInfo, KernelResources, Module};
 use crate::error::BackendError;
-use crate::plan::Step;
+use crate::plan::{LaunchPlan, Step};
 use crate::runner::{self, RunError, RunOptions, SizedArray, median};
 
 /// Bumped whenever a message changes shape; the parent refuses a worker of another version.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// How an `invalid-config` reason found in the compiler's resource report begins (the
 /// others come from the launch script or the launch itself).
@@ -85,6 +86,11 @@ pub struct Job {
     /// Treat kernels that spill registers (by the compiler's report) as invalid.
     #[serde(default)]
     pub prune_spills: bool,
+    /// Stop after compiling, running the launch script and checking the kernels' resources
+    /// against the device: nothing is allocated or launched. Where no device runs the
+    /// kernel (a deferred apply), this is everything that can be known about it.
+    #[serde(default)]
+    pub compile_only: bool,
     /// How long the run may take once started; `None` takes the pool's default.
     #[serde(skip)]
     pub timeout: Option<Duration>,
@@ -92,7 +98,7 @@ pub struct Job {
 
 impl Job {
     pub fn new(context: impl Into<PathBuf>, params: ExecParams, options: RunOptions) -> Job {
-        Job { context: context.into(), params, options, outputs: OutputMode::Digest, prune_spills: false, timeout: None }
+        Job { context: context.into(), params, options, outputs: OutputMode::Digest, prune_spills: false, compile_only: false, timeout: None }
     }
 }
 
@@ -399,6 +405,10 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
                     }
                     Ok(prepared) => prepared,
                 };
+                if job.request.job.compile_only {
+                    job.finished.fill(check_compiled(&recycler, &ctx, &compiled, &job.request.job));
+                    continue;
+                }
                 send(&Message::Started { id: job.request.id });
                 match execute(&recycler, &ctx, &compiled, &job.request.job, &mut inputs) {
                     Ok(executed) => {
@@ -699,13 +709,37 @@ fn execute(backend: &dyn Backend, ctx: &Context, compiled: &Arc<Compiled>, job: 
     let fail = |e: RunError| Failure::from(&e);
     let arrays = inputs.get(ctx, &job.params, job.options.data_seed).map_err(fail)?;
     let (sized, host) = (&arrays.0, &arrays.1);
-    let plan = runner::plan(backend, ctx, &job.params, sized).map_err(fail)?;
-    if let Err(reason) = check_resources(&compiled.module.kernels, &plan.steps, backend.device(), job.prune_spills) {
-        return Err(Failure::new(FailureKind::InvalidConfig, format!("{COMPILE_REPORT}{reason}")));
-    }
+    let plan = checked_plan(backend, ctx, compiled, job, sized)?;
     let prepared = runner::Prepared { arrays: sized, host, plan: &plan };
     let result = runner::run_prepared(backend, &compiled.module, &job.options, &prepared).map_err(fail)?;
     Ok(Executed { result, compiled: compiled.clone(), start })
+}
+
+/// The launch script's plan, once the compiled kernels' resources are known to fit it.
+fn checked_plan(backend: &dyn Backend, ctx: &Context, compiled: &Compiled, job: &Job, sized: &[SizedArray]) -> Result<LaunchPlan, Failure> {
+    let plan = runner::plan(backend, ctx, &job.params, sized).map_err(|e| Failure::from(&e))?;
+    if let Err(reason) = check_resources(&compiled.module.kernels, &plan.steps, backend.device(), job.prune_spills) {
+        return Err(Failure::new(FailureKind::InvalidConfig, format!("{COMPILE_REPORT}{reason}")));
+    }
+    Ok(plan)
+}
+
+/// A `compile_only` job's answer: the compile, the launch script and the resource check,
+/// with no outputs and no times. Arrays are sized, never filled.
+fn check_compiled(backend: &dyn Backend, ctx: &Context, compiled: &Compiled, job: &Job) -> Result<RunReport, Failure> {
+    let start = Instant::now();
+    let sized = runner::size_arrays(ctx, &job.params).map_err(|e| Failure::from(&e))?;
+    let plan = checked_plan(backend, ctx, compiled, job, &sized)?;
+    Ok(RunReport {
+        outputs: Vec::new(),
+        modified_inputs: Vec::new(),
+        times_ms: Vec::new(),
+        launches: plan.launches(),
+        kernels: compiled.module.kernels.clone(),
+        compile_log: compiled.module.log.clone(),
+        compile_ms: compiled.compile_ms,
+        run_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
 }
 
 fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<ReferenceCache>) -> RunReport {

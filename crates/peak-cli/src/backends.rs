@@ -14,6 +14,25 @@ pub fn open(language: Language) -> Result<Box<dyn Backend>, BackendError> {
     }
 }
 
+/// Open what compile-checks `language` where no device may run it (`peak worker
+/// --compile-only`): NVRTC for `arch` (default sm_90a) for CUDA and HIP; for OpenCL and
+/// HLSL, whose compilers belong to a driver, the local device's, if there is one.
+pub fn open_compile_only(language: Language, arch: Option<&str>) -> Result<Box<dyn Backend>, BackendError> {
+    let arch = match arch {
+        Some(text) => peak_cuda::Arch::parse(text).map_err(|reason| BackendError::Unavailable {
+            what: format!("a compile-only target for {text}"),
+            reason,
+            hint: "pass --arch such as sm_90a".into(),
+        })?,
+        None => peak_cuda::Arch::default(),
+    };
+    match language {
+        Language::Cuda => Ok(Box::new(peak_cuda::OfflineBackend::new(peak_cuda::Dialect::Cuda, arch)?)),
+        Language::Hip => Ok(Box::new(peak_cuda::OfflineBackend::new(peak_cuda::Dialect::Hip, arch)?)),
+        Language::Opencl | Language::Hlsl => open(language),
+    }
+}
+
 /// What `peak info` reports for each backend: a device, or a plain reason.
 pub struct Availability {
     pub backend: Language,

@@ -555,4 +555,11 @@ pub struct WorkerArgs {
     /// The backend to serve: opencl, cuda, hip, hlsl.
     #[arg(long)]
     pub backend: String,
+    /// Serve compile checks only: CUDA and HIP through NVRTC with no device, the others
+    /// through the local driver.
+    #[arg(long)]
+    pub compile_only: bool,
+    /// NVRTC's target for a compile-only CUDA or HIP worker (default sm_90a).
+    #[arg(long, requires = "compile_only")]
+    pub arch: Option<String>,
 }

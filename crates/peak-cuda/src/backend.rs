@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::{self, CUdevice, CUdevice_attribute, CUdeviceptr, CUfunction, CUfunction_attribute, CUmodule, CUresult, CUstream};
 use peak_backend::plan::{BackendOp, OpValue};
 use peak_backend::{
-    Backend, BackendError, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, Launch, Module, OpPhase, ScriptFunction,
+    Backend, BackendError, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, KernelResources, Launch, Module, OpPhase,
+    ScriptFunction,
 };
 
 use crate::driver::{self, check};
@@ -547,6 +548,38 @@ impl Drop for CudaBackend {
     }
 }
 
+/// A kernel may declare at most 48 KB of static shared memory; the driver refuses the
+/// module otherwise. That is a property of the configuration (tiles too big for this
+/// tuning choice), so it prunes the configuration instead of failing the kernel.
+pub fn check_static_shared(kernels: &[KernelResources]) -> Result<(), BackendError> {
+    match kernels.iter().find(|k| k.shared_bytes.is_some_and(|b| b > STATIC_SHARED_LIMIT)) {
+        Some(k) => Err(BackendError::InvalidConfig(format!(
+            "`{}` declares {} bytes of static shared memory, over the {STATIC_SHARED_LIMIT} a kernel may declare statically (larger tiles need dynamic shared memory)",
+            k.name,
+            k.shared_bytes.unwrap_or_default()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The launch-script functions of the CUDA backend, with or without a device.
+pub fn script_functions() -> Vec<ScriptFunction> {
+    vec![
+        ScriptFunction {
+            name: MAX_DYNAMIC_SHARED,
+            arity: 2,
+            phase: OpPhase::Setup,
+            doc: "cuda_max_dynamic_shared(kernel, bytes): let `kernel` use up to `bytes` of dynamic shared memory (needed above 48 KB)",
+        },
+        ScriptFunction {
+            name: tensor_map::NAME,
+            arity: 6,
+            phase: OpPhase::Argument,
+            doc: "cuda_tensor_map(buffer, dtype, dims, strides, box, swizzle): a Hopper tensor map over `buffer` (dims and box innermost first, strides in bytes, swizzle \"none\"/\"32b\"/\"64b\"/\"128b\"), passed by value",
+        },
+    ]
+}
+
 impl Backend for CudaBackend {
     fn device(&self) -> &DeviceInfo {
         &self.info
@@ -554,16 +587,7 @@ impl Backend for CudaBackend {
 
     fn compile(&self, request: &CompileRequest) -> Result<Module, BackendError> {
         let cubin = nvrtc::compile(request, self.dialect, &self.arch)?;
-        // A kernel may declare at most 48 KB of static shared memory; the driver refuses the
-        // module otherwise. That is a property of the configuration (tiles too big for this
-        // tuning choice), so it prunes the configuration instead of failing the kernel.
-        if let Some(k) = cubin.kernels.iter().find(|k| k.shared_bytes.is_some_and(|b| b > STATIC_SHARED_LIMIT)) {
-            return Err(BackendError::InvalidConfig(format!(
-                "`{}` declares {} bytes of static shared memory, over the {STATIC_SHARED_LIMIT} a kernel may declare statically (larger tiles need dynamic shared memory)",
-                k.name,
-                k.shared_bytes.unwrap_or_default()
-            )));
-        }
+        check_static_shared(&cubin.kernels)?;
         self.bind()?;
         let mut module: CUmodule = std::ptr::null_mut();
         let status = unsafe { sys::cuModuleLoadData(&mut module, cubin.image.as_ptr().cast()) };
@@ -736,20 +760,7 @@ impl Backend for CudaBackend {
     }
 
     fn script_functions(&self) -> Vec<ScriptFunction> {
-        vec![
-            ScriptFunction {
-                name: MAX_DYNAMIC_SHARED,
-                arity: 2,
-                phase: OpPhase::Setup,
-                doc: "cuda_max_dynamic_shared(kernel, bytes): let `kernel` use up to `bytes` of dynamic shared memory (needed above 48 KB)",
-            },
-            ScriptFunction {
-                name: tensor_map::NAME,
-                arity: 6,
-                phase: OpPhase::Argument,
-                doc: "cuda_tensor_map(buffer, dtype, dims, strides, box, swizzle): a Hopper tensor map over `buffer` (dims and box innermost first, strides in bytes, swizzle \"none\"/\"32b\"/\"64b\"/\"128b\"), passed by value",
-            },
-        ]
+        script_functions()
     }
 
     fn run_op(&self, module: &Module, op: &BackendOp, _buffers: &BufferLookup) -> Result<(), BackendError> {

@@ -9,6 +9,9 @@
 //!   prelude in [`hip`], which also compile-checks HIP for AMD with `hipcc`.
 //! - [`compile_only`] compiles every variant of a context with NVRTC alone, no GPU
 //!   needed, and reports registers, shared memory and spills: `peak compile`.
+//! - [`offline`] is a backend with no device: NVRTC for a named architecture and that
+//!   architecture's limits, so a compile-only worker can check what a deferred apply
+//!   wrote (`peak apply --defer`).
 //! - [`baseline`] times cuBLAS on a matmul-shaped context in the same process as the
 //!   context's own kernel: `peak baseline`.
 //!
@@ -25,7 +28,9 @@ pub mod driver;
 pub mod hip;
 pub mod libs;
 pub mod nvrtc;
+pub mod offline;
 pub mod tensor_map;
 
 pub use backend::CudaBackend;
+pub use offline::OfflineBackend;
 pub use nvrtc::{Arch, Dialect};

@@ -48,4 +48,22 @@ impl Workers {
         }
         Ok(self.pools.get_mut(backend).expect("inserted above"))
     }
+
+    /// The pool of a compile-only worker for `backend` (`peak worker --compile-only`),
+    /// started if needed. It answers [`Job::compile_only`](peak_backend::worker::Job)
+    /// requests where no device runs the kernel: CUDA and HIP through NVRTC for `arch` (a
+    /// target such as `sm_90a`; the worker's default when `None`), the other backends
+    /// through their local driver.
+    pub fn compile_pool(&mut self, backend: &str, arch: Option<&str>) -> Result<&mut WorkerPool, EvalError> {
+        let key = format!("{backend} compile-only {}", arch.unwrap_or("default"));
+        if !self.pools.contains_key(&key) {
+            let mut command = self.command(backend)?.arg("--compile-only");
+            if let Some(arch) = arch {
+                command = command.arg("--arch").arg(arch);
+            }
+            let pool = WorkerPool::start(backend, command, self.options.clone())?;
+            self.pools.insert(key.clone(), pool);
+        }
+        Ok(self.pools.get_mut(&key).expect("inserted above"))
+    }
 }
