@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, anyhow, bail};
 use indexmap::IndexMap;
 use peak_eval::validate::{Outcome as Validation, samples};
-use peak_eval::{OutputValidator, ReferenceStore, Validator, Verdict, Workers, default_cache_dir};
+use peak_eval::{OutputValidator, ReferenceStore, ValidationReport, Validator, Verdict, Workers, default_cache_dir};
 use peak_spec::{Context, Region};
 use peak_transform::{
     AgentExecutor, Executor, ExecutorSpec, Feedback, Library, Outcome, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
@@ -13,6 +13,7 @@ use peak_transform::{
 use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
+use crate::defer::{self, CompileCheck};
 use crate::init::{Measure, measure, restricted};
 use crate::manifest::{extend, prompt_params};
 use crate::sanitize::{self, Plan};
@@ -155,8 +156,13 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     wf.materialize("root", &root_dir)?;
     let root = Context::load(&root_dir)?;
     let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
-    // Before any pass is asked for: a sanitizer asked for but missing fails at once.
-    let plan = match Plan::resolve(&options.sanitize, parent.backend()) {
+    // Before any pass is asked for: a sanitizer asked for but missing, or a deferred
+    // apply's missing compiler, fails at once. A deferred apply runs nothing to sanitize.
+    let plan = match &options.defer {
+        Some(defer) => defer::prepare(workers, parent.backend().name(), defer).map(|()| Plan::Off { reason: "deferred".into() }),
+        None => Plan::resolve(&options.sanitize, parent.backend()),
+    };
+    let plan = match plan {
         Ok(plan) => plan,
         Err(e) => {
             state::clear(&dir)?;
@@ -177,7 +183,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     // Seconds spent validating candidates, failed tries included (the paper's Table 5).
     let mut validation_s = 0.0;
 
-    let (candidate, report, sanitized) = loop {
+    let (candidate, judged) = loop {
         while pass <= t.passes.len() {
             let prompt_ctx = PromptContext { regions: &regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
             let prompt = match &feedback {
@@ -227,21 +233,34 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         }
 
         let candidate = write_candidate(&parent, &t, &regions, &candidate_dir)?;
-        reporter.stage("validate");
         let space = restricted(&candidate, &options.set)?;
         let picked = samples(&space, options.samples, options.seed);
-        let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
-        let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
         let started = std::time::Instant::now();
-        let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, &())?;
-        // Right outputs first: sanitizing a wrong kernel tells nothing new, slowly.
-        let sanitized = if report.outcome == Validation::Passed { Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?) } else { None };
-        validation_s += started.elapsed().as_secs_f64();
-        let verdict = match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
-            (_, Some(finding)) => finding,
-            (Validation::Passed, None) => break (candidate, report, sanitized),
-            (Validation::Inconclusive, None) => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
-            (Validation::Failed, None) => report.samples.iter().map(|s| s.verdict.clone()).find(Verdict::is_failure).expect("a failed validation has a failing sample"),
+        let verdict = match &options.defer {
+            Some(defer) => {
+                reporter.stage("compile-check");
+                let check = defer::compile_check(workers, &candidate, &picked, defer)?;
+                validation_s += started.elapsed().as_secs_f64();
+                match check.failure() {
+                    None => break (candidate, Judged::Deferred(check)),
+                    Some(verdict) => verdict,
+                }
+            }
+            None => {
+                reporter.stage("validate");
+                let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
+                let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
+                let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, &())?;
+                // Right outputs first: sanitizing a wrong kernel tells nothing new, slowly.
+                let sanitized = if report.outcome == Validation::Passed { Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?) } else { None };
+                validation_s += started.elapsed().as_secs_f64();
+                match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
+                    (_, Some(finding)) => finding,
+                    (Validation::Passed, None) => break (candidate, Judged::Validated { report, sanitized }),
+                    (Validation::Inconclusive, None) => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
+                    (Validation::Failed, None) => report.samples.iter().map(|s| s.verdict.clone()).find(Verdict::is_failure).expect("a failed validation has a failing sample"),
+                }
+            }
         };
         let summary = verdict.summary();
         reporter.attempt(verdict.category(), &summary);
@@ -260,29 +279,36 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         });
     };
 
-    reporter.stage("tune");
-    let space = restricted(&candidate, &options.set)?;
     let parent_view = log.wf.show(&log.state.parent)?;
-    let settings = Measure {
-        budget: options.budget,
-        time_limit: options.time_limit,
-        seed: options.seed,
-        start_from: seeds_from_parent(&parent_view.performance, &t),
-        cache_dir: options.cache_dir.clone(),
+    let (verdict, detail, validation, performance) = match judged {
+        // Nothing ran, so nothing was timed: `peak replay` validates and tunes it on the GPU.
+        Judged::Deferred(check) => ("deferred", format!(": {}", defer::summary(&check)), check.validation(validation_s), json!({})),
+        Judged::Validated { report, sanitized } => {
+            reporter.stage("tune");
+            let space = restricted(&candidate, &options.set)?;
+            let settings = Measure {
+                budget: options.budget,
+                time_limit: options.time_limit,
+                seed: options.seed,
+                start_from: seeds_from_parent(&parent_view.performance, &t),
+                cache_dir: options.cache_dir.clone(),
+            };
+            let mut performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
+            if options.sanitize_winner && plan.runs() {
+                reporter.stage("sanitize");
+            }
+            if let Some(why) = check_winner(workers, options.sanitize_winner.then_some(&plan), &candidate, &space, options.seed, &mut performance)? {
+                reporter.attempt("sanitizer-finding", &why);
+                log.record(Attempt { outcome: "sanitizer-finding".into(), error: Some(why.clone()), retry: repairs, ..base.clone() })?;
+                return give_up(&dir, &t, log.count, "sanitizer-finding", &why);
+            }
+            let mut validation = serde_json::to_value(&report)?;
+            validation["verdict"] = json!("passed");
+            validation["elapsed_s"] = json!(validation_s);
+            validation["sanitizer"] = serde_json::to_value(&sanitized)?;
+            ("passed", String::new(), validation, performance)
+        }
     };
-    let mut performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
-    if options.sanitize_winner && plan.runs() {
-        reporter.stage("sanitize");
-    }
-    if let Some(why) = check_winner(workers, options.sanitize_winner.then_some(&plan), &candidate, &space, options.seed, &mut performance)? {
-        reporter.attempt("sanitizer-finding", &why);
-        log.record(Attempt { outcome: "sanitizer-finding".into(), error: Some(why.clone()), retry: repairs, ..base.clone() })?;
-        return give_up(&dir, &t, log.count, "sanitizer-finding", &why);
-    }
-    let mut validation = serde_json::to_value(&report)?;
-    validation["verdict"] = json!("passed");
-    validation["elapsed_s"] = json!(validation_s);
-    validation["sanitizer"] = serde_json::to_value(&sanitized)?;
     let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
     let best_ms = performance["best"]["time_ms"].as_f64();
     let parent_ms = parent_view.performance["best"]["time_ms"].as_f64();
@@ -298,17 +324,25 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         attempt: None,
         force: false,
     })?;
-    log.record(Attempt { outcome: "passed".into(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
-    reporter.attempt("passed", &format!("checkpoint {}", id.short()));
+    log.record(Attempt { outcome: verdict.into(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
+    reporter.attempt(verdict, &format!("checkpoint {}{detail}", id.short()));
     let attempts = log.count;
     state::clear(&dir)?;
     Ok(ApplyOutcome::Checkpoint {
         id: id.to_string(),
         transformation: t.name.clone(),
+        verdict: verdict.to_string(),
         best_ms,
         speedup_over_parent: best_ms.zip(parent_ms).map(|(b, p)| p / b),
         attempts,
     })
+}
+
+/// What ended the repair loop: a candidate validated on the device (and sanitized), or
+/// one compile-checked where there is none.
+enum Judged {
+    Validated { report: ValidationReport, sanitized: Option<sanitize::Record> },
+    Deferred(CompileCheck),
 }
 
 fn reply_outcome(err: &ReplyError) -> &'static str {

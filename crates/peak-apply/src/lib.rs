@@ -8,7 +8,9 @@
 //! error, a wrong output or a sanitizer finding the executor is shown the log or the
 //! verdict and retries, and a candidate that passes is tuned, seeded from the parent's
 //! top-K, its winner sanitized (`winner`), and recorded as a checkpoint. Every try,
-//! failed ones included, lands in the workflow's attempts log.
+//! failed ones included, lands in the workflow's attempts log. Where no GPU is in reach,
+//! a deferred apply (`defer`) compile-checks the candidate instead and records it as
+//! `deferred`, for `replay` to validate and tune where the GPU is.
 //!
 //! The agent executor answers "waiting" until someone submits the region; the apply then
 //! stops and `submit` resumes it later, even from another process. Resuming simply runs
@@ -16,6 +18,7 @@
 //! tuning results are cached, so nothing is asked or measured twice.
 
 mod apply;
+mod defer;
 mod init;
 mod manifest;
 mod replay;
@@ -27,6 +30,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use apply::{abandon, apply, pending, resume, submit};
+pub use defer::{Defer, is_deferred};
 pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
 pub use sanitize::Sanitize;
@@ -59,6 +63,8 @@ pub struct ApplyOptions {
     pub library_dirs: Vec<PathBuf>,
     /// Results and reference caches (default: `peak_eval::default_cache_dir()`).
     pub cache_dir: Option<PathBuf>,
+    /// Compile-check instead of validating and tuning, for a GPU that is elsewhere.
+    pub defer: Option<Defer>,
 }
 
 impl Default for ApplyOptions {
@@ -78,6 +84,7 @@ impl Default for ApplyOptions {
             set: Vec::new(),
             library_dirs: Vec::new(),
             cache_dir: None,
+            defer: None,
         }
     }
 }
@@ -86,8 +93,9 @@ impl Default for ApplyOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum ApplyOutcome {
-    /// A new checkpoint on the current branch.
-    Checkpoint { id: String, transformation: String, best_ms: Option<f64>, speedup_over_parent: Option<f64>, attempts: usize },
+    /// A new checkpoint on the current branch; `verdict` is `passed`, or `deferred` (only
+    /// compile-checked, so untimed).
+    Checkpoint { id: String, transformation: String, verdict: String, best_ms: Option<f64>, speedup_over_parent: Option<f64>, attempts: usize },
     /// The agent executor waits for `submit` with the new text of `region`.
     Waiting { transformation: String, pass: usize, passes: usize, attempt: u32, region: String, prompt_file: PathBuf, prompt: String },
     /// Retries exhausted; the workflow stays at the parent, the attempts are recorded.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::{ApplyOptions, Sanitize};
+use crate::{ApplyOptions, Defer, Sanitize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApplyState {
@@ -32,6 +32,9 @@ pub struct ApplyState {
     pub set: Vec<String>,
     pub library_dirs: Vec<PathBuf>,
     pub cache_dir: Option<PathBuf>,
+    /// A deferred apply stays deferred when `submit` or `--resume` continues it.
+    #[serde(default)]
+    pub defer: Option<Defer>,
     /// Attempt records already written; a resumed apply replays its steps and must not
     /// write them twice.
     pub recorded_attempts: usize,
@@ -54,6 +57,7 @@ impl ApplyState {
             set: options.set.clone(),
             library_dirs: options.library_dirs.clone(),
             cache_dir: options.cache_dir.clone(),
+            defer: options.defer.clone(),
             recorded_attempts: 0,
         }
     }
@@ -73,6 +77,7 @@ impl ApplyState {
             set: self.set.clone(),
             library_dirs: self.library_dirs.clone(),
             cache_dir: self.cache_dir.clone(),
+            defer: self.defer.clone(),
         }
     }
 }
@@ -140,5 +145,16 @@ mod tests {
         }
         let old: ApplyState = serde_json::from_value(old).unwrap();
         assert_eq!((old.sanitize, old.sanitize_samples, old.sanitize_winner), (Sanitize::Auto, 16, true));
+    }
+
+    #[test]
+    fn a_deferred_apply_stays_deferred_when_resumed() {
+        let options = ApplyOptions { defer: Some(Defer { arch: Some("sm_80".into()) }), ..ApplyOptions::default() };
+        let back: ApplyState = serde_json::from_str(&serde_json::to_string(&ApplyState::new(&options, "abc".into())).unwrap()).unwrap();
+        assert_eq!(back.options().defer, options.defer);
+
+        let mut old = serde_json::to_value(ApplyState::new(&ApplyOptions::default(), "abc".into())).unwrap();
+        old.as_object_mut().unwrap().remove("defer");
+        assert_eq!(serde_json::from_value::<ApplyState>(old).unwrap().defer, None);
     }
 }

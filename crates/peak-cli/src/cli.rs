@@ -200,6 +200,15 @@ pub struct ApplyArgs {
     /// Continue the apply in progress (after a crash or an interrupted run).
     #[arg(long, conflicts_with = "transformation")]
     pub resume: bool,
+    /// For a GPU that is elsewhere: compile-check the candidate on the sampled execution
+    /// parameters instead of validating and tuning it, and record it as `deferred`;
+    /// `peak replay` validates and tunes it where the GPU is. CUDA and HIP need NVRTC only;
+    /// OpenCL and HLSL compile with the local driver.
+    #[arg(long, conflicts_with_all = ["abandon", "resume"])]
+    pub defer: bool,
+    /// The GPU's architecture, for a deferred CUDA or HIP apply (NVRTC's target).
+    #[arg(long, default_value = "sm_90a", requires = "defer")]
+    pub arch: String,
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]

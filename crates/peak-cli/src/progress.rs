@@ -90,6 +90,7 @@ impl peak_apply::ApplyReporter for ApplyProgress {
             "validate" => "validating against the workflow's reference...",
             "tune" => "tuning...",
             "sanitize" => "checking the tuned winner with compute-sanitizer...",
+            "compile-check" => "compile-checking the sampled execution parameters (deferred: validation and tuning happen where the GPU is)...",
             other => other,
         });
     }

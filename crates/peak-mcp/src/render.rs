@@ -195,7 +195,15 @@ pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(Strin
             );
             if failures.is_empty() { Answer::ok(text, outcome) } else { Answer::failed(text, json!({ "outcome": outcome, "failures": failures })) }
         }
-        ApplyOutcome::Checkpoint { id, transformation, best_ms, speedup_over_parent, attempts } => {
+        ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if verdict == "deferred" => {
+            let short = id.get(..10).unwrap_or(id);
+            let text = format!(
+                "{transformation} compiled: checkpoint {short} is deferred (compile-checked, not yet validated or tuned) after {attempts} attempt{}. `peak replay` validates and tunes it where the GPU is.",
+                if *attempts == 1 { "" } else { "s" }
+            );
+            Answer::ok(text, outcome)
+        }
+        ApplyOutcome::Checkpoint { id, transformation, best_ms, speedup_over_parent, attempts, .. } => {
             let short = id.get(..10).unwrap_or(id);
             let best = best_ms.map(|ms| format!("best {ms:.4} ms")).unwrap_or_else(|| "no time".into());
             let speedup = speedup_over_parent.map(|s| format!(", {s:.2}x over its parent")).unwrap_or_default();

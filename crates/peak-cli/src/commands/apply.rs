@@ -20,7 +20,8 @@ pub fn run(args: ApplyArgs) -> Result<()> {
         return report_outcome(&outcome?, args.json);
     }
     let transformation = args.transformation.clone().ok_or_else(|| usage(anyhow!("name a transformation (see `peak transformations`)")))?;
-    let options = peak_apply::ApplyOptions { transformation, executor: args.executor.clone(), retries: args.retries, ..apply_options(&args.measure) };
+    let defer = args.defer.then(|| peak_apply::Defer { arch: Some(args.arch.clone()) });
+    let options = peak_apply::ApplyOptions { transformation, executor: args.executor.clone(), retries: args.retries, defer, ..apply_options(&args.measure) };
     let progress = ApplyProgress::new(!args.json);
     let outcome = peak_apply::apply(&args.workflow.workflow, &options, &mut workers(), &progress);
     progress.finish();

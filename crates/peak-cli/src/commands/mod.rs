@@ -86,7 +86,11 @@ pub fn report_outcome(outcome: &peak_apply::ApplyOutcome, json: bool) -> Result<
         crate::output::print_json(outcome)?;
     } else {
         match outcome {
-            ApplyOutcome::Checkpoint { id, transformation, best_ms, speedup_over_parent, attempts } => {
+            ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if verdict == "deferred" => {
+                println!("{transformation}: checkpoint {} deferred: compile-checked, not yet validated or tuned ({attempts} attempt record(s))", &id[..id.len().min(10)]);
+                println!("  on the GPU machine: peak bundle WORKFLOW FILE here, then peak replay FILE --into NEW there");
+            }
+            ApplyOutcome::Checkpoint { id, transformation, best_ms, speedup_over_parent, attempts, .. } => {
                 let time = best_ms.map(crate::output::format_ms).unwrap_or_else(|| "-".into());
                 let speedup = speedup_over_parent.map(|s| format!(", {s:.2}x over its parent")).unwrap_or_default();
                 println!("{transformation}: checkpoint {} ({time}{speedup}; {attempts} attempt record(s))", &id[..id.len().min(10)]);

@@ -20,6 +20,12 @@ pub fn run(args: ShowArgs) -> Result<()> {
     println!("  executor        {}{}", m.executor, m.model.as_ref().map(|s| format!(" ({s})")).unwrap_or_default());
     println!("  verdict         {}", m.verdict.as_deref().unwrap_or("-"));
     println!("  created         {}", m.created);
+    if peak_apply::is_deferred(&view.validation) {
+        let check = &view.validation["compile_check"];
+        let counts: Vec<String> = check["counts"].as_object().into_iter().flatten().map(|(status, n)| format!("{n} {status}")).collect();
+        println!("  compile-checked {} for {}", counts.join(", "), check["target"].as_str().unwrap_or("-"));
+        println!("                  not yet validated or tuned: `peak replay` does both where the GPU is");
+    }
     if let Some(best) = view.performance.get("best") {
         println!("  best            {best}");
     }
