@@ -109,7 +109,7 @@ pub trait ApplyReporter {
     /// One try ended: `outcome` is an attempt category (`passed`, `compile-failed`,
     /// `unparsable-reply`, ...), `detail` a one-line summary.
     fn attempt(&self, _outcome: &str, _detail: &str) {}
-    /// Validation or tuning began (`stage` is `validate` or `tune`).
+    /// A stage began: `validate`, `tune`, or `sanitize` (the tuned winner's check).
     fn stage(&self, _stage: &str) {}
     /// Drawn during tuning.
     fn tuning(&self) -> &dyn peak_eval::TuneReporter {

@@ -287,18 +287,20 @@ pub(crate) fn input_configurations(ctx: &Context, space: &Space, picked: &[Sampl
     configs
 }
 
-/// The repair prompt's text for sanitizer findings: every distinct finding once, with its
-/// kernel, file and line, and what to look for.
+/// The repair prompt's text for sanitizer findings: each distinct finding once (kernel,
+/// file and line), with the first thread's details (which thread, how far out of bounds),
+/// and what to look for.
 pub fn feedback(findings: &[Finding]) -> String {
+    let mut seen: Vec<String> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
     for f in findings {
-        let mut line = format!("- {}", f.headline());
-        if let Some(detail) = f.details.first() {
-            line.push_str(&format!(" ({detail})"));
+        let headline = f.headline();
+        if seen.contains(&headline) {
+            continue;
         }
-        if !lines.contains(&line) {
-            lines.push(line);
-        }
+        let details = f.details.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+        lines.push(if details.is_empty() { format!("- {headline}") } else { format!("- {headline} ({details})") });
+        seen.push(headline);
     }
     format!(
         "The outputs are right, but NVIDIA compute-sanitizer reported:\n{}\n\
@@ -441,10 +443,14 @@ tuning = ["BLOCK <= n"]
             kernel: Some("matmul".into()),
             file: Some("/tmp/candidate/kernel.cu".into()),
             line: Some(12),
-            details: vec!["by thread (63,0,0) in block (15,0,0)".into()],
+            details: vec!["by thread (63,0,0) in block (15,0,0)".into(), "Address 0x7f00 is out of bounds".into()],
         };
-        let text = feedback(&[finding.clone(), finding]);
+        let other_thread = Finding { details: vec!["by thread (62,0,0) in block (15,0,0)".into()], ..finding.clone() };
+        let text = feedback(&[finding, other_thread]);
         assert_eq!(text.matches("kernel.cu:12").count(), 1, "{text}");
-        assert!(text.contains("memcheck: Invalid __global__ write of size 4 bytes in `matmul` at kernel.cu:12 (by thread"), "{text}");
+        assert!(
+            text.contains("memcheck: Invalid __global__ write of size 4 bytes in `matmul` at kernel.cu:12 (by thread (63,0,0) in block (15,0,0); Address 0x7f00 is out of bounds)"),
+            "{text}"
+        );
     }
 }
