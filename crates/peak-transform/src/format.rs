@@ -148,6 +148,10 @@ pub struct Transformation {
     /// Names (tuning parameters or scalar inputs) the context must already have.
     pub requires: Vec<String>,
     pub tuning: Vec<TuningParam>,
+    /// Names in `tuning` that an earlier transformation introduced and this one gives a new
+    /// domain (a parameter the new code no longer varies is pinned to one value, so the
+    /// tuner does not time one kernel under many names). The context must have them.
+    pub redefines: Vec<String>,
     /// Rhai expressions over `tuning` and `requires` names, as in a manifest's
     /// `[constraints] tuning`.
     pub constraints: Vec<String>,
@@ -279,6 +283,8 @@ struct RawTransformation {
     #[serde(default)]
     requires: Vec<String>,
     #[serde(default)]
+    redefines: Vec<String>,
+    #[serde(default)]
     tuning: BTreeMap<String, RawDomain>,
     #[serde(default)]
     constraints: RawConstraints,
@@ -350,6 +356,12 @@ impl RawTransformation {
         for (i, name) in self.requires.iter().enumerate() {
             if !is_identifier(name) {
                 return Err(invalid(format!("requires[{i}]"), format!("'{name}' is not an identifier")));
+            }
+        }
+
+        for (i, name) in self.redefines.iter().enumerate() {
+            if !self.tuning.contains_key(name) {
+                return Err(invalid(format!("redefines[{i}]"), format!("'{name}' has no new domain under [tuning]")));
             }
         }
 
@@ -428,6 +440,7 @@ impl RawTransformation {
             applies_to,
             requires: self.requires,
             tuning,
+            redefines: self.redefines,
             constraints: self.constraints.tuning,
             passes,
             translations: self.translations,

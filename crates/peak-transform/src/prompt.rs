@@ -121,10 +121,11 @@ impl Library {
             return Err(PromptError::NotApplicable { transformation: t.name.clone(), backend, applies_to: applies_to.join(", ") });
         }
         let known = |name: &str| ctx.tuning.iter().chain(ctx.inputs).any(|p| p.name == name);
-        if let Some(name) = t.requires.iter().find(|n| !known(n)) {
+        if let Some(name) = t.requires.iter().chain(&t.redefines).find(|n| !known(n)) {
             return Err(PromptError::MissingRequirement { transformation: t.name.clone(), name: name.clone() });
         }
-        if let Some(p) = t.tuning.iter().find(|p| ctx.tuning.iter().any(|c| c.name == p.name)) {
+        let mut introduced = t.tuning.iter().filter(|p| !t.redefines.contains(&p.name));
+        if let Some(p) = introduced.find(|p| ctx.tuning.iter().any(|c| c.name == p.name)) {
             return Err(PromptError::ParameterExists { transformation: t.name.clone(), name: p.name.clone() });
         }
 

@@ -56,8 +56,9 @@ fn every_pass_builds_a_complete_prompt_on_every_backend_it_claims() {
     let library = Library::builtin().unwrap();
     let regions = sample_regions();
     for t in library.list() {
-        // A context that has exactly what the transformation requires.
-        let tuning: Vec<ContextParam> = t.requires.iter().filter(|n| *n != "n").map(|n| ContextParam::new(n.as_str(), "4, 8")).collect();
+        // A context that has exactly what the transformation requires or redefines.
+        let tuning: Vec<ContextParam> =
+            t.requires.iter().chain(&t.redefines).filter(|n| *n != "n").map(|n| ContextParam::new(n.as_str(), "4, 8")).collect();
         let inputs = [ContextParam::new("n", "1024, 2048")];
         for backend in &t.applies_to {
             let ctx = PromptContext { regions: &regions, backend: *backend, tuning: &tuning, inputs: &inputs, constraints: &[] };
@@ -232,4 +233,25 @@ fn unreadable_folder_is_named() {
 fn backends_parse_by_name() {
     assert_eq!("OpenCL".parse::<Backend>().unwrap(), Backend::Opencl);
     assert!("metal".parse::<Backend>().unwrap_err().contains("cuda, hip, opencl or hlsl"));
+}
+
+#[test]
+fn a_redefined_parameter_must_exist_and_is_not_taken_for_a_second_application() {
+    let library = Library::builtin().unwrap();
+    let wgmma = library.get("WGMMA").unwrap();
+    assert!(wgmma.redefines.contains(&"BLOCK_X".to_string()));
+    let regions = sample_regions();
+    let inputs = [ContextParam::new("n", "1024, 2048")];
+    let with = |names: &[&str]| names.iter().map(|n| ContextParam::new(*n, "4, 8")).collect::<Vec<_>>();
+    let before = with(&["NUM_STAGES", "BLOCK_X", "BLOCK_Y", "TILE_K", "WARP_X", "FRAG_M", "FRAG_N"]);
+    let ctx = PromptContext { regions: &regions, backend: Backend::Cuda, tuning: &before, inputs: &inputs, constraints: &[] };
+    assert!(library.pass_prompt(wgmma, 1, &ctx).is_ok());
+    // Without the parameter it redefines, the transformation does not apply.
+    let missing = with(&["NUM_STAGES", "BLOCK_Y", "TILE_K", "WARP_X", "FRAG_M", "FRAG_N"]);
+    let ctx = PromptContext { tuning: &missing, ..ctx };
+    assert!(library.pass_prompt(wgmma, 1, &ctx).unwrap_err().to_string().contains("BLOCK_X"));
+    // A parameter it introduces is still refused when present: applied twice.
+    let twice = with(&["NUM_STAGES", "BLOCK_X", "BLOCK_Y", "TILE_K", "WARP_X", "FRAG_M", "FRAG_N", "WGMMA_N"]);
+    let ctx = PromptContext { tuning: &twice, ..ctx };
+    assert!(library.pass_prompt(wgmma, 1, &ctx).unwrap_err().to_string().contains("applied already"));
 }
