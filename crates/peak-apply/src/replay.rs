@@ -1,24 +1,41 @@
 //! Re-running a recorded workflow's responses on this machine: every step is validated
 //! and tuned again here, so anyone can reproduce a workflow without the model that made it.
+//!
+//! It is also how a workflow authored where there is no GPU gets its results: its
+//! deferred steps (compile-checked only) become validated, tuned checkpoints on the GPU
+//! machine. The source may be a workflow folder or a bundle file carried there
+//! (`peak bundle`), which is cloned to a temporary folder first; any chain in it can be
+//! replayed, by branch, tag or checkpoint. Tags on the chain are carried over.
 
 use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use peak_eval::Workers;
 use peak_transform::{ReplayExecutor, Transcript};
-use peak_workflow::Workflow;
+use peak_workflow::{ROOT_TAG, Workflow, clone_bundle, is_bundle};
 
 use crate::apply::apply_with;
 use crate::init::{InitOptions, init_workflow};
-use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, is_deferred};
 
-/// Replay the checkpoints on `source`'s current branch (root first) into a new workflow at
-/// `into`. `options` carries the validation, tuning and library settings; its
+/// Replay the checkpoints from the root to `tip` (a branch, tag or checkpoint of `source`;
+/// its current branch when `None`) into a new workflow at `into`. `source` is a workflow or
+/// a bundle file. `options` carries the validation, tuning and library settings; its
 /// transformation and executor are taken from each recorded step.
-pub fn replay(source: &Path, into: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<Vec<ApplyOutcome>> {
-    let recorded = Workflow::open(source)?;
+pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<Vec<ApplyOutcome>> {
+    // Kept until the replay ends: the unpacked bundle is read step by step.
+    let unpacked;
+    let recorded = if is_bundle(source) {
+        unpacked = tempfile::Builder::new().prefix("peak-replay-").tempdir().context("a temporary folder for the bundle")?;
+        clone_bundle(source, &unpacked.path().join("source")).with_context(|| format!("unpacking the bundle {}", source.display()))?
+    } else {
+        Workflow::open(source)?
+    };
+    let mut rev = match tip {
+        Some(name) => recorded.resolve(name).with_context(|| format!("--branch {name}: not in {}", source.display()))?.to_string(),
+        None => recorded.head()?.id.to_string(),
+    };
     let mut chain = Vec::new();
-    let mut rev = recorded.head()?.id.to_string();
     loop {
         let view = recorded.show(&rev)?;
         let parent = view.parents.first().map(|p| p.to_string());
@@ -46,7 +63,8 @@ pub fn replay(source: &Path, into: &Path, options: &ApplyOptions, workers: &mut 
     };
     let result = init_workflow(into, &root_dir, &init, workers, reporter.tuning());
     let _ = std::fs::remove_dir_all(&root_dir);
-    result.with_context(|| format!("replaying the root of {}", source.display()))?;
+    let mut replayed = result.with_context(|| format!("replaying the root of {}", source.display()))?;
+    carry_tags(&mut replayed, &root.tags, "root")?;
 
     let mut outcomes = Vec::new();
     for step in &chain[1..] {
@@ -59,10 +77,29 @@ pub fn replay(source: &Path, into: &Path, options: &ApplyOptions, workers: &mut 
         let label = format!("replay of {}", producers.first().copied().unwrap_or("nothing"));
         let executor = ReplayExecutor::new(transcript.clone());
         let outcome = apply_with(into, &step_options, "replay", &executor, workers, reporter)?;
-        if !matches!(outcome, ApplyOutcome::Checkpoint { .. }) {
-            bail!("replaying {} ({label}) did not reproduce checkpoint {}: {outcome:?}", step.meta.transformation, step.id.short());
+        match &outcome {
+            ApplyOutcome::Checkpoint { id, .. } => carry_tags(&mut replayed, &step.tags, id)?,
+            // Written where nothing ran, so this is the first time it ran at all.
+            ApplyOutcome::Failed { last_outcome, last_error, .. } if is_deferred(&step.validation) => bail!(
+                "{} ({label}), deferred where it was written, does not pass here: {last_outcome}: {}\n{} holds the root and the {} step(s) before it\nhint: carry the transformation out again from there: `peak apply {} -w {}`",
+                step.meta.transformation,
+                last_error.lines().next().unwrap_or_default(),
+                into.display(),
+                outcomes.len(),
+                step.meta.transformation,
+                into.display()
+            ),
+            _ => bail!("replaying {} ({label}) did not reproduce checkpoint {}: {outcome:?}", step.meta.transformation, step.id.short()),
         }
         outcomes.push(outcome);
     }
     Ok(outcomes)
+}
+
+/// Name the replayed checkpoint `at` as the recorded one was (the root keeps its own tag).
+fn carry_tags(replayed: &mut Workflow, tags: &[String], at: &str) -> Result<()> {
+    for tag in tags.iter().filter(|t| *t != ROOT_TAG) {
+        replayed.tag(tag, Some(at))?;
+    }
+    Ok(())
 }

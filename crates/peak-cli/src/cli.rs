@@ -50,8 +50,10 @@ pub enum Command {
     Submit(SubmitArgs),
     /// Print the pass prompt the agent executor is waiting on, if any.
     Pending(PendingArgs),
-    /// Re-run a recorded workflow's responses here, re-validating and re-tuning every step.
+    /// Re-run a recorded workflow's responses here (a workflow or a bundle file), re-validating and re-tuning every step.
     Replay(ReplayArgs),
+    /// Pack a workflow (every branch and tag, and the attempts log) into one file, for another machine.
+    Bundle(BundleArgs),
     /// Judge a candidate against a reference on sampled execution parameters, with fresh inputs each, in crash-isolated workers.
     Validate(ValidateArgs),
     /// Search the tuning space within a budget: parallel compiles, checked outputs, a cache so nothing is measured twice.
@@ -237,13 +239,27 @@ pub struct PendingArgs {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The recorded workflow.
+    /// The recorded workflow: a workflow folder, or a bundle file (`peak bundle`).
     pub source: PathBuf,
     /// Where to build the replayed workflow.
     #[arg(long)]
     pub into: PathBuf,
+    /// Replay the chain of checkpoints ending here: a branch, a tag or a checkpoint id
+    /// (default: the source's current branch).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
     #[command(flatten)]
     pub measure: MeasureArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// The workflow to pack.
+    pub workflow: PathBuf,
+    /// The file to write (e.g. wf.bundle); `git clone FILE` or `peak replay FILE` reads it.
+    pub file: PathBuf,
     #[arg(long)]
     pub json: bool,
 }

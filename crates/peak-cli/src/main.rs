@@ -67,6 +67,7 @@ fn main() -> ExitCode {
         Command::Submit(args) => commands::submit::run(args),
         Command::Pending(args) => commands::pending::run(args),
         Command::Replay(args) => commands::replay::run(args),
+        Command::Bundle(args) => commands::bundle::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Profile(args) => commands::profile::run(args),

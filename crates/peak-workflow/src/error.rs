@@ -63,6 +63,10 @@ pub enum WorkflowError {
     #[error("git: {op}: {source}")]
     Git { op: String, source: git2::Error },
 
+    /// The `git` program, for what libgit2 cannot do (bundles).
+    #[error("`{command}` failed: {message}")]
+    GitCommand { command: String, message: String },
+
     #[error("{what}: {source}")]
     Json { what: String, source: serde_json::Error },
 }

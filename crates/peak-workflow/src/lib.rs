@@ -89,6 +89,9 @@
 //!   and on [`Workflow::sync_attempts`]. A branch rather than a custom ref because
 //!   `git clone` copies only branches and tags. Readers merge the local log with the
 //!   local and remote mirrors. Details in [`attempts`].
+//! * **Bundles.** [`Workflow::bundle`] packs every branch and tag, the attempts mirror
+//!   (synced first) included, into one file for another machine; [`clone_bundle`] unpacks
+//!   one. Both run the `git` program, as libgit2 has no bundles.
 //! * **Keys.** A transcript containing something shaped like an API key (`sk-...`,
 //!   `sk-ant-...`, `Bearer ...`) is refused; key-shaped text in an attempt's error is
 //!   redacted (a lost failure record would be worse than a redacted one).
@@ -97,6 +100,7 @@
 //!   `best.params`, and tolerates their absence.
 
 pub mod attempts;
+mod bundle;
 mod context;
 mod diff;
 mod error;
@@ -108,6 +112,7 @@ mod time;
 mod workflow;
 
 pub use attempts::{Attempt, AttemptRecord, AttemptsLog, DamagedLine, outcome};
+pub use bundle::{BundleSummary, clone_bundle, is_bundle};
 pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, PerformanceDelta, RegionDiff, TuningDiff, WorkflowDiff};
 pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};

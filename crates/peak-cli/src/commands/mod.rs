@@ -4,6 +4,7 @@ pub mod apply;
 pub mod auto;
 pub mod branch;
 pub mod baseline;
+pub mod bundle;
 pub mod check;
 pub mod compile;
 pub mod checkout;

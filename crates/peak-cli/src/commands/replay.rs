@@ -1,4 +1,5 @@
-//! `peak replay WORKFLOW --into NEW`: reproduce a recorded workflow on this machine.
+//! `peak replay SOURCE --into NEW [--branch NAME]`: reproduce a recorded workflow (a
+//! folder or a bundle file) on this machine, validating and tuning every step.
 
 use anyhow::Result;
 
@@ -8,7 +9,7 @@ use crate::progress::ApplyProgress;
 
 pub fn run(args: ReplayArgs) -> Result<()> {
     let progress = ApplyProgress::new(!args.json);
-    let outcomes = peak_apply::replay(&args.source, &args.into, &apply_options(&args.measure), &mut workers(), &progress);
+    let outcomes = peak_apply::replay(&args.source, args.branch.as_deref(), &args.into, &apply_options(&args.measure), &mut workers(), &progress);
     progress.finish();
     let outcomes = outcomes?;
     if args.json {

@@ -1,0 +1,204 @@
+//! Authoring where there is no GPU: `peak apply --defer` compile-checks CUDA with NVRTC
+//! alone (no device, no driver) and records a deferred checkpoint; `peak bundle` packs
+//! the workflow and `peak replay FILE.bundle` validates and tunes it where a device is
+//! (PoCL here, on an OpenCL workflow). Tests skip, saying why, where NVRTC or an OpenCL
+//! device is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+struct Env {
+    tmp: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env { tmp: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    fn peak(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_peak")).args(args).env("PEAK_CACHE_DIR", self.path("cache")).output().expect("peak runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.peak(args);
+        assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("hint: Using 'master'"), "git's hint leaked from peak {args:?}:\n{stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let text = self.ok(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+}
+
+fn example(name: &str) -> String {
+    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)).to_string()
+}
+
+fn fixture(name: &str) -> String {
+    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).to_string()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn outcomes(wf: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(wf.join(".git/peak/attempts.jsonl")).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["outcome"].as_str().unwrap().to_string()).filter(|o| o != "started").collect()
+}
+
+fn nvrtc_present(test: &str) -> bool {
+    match peak_cuda::libs::nvrtc() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: {e}");
+            false
+        }
+    }
+}
+
+fn opencl_present(test: &str) -> bool {
+    match peak_opencl::list_devices() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: no OpenCL device (install pocl-opencl-icd): {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn deferred_cuda_apply_compile_checks_repairs_and_records_a_deferred_checkpoint() {
+    if !nvrtc_present("deferred_cuda_apply_compile_checks_repairs_and_records_a_deferred_checkpoint") {
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    let w = s(&wf);
+    // No CUDA device here: a CUDA workflow starts unmeasured.
+    env.ok(&["init", w, "--from", &example("matmul-cuda-f32"), "--no-measure"]);
+    let first = env.json(&["apply", "refactor", "--defer", "--samples", "4", "-w", w, "--json"]);
+    assert_eq!((first["status"].as_str(), first["region"].as_str()), (Some("waiting"), Some("macros")));
+
+    // `submit` is a new process: the defer choice comes from the apply's state file.
+    let second = env.json(&["submit", &fixture("refactor-cuda/macros.cu"), "-w", w, "--json"]);
+    assert_eq!((second["status"].as_str(), second["region"].as_str()), (Some("waiting"), Some("device")));
+    let broken = env.path("broken.cu");
+    std::fs::write(&broken, std::fs::read_to_string(fixture("refactor-cuda/device.cu")).unwrap().replace("A_AT(ROW, k)", "A_AT(ROW, kk)")).unwrap();
+    let repair = env.json(&["submit", s(&broken), "-w", w, "--json"]);
+    assert_eq!((repair["status"].as_str(), repair["pass"].as_u64(), repair["attempt"].as_u64()), (Some("waiting"), Some(2), Some(2)), "{repair}");
+    let prompt = repair["prompt"].as_str().unwrap();
+    assert!(prompt.contains("does not compile") && prompt.contains("\"kk\" is undefined"), "the repair prompt carries NVRTC's log:\n{prompt}");
+    assert_eq!(outcomes(&wf), ["compile-failed"]);
+
+    let done = env.json(&["submit", &fixture("refactor-cuda/device.cu"), "-w", w, "--json"]);
+    assert_eq!((done["status"].as_str(), done["verdict"].as_str()), (Some("checkpoint"), Some("deferred")), "{done}");
+    assert_eq!(done["best_ms"], Value::Null);
+    assert_eq!(outcomes(&wf), ["compile-failed", "deferred"]);
+
+    let log = env.json(&["log", "-w", w, "--json"]);
+    let head = &log.as_array().unwrap()[0];
+    assert_eq!((head["transformation"].as_str(), head["verdict"].as_str()), (Some("Refactor"), Some("deferred")));
+    assert_eq!(head["best_time_ms"], Value::Null);
+    assert!(env.ok(&["log", "-w", w]).lines().next().unwrap().contains("deferred"));
+
+    let show = env.json(&["show", "HEAD", "-w", w, "--json"]);
+    assert_eq!(show["performance"], serde_json::json!({}), "nothing was timed");
+    let check = &show["validation"]["compile_check"];
+    assert!(check["target"].as_str().unwrap().contains("sm_90a"), "{check}");
+    let samples = check["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 4, "the validation sample, compile-checked");
+    let compiled: Vec<&Value> = samples.iter().filter(|s| s["status"] == "compiled").collect();
+    assert!(!compiled.is_empty() && compiled.iter().all(|s| s["kernels"][0]["registers"].as_u64().unwrap() > 0), "{check}");
+    assert!(samples.iter().all(|s| s["params"]["inputs"]["n"].as_i64().is_some()), "checked at the manifest's inputs");
+    let text = env.ok(&["show", "HEAD", "-w", w]);
+    assert!(text.contains("verdict         deferred") && text.contains("compile-checked"), "{text}");
+}
+
+/// An OpenCL workflow authored with deferred steps: the checkpoint `Refactor` (tagged
+/// `refactored`) on main, and a branch `alt` at the root that is checked out.
+fn authored(env: &Env) -> PathBuf {
+    let wf = env.path("authored");
+    let w = s(&wf);
+    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--no-measure", "--set", "n=256"]);
+    env.ok(&["apply", "refactor", "--defer", "--samples", "3", "--set", "n=256", "-w", w]);
+    env.ok(&["submit", &fixture("refactor/macros.c"), "-w", w]);
+    let done = env.json(&["submit", &fixture("refactor/device.c"), "-w", w, "--json"]);
+    assert_eq!(done["verdict"], "deferred", "{done}");
+    env.ok(&["tag", "refactored", "-w", w]);
+    env.ok(&["branch", "alt", "--from", "root", "-w", w]);
+    env.ok(&["checkout", "alt", "-w", w]);
+    wf
+}
+
+const MEASURE: [&str; 6] = ["--set", "n=256", "--samples", "3", "--budget", "4"];
+
+fn steps(env: &Env, wf: &Path) -> Vec<(String, String)> {
+    let log = env.json(&["log", "-w", s(wf), "--json"]);
+    log.as_array().unwrap().iter().map(|e| (e["transformation"].as_str().unwrap().to_string(), e["verdict"].as_str().unwrap().to_string())).collect()
+}
+
+#[test]
+fn a_bundle_carries_a_deferred_workflow_and_replay_validates_and_tunes_it() {
+    if !opencl_present("a_bundle_carries_a_deferred_workflow_and_replay_validates_and_tunes_it") {
+        return;
+    }
+    let env = Env::new();
+    let wf = authored(&env);
+    env.ok(&["checkout", "main", "-w", s(&wf)]);
+    let file = env.path("authored.bundle");
+    let packed = env.json(&["bundle", s(&wf), s(&file), "--json"]);
+    for r in ["refs/heads/main", "refs/heads/alt", "refs/heads/peak-attempts", "refs/tags/refactored"] {
+        assert!(packed["refs"].as_array().unwrap().iter().any(|x| x == r), "{r} is not in {packed}");
+    }
+    assert_eq!(packed["attempts"], 1, "the attempts log travels");
+
+    // The GPU machine's side: the bundle file itself is the source.
+    let verified = env.path("verified");
+    env.ok(&[&["replay", s(&file), "--into", s(&verified)][..], &MEASURE].concat());
+    assert_eq!(steps(&env, &verified), [("Refactor".into(), "passed".into()), ("init".into(), "reference".into())]);
+    let head = &env.json(&["log", "-w", s(&verified), "--json"])[0];
+    assert!(head["speedup_over_root"].as_f64().unwrap() > 0.0, "validated and tuned: {head}");
+    assert_eq!(head["tags"], serde_json::json!(["refactored"]), "the recorded tag names the replayed checkpoint");
+
+    // And back: the verified workflow packs the same way, and git clones it.
+    let back = env.path("verified.bundle");
+    env.ok(&["bundle", s(&verified), s(&back)]);
+    let home = env.path("home");
+    let clone = Command::new("git").args(["-c", "init.defaultBranch=main", "clone", "-q", s(&back), s(&home)]).output().unwrap();
+    assert!(clone.status.success() && clone.stderr.is_empty(), "{}", String::from_utf8_lossy(&clone.stderr));
+    assert_eq!(steps(&env, &home), steps(&env, &verified));
+    assert!(env.ok(&["fsck", "-w", s(&home)]).contains("consistent"));
+}
+
+#[test]
+fn replay_follows_the_current_branch_or_the_one_named() {
+    if !opencl_present("replay_follows_the_current_branch_or_the_one_named") {
+        return;
+    }
+    let env = Env::new();
+    let wf = authored(&env);
+    // `alt` is checked out and holds the root alone.
+    let current = env.path("current");
+    env.ok(&[&["replay", s(&wf), "--into", s(&current)][..], &MEASURE].concat());
+    assert_eq!(steps(&env, &current), [("init".into(), "reference".into())]);
+    // A branch, or a tag, names the chain; each replay starts again from the root.
+    for (name, into) in [("main", "by-branch"), ("refactored", "by-tag")] {
+        let into = env.path(into);
+        env.ok(&[&["replay", s(&wf), "--branch", name, "--into", s(&into)][..], &MEASURE].concat());
+        assert_eq!(steps(&env, &into), [("Refactor".into(), "passed".into()), ("init".into(), "reference".into())], "--branch {name}");
+    }
+    let unknown = env.peak(&[&["replay", s(&wf), "--branch", "nope", "--into", s(&env.path("none"))][..], &MEASURE].concat());
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(!unknown.status.success() && stderr.contains("--branch nope") && stderr.contains("unknown checkpoint"), "{stderr}");
+}
