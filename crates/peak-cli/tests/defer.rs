@@ -202,3 +202,27 @@ fn replay_follows_the_current_branch_or_the_one_named() {
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert!(!unknown.status.success() && stderr.contains("--branch nope") && stderr.contains("unknown checkpoint"), "{stderr}");
 }
+
+#[test]
+fn a_deferred_step_that_compiles_but_is_wrong_stops_the_replay_naming_it() {
+    if !opencl_present("a_deferred_step_that_compiles_but_is_wrong_stops_the_replay_naming_it") {
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("authored");
+    let w = s(&wf);
+    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--no-measure", "--set", "n=256"]);
+    env.ok(&["apply", "refactor", "--defer", "--samples", "3", "--set", "n=256", "-w", w]);
+    env.ok(&["submit", &fixture("refactor/macros.c"), "-w", w]);
+    // Compiles, so the compile check lets it through; only a device can tell it is wrong.
+    let wrong = env.path("wrong.c");
+    std::fs::write(&wrong, std::fs::read_to_string(fixture("refactor/device.c")).unwrap().replace("C_AT(ROW, COL) = acc;", "C_AT(ROW, COL) = 2.0f * acc;")).unwrap();
+    assert_eq!(env.json(&["submit", s(&wrong), "-w", w, "--json"])["verdict"], "deferred");
+
+    let verified = env.path("verified");
+    let out = env.peak(&[&["replay", w, "--into", s(&verified)][..], &MEASURE].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Refactor") && stderr.contains("deferred where it was written, does not pass here: wrong-output"), "{stderr}");
+    assert_eq!(steps(&env, &verified), [("init".into(), "reference".into())], "the steps before it stay replayed");
+}

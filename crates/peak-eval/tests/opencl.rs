@@ -42,6 +42,7 @@ fn main() {
         ("worker_times_out_a_hang_and_runs_the_next_variant", worker_times_out_a_hang_and_runs_the_next_variant),
         ("worker_survives_a_crash_and_runs_the_next_variant", worker_survives_a_crash_and_runs_the_next_variant),
         ("a_crash_among_pipelined_jobs_is_blamed_on_its_own_job", a_crash_among_pipelined_jobs_is_blamed_on_its_own_job),
+        ("compile_only_jobs_compile_and_plan_but_never_run", compile_only_jobs_compile_and_plan_but_never_run),
         ("every_input_set_holds_the_inputs_even_in_recycled_buffers", every_input_set_holds_the_inputs_even_in_recycled_buffers),
         ("a_correct_candidate_passes_on_every_sample", a_correct_candidate_passes_on_every_sample),
         ("unwritten_outputs_fail_through_poisoning", unwritten_outputs_fail_through_poisoning),
@@ -175,6 +176,24 @@ fn worker_survives_a_crash_and_runs_the_next_variant() -> Result<(), Failed> {
     ensure(failure.message.contains("SIGSEGV") || failure.message.contains("SIGBUS"), format!("the signal is not named: {}", failure.message))?;
     pool.run(once(&good.ctx))?.map_err(|f| format!("the next variant failed: {f}"))?;
     ensure(pool.restarts() == 1, format!("expected one restart, got {}", pool.restarts()))
+}
+
+fn compile_only_jobs_compile_and_plan_but_never_run() -> Result<(), Failed> {
+    let compile_only = |ctx: &Context| Job { compile_only: true, ..once(ctx) };
+    let mut pool = pool(Duration::from_secs(3));
+    // An endless kernel is never launched, so it is no time-out here.
+    let hang = candidate(HANG);
+    let report = pool.run(compile_only(&hang.ctx))?.map_err(|f| format!("a kernel that compiles failed: {f}"))?;
+    ensure(report.times_ms.is_empty() && report.outputs.is_empty(), format!("nothing may run: {report:?}"))?;
+    ensure(report.launches == 1 && report.kernels.iter().any(|k| k.name == "vadd"), format!("the plan and the kernels are reported: {report:?}"))?;
+    let broken = candidate("out[i] = a[i] + undeclared_thing;");
+    let failure = pool.run(compile_only(&broken.ctx))?.expect_err("a compile error cannot pass");
+    ensure(failure.category == FailureKind::CompileFailed && failure.log.as_deref().is_some_and(|l| l.contains("undeclared_thing")), format!("{failure}"))?;
+    let host = "invalid(\"never here\");\nlaunch(\"vadd\", ceil_div(n, BS), BS, 0, A, B, C, n);\n";
+    let pruned = context(SIZES, ARRAYS, BLOCKS, &vadd(CORRECT), host);
+    let failure = pool.run(compile_only(&pruned.ctx))?.expect_err("the launch script declared it invalid");
+    ensure(failure.category == FailureKind::InvalidConfig, format!("{failure}"))?;
+    ensure(pool.restarts() == 0, format!("no worker should have died, {} did", pool.restarts()))
 }
 
 fn a_crash_among_pipelined_jobs_is_blamed_on_its_own_job() -> Result<(), Failed> {
