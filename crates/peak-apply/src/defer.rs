@@ -127,7 +127,7 @@ pub(crate) fn summary(check: &CompileCheck) -> String {
     let pruned = check.counts.get("invalid-config").copied().unwrap_or(0);
     let compiled = check.counts.get("compiled").copied().unwrap_or(0);
     let pruned = if pruned > 0 { format!(", {pruned} pruned") } else { String::new() };
-    format!("deferred, {compiled} configuration(s) compiled{pruned} for {}", check.target)
+    format!("{compiled} configuration(s) compiled{pruned} for {}", check.target)
 }
 
 /// Whether a recorded checkpoint was deferred (its `validation.json`).
@@ -167,6 +167,6 @@ mod tests {
         assert!(is_deferred(&v));
         assert_eq!(v["compile_check"]["counts"]["compiled"], 1);
         assert_eq!(v["compile_check"]["samples"][0]["status"], "compiled");
-        assert_eq!(summary(&c), "deferred, 1 configuration(s) compiled for cuda sm_90a");
+        assert_eq!(summary(&c), "1 configuration(s) compiled for cuda sm_90a");
     }
 }

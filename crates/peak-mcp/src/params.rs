@@ -124,6 +124,16 @@ pub struct ApplySettings {
     /// Extra folders of transformation files, layered over the built-in library.
     #[serde(default)]
     pub library_dirs: Vec<String>,
+    /// Where no GPU is: compile-check the result on the sampled execution parameters
+    /// instead of validating and tuning it, and record the checkpoint as `deferred`;
+    /// `peak replay` validates and tunes it where the GPU is. Default false.
+    #[serde(default)]
+    pub defer: bool,
+    /// The GPU's architecture for a deferred CUDA or HIP transformation, as NVRTC names
+    /// it. Default `sm_90a`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub arch: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -622,6 +622,7 @@ fn apply_options(settings: &Settings, transformation: String, executor: String, 
         set: s.set,
         library_dirs: settings.library_dirs.iter().cloned().chain(s.library_dirs.into_iter().map(PathBuf::from)).collect(),
         cache_dir: settings.cache_dir.clone(),
+        defer: s.defer.then_some(peak_apply::Defer { arch: s.arch }),
         // The sanitizer settings keep their defaults (auto, 16 samples, winner checked).
         ..defaults
     }

@@ -22,6 +22,7 @@ fn main() {
         ("tools_are_listed_with_described_parameters", false, tools_are_listed_with_described_parameters),
         ("bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors", false, bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors),
         ("agent_carries_refactor_through_to_a_checkpoint", true, agent_carries_refactor_through_to_a_checkpoint),
+        ("a_deferred_transformation_is_compile_checked_only", true, a_deferred_transformation_is_compile_checked_only),
         ("validate_and_tune_report_verdicts_and_progress", true, validate_and_tune_report_verdicts_and_progress),
         ("an_llm_executor_applies_through_the_tool", true, an_llm_executor_applies_through_the_tool),
     ]);
@@ -278,6 +279,24 @@ fn agent_carries_refactor_through_to_a_checkpoint() -> Result<(), Failed> {
     assert!(compare.contains("speedup of refactored over root"), "{compare}");
     let log = session.ok("log", json!({ "workflow": wf }));
     assert!(log.contains("other") && log.contains("refactored"), "{log}");
+    Ok(())
+}
+
+fn a_deferred_transformation_is_compile_checked_only() -> Result<(), Failed> {
+    let session = Session::start();
+    let tmp = tempfile::tempdir()?;
+    let wf = tmp.path().join("wf");
+    let wf = s(&wf);
+    session.ok("init_workflow", json!({ "workflow": wf, "context": s(&common::example("matmul-opencl-naive")), "set": ["n=256"], "budget": 4 }));
+    session.recorder.take();
+    session.ok("start_transformation", json!({ "workflow": wf, "transformation": "refactor", "samples": 3, "set": ["n=256"], "defer": true }));
+    session.ok("submit_region", json!({ "workflow": wf, "text": MACROS }));
+    let done = session.ok("submit_region", json!({ "workflow": wf, "text": DEVICE }));
+    assert!(done.contains("Refactor compiled: checkpoint") && done.contains("deferred") && done.contains("peak replay"), "{done}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().any(|m| m == "compile-check") && !progress.iter().any(|m| m == "validate" || m.starts_with("tune")), "{progress:?}");
+    let shown = session.ok("show_checkpoint", json!({ "workflow": wf }));
+    assert!(shown.contains("verdict         deferred") || shown.contains("\"verdict\": \"deferred\""), "{shown}");
     Ok(())
 }
 
