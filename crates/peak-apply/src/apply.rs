@@ -371,10 +371,13 @@ fn repair_pass(t: &Transformation, verdict: &Verdict, candidate: &Context) -> us
     let last = t.passes.len();
     let file = candidate.manifest.kernel.source.as_str();
     let line = match verdict {
+        // Compilers write `file:LINE` (OpenCL, glslang) or `file(LINE)` (NVRTC).
         Verdict::CompileFailed { log, message, .. } => {
             let text = format!("{message}\n{log}");
-            text.match_indices(&format!("{file}:")).find_map(|(i, m)| {
-                let digits: String = text[i + m.len()..].chars().take_while(char::is_ascii_digit).collect();
+            text.match_indices(file).find_map(|(i, m)| {
+                let rest = &text[i + m.len()..];
+                let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix('('))?;
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
                 digits.parse::<usize>().ok()
             })
         }

@@ -125,6 +125,24 @@ fn deferred_cuda_apply_compile_checks_repairs_and_records_a_deferred_checkpoint(
     assert!(text.contains("verdict         deferred") && text.contains("compile-checked"), "{text}");
 }
 
+#[test]
+fn a_compile_error_in_the_macros_region_sends_the_repair_to_the_macros_pass() {
+    if !nvrtc_present("a_compile_error_in_the_macros_region_sends_the_repair_to_the_macros_pass") {
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    let w = s(&wf);
+    env.ok(&["init", w, "--from", &example("matmul-cuda-f32"), "--no-measure"]);
+    env.ok(&["apply", "refactor", "--defer", "--samples", "2", "-w", w]);
+    let macros = env.path("macros.cu");
+    std::fs::write(&macros, std::fs::read_to_string(fixture("refactor-cuda/macros.cu")).unwrap() + "static int oops = ;\n").unwrap();
+    env.ok(&["submit", s(&macros), "-w", w]);
+    // NVRTC writes `matmul.cu(12): error`; the line is in the macros region, so pass 1 is asked again.
+    let repair = env.json(&["submit", &fixture("refactor-cuda/device.cu"), "-w", w, "--json"]);
+    assert_eq!((repair["pass"].as_u64(), repair["region"].as_str(), repair["attempt"].as_u64()), (Some(1), Some("macros"), Some(2)), "{repair}");
+}
+
 /// An OpenCL workflow authored with deferred steps: the checkpoint `Refactor` (tagged
 /// `refactored`) on main, and a branch `alt` at the root that is checked out.
 fn authored(env: &Env) -> PathBuf {
