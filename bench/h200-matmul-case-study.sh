@@ -8,7 +8,8 @@
 # There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-matmul-case-study.sh run
 # Settings: BUDGET (tuning evaluations per input size and step, default 96), WORKFLOWS
 # (default: the fp32 workflow's main line, the fp16 workflow's main line and its `paper`
-# branch), PEAK_COMMIT (the commit the binary was built from).
+# branch), SANITIZE_SAMPLES (validation samples run under compute-sanitizer, default 16),
+# PEAK_COMMIT (the commit the binary was built from).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,7 @@ run() {
   export PEAK="${PEAK:-carry/case/peak}"
   export PEAK_COMMIT="${PEAK_COMMIT:-$(cat carry/case/commit 2>/dev/null || git rev-parse --short HEAD)}"
   export BUDGET="${BUDGET:-96}"
+  export SANITIZE_SAMPLES="${SANITIZE_SAMPLES:-16}"
   export WORKFLOWS="${WORKFLOWS:-matmul-cuda-f32:main matmul-cuda-f16:main matmul-cuda-f16:paper}"
   python3 bench/case_study.py "$OUT" 2>&1 | tee "$OUT/case-study.log"
 }

@@ -19,6 +19,8 @@ use crate::error::EvalError;
 
 /// Refuse to enumerate more than this many unconstrained points.
 pub const MAX_PRODUCT: u128 = 5_000_000;
+/// Points drawn from the product of a space over MAX_PRODUCT.
+const SEARCH_DRAWS: usize = 400_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConstraintCount {
@@ -37,6 +39,8 @@ pub struct SearchSpace {
     index: HashMap<Vec<u16>, u32>,
     /// Size of the unconstrained product.
     pub product: u128,
+    /// Whether the points are a random subset of the valid ones (a product over MAX_PRODUCT).
+    pub sampled: bool,
     pub pruned: Vec<ConstraintCount>,
 }
 
@@ -102,12 +106,13 @@ impl SearchSpace {
         mut valid: impl FnMut(&[i64]) -> bool,
     ) -> Result<SearchSpace, String> {
         let product = values.iter().fold(1u128, |acc, v| acc.saturating_mul(v.len() as u128));
-        if product > MAX_PRODUCT {
-            return Err(format!("the tuning space has {product} unconstrained points, more than the {MAX_PRODUCT} peak enumerates; narrow it with --set"));
-        }
         let dims = names.len();
-        let mut space = SearchSpace { inputs, names, values, points: Vec::new(), index: HashMap::new(), product, pruned: Vec::new() };
+        let mut space = SearchSpace { inputs, names, values, points: Vec::new(), index: HashMap::new(), product, pruned: Vec::new(), sampled: false };
         if space.values.iter().any(Vec::is_empty) {
+            return Ok(space);
+        }
+        if product > MAX_PRODUCT {
+            space.fill_by_sampling(&mut valid);
             return Ok(space);
         }
         let mut odometer = vec![0u16; dims];
@@ -133,6 +138,27 @@ impl SearchSpace {
                     break;
                 }
                 odometer[d] = 0;
+            }
+        }
+    }
+
+    /// Too large a product to enumerate (every transformation multiplies it): search the
+    /// valid points among SEARCH_DRAWS points drawn uniformly from the product, with a fixed
+    /// seed so that a resumed or replayed search sees the same space.
+    fn fill_by_sampling(&mut self, valid: &mut impl FnMut(&[i64]) -> bool) {
+        self.sampled = true;
+        let mut rng = peak_spec::rng::SplitMix64::new(0x5EA2C4);
+        let mut odometer = vec![0u16; self.names.len()];
+        let mut concrete = vec![0i64; self.names.len()];
+        for _ in 0..SEARCH_DRAWS {
+            for (d, slot) in odometer.iter_mut().enumerate() {
+                *slot = rng.below(self.values[d].len() as u64) as u16;
+                concrete[d] = self.values[d][usize::from(*slot)];
+            }
+            if !self.index.contains_key(&odometer) && valid(&concrete) {
+                let id = self.index.len() as u32;
+                self.index.insert(odometer.clone(), id);
+                self.points.extend_from_slice(&odometer);
             }
         }
     }

@@ -176,9 +176,15 @@ impl Space {
         self.iter().count()
     }
 
-    /// `n` valid points chosen uniformly at random, reproducibly for a given seed
-    /// (reservoir sampling, so memory stays O(n)). Fewer if the space is smaller.
+    /// `n` valid points chosen uniformly at random, reproducibly for a given seed. Fewer if
+    /// the space is smaller. Spaces up to [`ENUMERATED_PRODUCT`] points are walked whole
+    /// (reservoir sampling, so memory stays O(n)); larger ones, which a long sequence of
+    /// transformations makes, are sampled by drawing points of the product and keeping the
+    /// valid ones: still uniform over the valid points, without visiting all of them.
     pub fn sample(&self, n: usize, seed: u64) -> Vec<ExecParams> {
+        if self.product_size() > ENUMERATED_PRODUCT {
+            return self.sample_by_rejection(n, seed);
+        }
         let mut rng = SplitMix64::new(seed);
         let mut kept: Vec<ExecParams> = Vec::with_capacity(n);
         for (seen, point) in self.iter().enumerate() {
@@ -194,6 +200,25 @@ impl Space {
         kept
     }
 
+    fn sample_by_rejection(&self, n: usize, seed: u64) -> Vec<ExecParams> {
+        let mut rng = SplitMix64::new(seed);
+        let mut kept: Vec<ExecParams> = Vec::with_capacity(n);
+        let mut odometer = vec![0usize; self.dims.len()];
+        for _ in 0..REJECTION_DRAWS {
+            if kept.len() == n {
+                break;
+            }
+            for (slot, dim) in odometer.iter_mut().zip(&self.dims) {
+                *slot = rng.below(dim.values.len() as u64) as usize;
+            }
+            let point = self.point(&odometer);
+            if !kept.contains(&point) && self.is_valid(&point) {
+                kept.push(point);
+            }
+        }
+        kept
+    }
+
     fn point(&self, odometer: &[usize]) -> ExecParams {
         let mut params = ExecParams::default();
         for (dim, &i) in self.dims.iter().zip(odometer) {
@@ -203,6 +228,11 @@ impl Space {
         params
     }
 }
+
+/// Spaces with at most this many unconstrained points are enumerated when sampled.
+pub const ENUMERATED_PRODUCT: u128 = 1_000_000;
+/// Points of the product drawn, at most, when sampling a larger space.
+const REJECTION_DRAWS: usize = 200_000;
 
 pub struct SpaceIter<'a> {
     space: &'a Space,
