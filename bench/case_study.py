@@ -76,14 +76,11 @@ def profile(ctx, n, tuning):
 
 
 def replay(work, name, branch):
-    """Clone the bundle, put the branch in front, and replay it into a new workflow."""
-    recorded = os.path.join(work, f"{name}-{branch}-recorded")
+    """Replay one line of a recorded workflow from its bundle, as a user would."""
     into = os.path.join(work, f"{name}-{branch}")
-    sh("git", "clone", "-q", f"examples/workflows/{name}.bundle", recorded)
-    sh(PEAK, "checkout", branch, "-w", recorded)
     start = time.monotonic()
-    proc = subprocess.run([PEAK, "replay", recorded, "--into", into, "--budget", BUDGET, "--sanitize-samples", SANITIZE_SAMPLES, "--json"],
-                          stdout=subprocess.PIPE, text=True)
+    proc = subprocess.run([PEAK, "replay", f"examples/workflows/{name}.bundle", "--branch", branch, "--into", into,
+                           "--budget", BUDGET, "--sanitize-samples", SANITIZE_SAMPLES, "--json"], stdout=subprocess.PIPE, text=True)
     wall = time.monotonic() - start
     return into, wall, proc.returncode, proc.stdout
 
@@ -110,6 +107,12 @@ def breakdown(wf, steps, wall):
         "performance_s": round(tuning, 1), "performance_pct": pct(tuning),
         "other_s": round(other, 1),
     }
+
+
+def save(out, result):
+    """Written after every step, so a run cut short still leaves what it measured."""
+    with open(os.path.join(out, "h200-matmul-case-study.json"), "w") as f:
+        json.dump(result, f, indent=1)
 
 
 def main(out):
@@ -139,6 +142,7 @@ def main(out):
         head = git(wf, "rev-parse", "--abbrev-ref", "HEAD").strip()
         steps = chain(wf, head)
         entry.update(breakdown(wf, steps, wall))
+        print(json.dumps(entry), flush=True)
         entry["steps_replayed"] = len(steps) - 1
         result["workflows"].append(entry)
         root_ms = {}
@@ -180,9 +184,9 @@ def main(out):
                 if index == len(steps) - 1 and n == max(SIZES):
                     row["profile"] = profile(ctx, n, tuning)
                 result["steps"].append(row)
+                save(out, result)
                 print(f"{name}:{branch} {index:2d} {transformation:18s} n={n} {row['tflops']:7.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:7.1f}  {row['pct_of_cublas']:5.1f}%", flush=True)
-    with open(os.path.join(out, "h200-matmul-case-study.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    save(out, result)
     for w in result["workflows"]:
         print(json.dumps(w))
 

@@ -179,3 +179,25 @@ fn manifest_round_trips_through_text() {
     let again = Manifest::parse("peak.toml", &m.to_toml()).unwrap();
     assert_eq!(m, again);
 }
+
+#[test]
+fn a_space_too_large_to_enumerate_is_sampled_without_walking_it() {
+    // 6 tuning parameters of 32 values: ~10^9 points, far past what sampling enumerates.
+    let tuning: String = (0..6).map(|i| format!("P{i} = {{ range = [1, 32] }}\n")).collect();
+    let manifest = MANIFEST
+        .replace("BLOCK_X = { pow2 = [1, 32] }\nBLOCK_Y = { range = [2, 8], step = 2 }\n", &format!("BLOCK_X = {{ pow2 = [1, 32] }}\nBLOCK_Y = {{ range = [2, 8], step = 2 }}\n{tuning}"))
+        .replace("tuning = [\"BLOCK_X * BLOCK_Y <= 64\", \"n % BLOCK_X == 0\"]", "tuning = [\"BLOCK_X * BLOCK_Y <= 64\", \"n % BLOCK_X == 0\", \"P0 + P1 <= 40\"]");
+    let dir = write_context(&manifest, SOURCE);
+    let ctx = Context::load(dir.path()).unwrap();
+    let space = ctx.space();
+    assert!(space.product_size() > peak_spec::space::ENUMERATED_PRODUCT);
+    let started = std::time::Instant::now();
+    let picked = space.sample(16, 7);
+    assert!(started.elapsed().as_secs() < 30, "sampling walked the space");
+    assert_eq!(picked.len(), 16);
+    assert_eq!(picked, space.sample(16, 7), "the same seed picks the same points");
+    assert!(picked.iter().all(|p| space.is_valid(p) && p.get("P0").unwrap() + p.get("P1").unwrap() <= 40));
+    let mut distinct = picked.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 16);
+}
