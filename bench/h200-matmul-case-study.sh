@@ -9,7 +9,8 @@
 # Settings: BUDGET (tuning evaluations per input size and step, default 96), WORKFLOWS
 # (default: the fp32 workflow's main line, the fp16 workflow's main line and its `paper`
 # branch), SANITIZE_SAMPLES (validation samples run under compute-sanitizer, default 16),
-# PEAK_COMMIT (the commit the binary was built from).
+# PEAK_COMMIT (the commit the binary was built from); FINAL_ONLY=1 tunes and times only
+# the last checkpoint of each line, without replaying it (little device time).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
