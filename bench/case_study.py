@@ -126,6 +126,8 @@ def final_only(out, result, work):
     """FINAL_ONLY=1: the last checkpoint of each line, tuned and timed against cuBLAS here,
     without replaying the line (for a run with little device time)."""
     result["mode"] = "final checkpoints only: recorded context tuned here (auto), not replayed"
+    result["tuning"] = f"peak tune --strategy auto --budget {BUDGET} per size on the recorded context, cold (no parent top-K to start from)"
+    result["validation"] = "outputs checked against the context's first configuration while tuning and against cuBLAS by peak baseline; not replayed, so no per-step validation or sanitizer run"
     for spec in WORKFLOWS:
         name, branch = spec.split(":")
         wf = os.path.join(work, f"{name}-{branch}-recorded")
