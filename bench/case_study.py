@@ -132,13 +132,14 @@ def final_only(out, result, work):
         name, branch = spec.split(":")
         wf = os.path.join(work, f"{name}-{branch}-recorded")
         sh("git", "clone", "-q", "--branch", branch, f"examples/workflows/{name}.bundle", wf)
-        rev, subject = chain(wf, branch)[-1]
+        steps = chain(wf, branch)
+        rev, subject = steps[-1]
         meta = show_json(wf, rev, "checkpoint.json") or {}
         ctx = os.path.join(work, f"ctx-{name}-{branch}-final")
         os.makedirs(ctx, exist_ok=True)
         subprocess.run(f"git -C {wf} archive {rev} context | tar -x -C {ctx} --strip-components=1", shell=True, check=True)
         for n in SIZES:
-            row = {"workflow": f"{name}:{branch}", "step": len(chain(wf, branch)) - 1, "transformation": meta.get("transformation") or subject, "checkpoint": rev[:7], "n": n}
+            row = {"workflow": f"{name}:{branch}", "step": len(steps) - 1, "transformation": meta.get("transformation") or subject, "checkpoint": rev[:7], "n": n}
             try:
                 tuning, tuned_ms = tune_best(ctx, n)
                 report = baseline(ctx, n, tuning)

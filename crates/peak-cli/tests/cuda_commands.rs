@@ -2,26 +2,15 @@
 //! (`scripts/install-nvrtc.sh`); timing against cuBLAS needs an NVIDIA GPU. Each test
 //! skips, saying why, where its part is missing.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output};
+
+use support::{example, nvrtc_present};
 
 fn peak(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_peak")).args(args).output().expect("peak runs")
-}
-
-fn example(name: &str) -> String {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
-    path.to_str().unwrap().to_string()
-}
-
-fn nvrtc_present(test: &str) -> bool {
-    match peak_cuda::libs::nvrtc() {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("SKIPPED {test}: {e}");
-            false
-        }
-    }
 }
 
 #[test]

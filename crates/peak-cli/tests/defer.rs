@@ -4,67 +4,17 @@
 //! (PoCL here, on an OpenCL workflow). Tests skip, saying why, where NVRTC or an OpenCL
 //! device is missing.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
-
-struct Env {
-    tmp: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env { tmp: tempfile::tempdir().unwrap() }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.tmp.path().join(name)
-    }
-
-    fn peak(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_peak")).args(args).env("PEAK_CACHE_DIR", self.path("cache")).output().expect("peak runs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.peak(args);
-        assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("hint: Using 'master'"), "git's hint leaked from peak {args:?}:\n{stderr}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let text = self.ok(args);
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-    }
-}
-
-fn example(name: &str) -> String {
-    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)).to_string()
-}
-
-fn fixture(name: &str) -> String {
-    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).to_string()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use support::{Env, example, fixture, nvrtc_present, s};
 
 fn outcomes(wf: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(wf.join(".git/peak/attempts.jsonl")).unwrap_or_default();
     text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["outcome"].as_str().unwrap().to_string()).filter(|o| o != "started").collect()
-}
-
-fn nvrtc_present(test: &str) -> bool {
-    match peak_cuda::libs::nvrtc() {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("SKIPPED {test}: {e}");
-            false
-        }
-    }
 }
 
 fn opencl_present(test: &str) -> bool {

@@ -3,45 +3,9 @@
 //! explicitly. (Findings themselves need an NVIDIA GPU; the fallback logic is unit-tested
 //! in peak-apply with a fake checker.)
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-struct Env {
-    tmp: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env { tmp: tempfile::tempdir().unwrap() }
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.tmp.path().join(name).to_str().unwrap().to_string()
-    }
-
-    fn peak(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_peak")).args(args).env("PEAK_CACHE_DIR", self.path("cache")).output().expect("peak runs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.peak(args);
-        assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-fn example(name: &str) -> String {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
-    path.to_str().unwrap().to_string()
-}
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).to_str().unwrap().to_string()
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use support::{Env, example, fixture, json};
 
 #[test]
 fn an_explicit_sanitizer_without_the_binary_fails_at_once_with_a_hint() {
@@ -50,7 +14,7 @@ fn an_explicit_sanitizer_without_the_binary_fails_at_once_with_a_hint() {
         return;
     }
     let env = Env::new();
-    let wf = env.path("wf");
+    let wf = env.arg("wf");
     // Not measured, so no GPU is needed to make the workflow.
     env.ok(&["init", &wf, "--from", &example("matmul-cuda-f32"), "--no-measure"]);
 
@@ -63,7 +27,7 @@ fn an_explicit_sanitizer_without_the_binary_fails_at_once_with_a_hint() {
     assert!(env.ok(&["apply", "--abandon", "-w", &wf]).contains("no apply was in progress"));
 
     // The root's winner check asks for it before tuning anything.
-    let out = env.peak(&["init", &env.path("wf2"), "--from", &example("matmul-cuda-f32"), "--sanitize", "memcheck"]);
+    let out = env.peak(&["init", &env.arg("wf2"), "--from", &example("matmul-cuda-f32"), "--sanitize", "memcheck"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--sanitize memcheck: compute-sanitizer: not found"));
 }
@@ -71,11 +35,11 @@ fn an_explicit_sanitizer_without_the_binary_fails_at_once_with_a_hint() {
 #[test]
 fn sanitizer_flags_are_checked() {
     let env = Env::new();
-    let out = env.peak(&["apply", "refactor", "-w", &env.path("wf"), "--sanitize", "asan"]);
+    let out = env.peak(&["apply", "refactor", "-w", &env.arg("wf"), "--sanitize", "asan"]);
     assert_eq!(out.status.code(), Some(2), "a misspelt tool is bad usage");
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown sanitizer tool 'asan'"));
 
-    let out = env.peak(&["init", &env.path("wf"), "--from", &example("matmul-opencl-naive"), "--sanitize", "racecheck"]);
+    let out = env.peak(&["init", &env.arg("wf"), "--from", &example("matmul-opencl-naive"), "--sanitize", "racecheck"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("CUDA and HIP kernels only; this kernel is opencl") && stderr.contains("--sanitize none"), "{stderr}");
@@ -88,7 +52,7 @@ fn an_opencl_workflow_records_that_no_sanitizer_runs() {
         return;
     }
     let env = Env::new();
-    let wf = env.path("wf");
+    let wf = env.arg("wf");
     env.ok(&["init", &wf, "--from", &example("matmul-opencl-naive"), "--set", "n=256", "--budget", "4"]);
     let root = json(&env.ok(&["show", "root", "-w", &wf, "--json"]));
     assert_eq!(root["performance"]["sanitizer_winner"], serde_json::json!({ "ran": false, "summary": "none for opencl" }));

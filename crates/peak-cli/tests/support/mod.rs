@@ -1,0 +1,73 @@
+//! What the whole-command tests share: a scratch folder with its own cache, the `peak`
+//! binary run in it, paths to the examples and fixtures, and the NVRTC probe.
+// Each test file uses its own part of this module.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A scratch folder; `peak` runs with its results cache inside it.
+pub struct Env {
+    tmp: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env { tmp: tempfile::tempdir().unwrap() }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// The same path as a command-line argument.
+    pub fn arg(&self, name: &str) -> String {
+        s(&self.path(name)).to_string()
+    }
+
+    pub fn peak(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_peak")).args(args).env("PEAK_CACHE_DIR", self.path("cache")).output().expect("peak runs")
+    }
+
+    /// Run `peak`, insist it succeeds without git's branch-name hint, return its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.peak(args);
+        assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("hint: Using 'master'"), "git's hint leaked from peak {args:?}:\n{stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn json(&self, args: &[&str]) -> Value {
+        json(&self.ok(args))
+    }
+}
+
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+pub fn example(name: &str) -> String {
+    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)).to_string()
+}
+
+pub fn fixture(name: &str) -> String {
+    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).to_string()
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Whether NVRTC can be loaded; says why the test skips when not.
+pub fn nvrtc_present(test: &str) -> bool {
+    match peak_cuda::libs::nvrtc() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: {e}");
+            false
+        }
+    }
+}
