@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::defer::{self, CompileCheck};
 use crate::init::{Measure, measure, restricted};
 use crate::manifest::{extend, prompt_params};
-use crate::sanitize::{self, Plan};
+use crate::sanitize::{self, Plan, parse_inputs};
 use crate::state::{self, ApplyState, agent_dir, apply_dir};
 use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
@@ -160,7 +160,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     // apply's missing compiler, fails at once. A deferred apply runs nothing to sanitize.
     let plan = match &options.defer {
         Some(defer) => defer::prepare(workers, parent.backend().name(), defer).map(|()| Plan::Off { reason: "deferred".into() }),
-        None => Plan::resolve(&options.sanitize, parent.backend()),
+        None => Plan::resolve(&options.sanitize, parent.backend()).and_then(|plan| Ok(plan.at(parse_inputs(&options.sanitize_at, &parent)?))),
     };
     let plan = match plan {
         Ok(plan) => plan,

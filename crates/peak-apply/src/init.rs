@@ -10,7 +10,7 @@ use peak_spec::{Context, Space};
 use peak_workflow::{RootInput, Workflow};
 use serde_json::{Value, json};
 
-use crate::sanitize::{Plan, Sanitize};
+use crate::sanitize::{Plan, Sanitize, parse_inputs};
 use crate::winner::check_winner;
 
 #[derive(Debug, Clone)]
@@ -23,6 +23,8 @@ pub struct InitOptions {
     pub sanitize: Sanitize,
     /// Check the measured root's winner, falling back along its top-K.
     pub sanitize_winner: bool,
+    /// `NAME=VALUE` input sizes that check runs at where the winner is valid there.
+    pub sanitize_at: Vec<String>,
     pub budget: Option<usize>,
     pub time_limit: Option<Duration>,
     pub set: Vec<String>,
@@ -31,7 +33,7 @@ pub struct InitOptions {
 
 impl Default for InitOptions {
     fn default() -> Self {
-        InitOptions { seed: 1, measure: true, sanitize: Sanitize::Auto, sanitize_winner: true, budget: None, time_limit: None, set: Vec::new(), cache_dir: None }
+        InitOptions { seed: 1, measure: true, sanitize: Sanitize::Auto, sanitize_winner: true, sanitize_at: Vec::new(), budget: None, time_limit: None, set: Vec::new(), cache_dir: None }
     }
 }
 
@@ -59,7 +61,7 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
     let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs });
     let performance = if options.measure {
         // Resolved before tuning, so a sanitizer asked for but missing fails at once.
-        let plan = if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?) } else { None };
+        let plan = if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?)) } else { None };
         let settings = Measure { budget: options.budget, time_limit: options.time_limit, seed: options.seed, start_from: Vec::new(), cache_dir: options.cache_dir.clone() };
         let mut performance = measure(workers, &ctx, &space, None, &settings, reporter)?;
         if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &space, options.seed, &mut performance)? {

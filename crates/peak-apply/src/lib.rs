@@ -53,6 +53,9 @@ pub struct ApplyOptions {
     pub sanitize_samples: usize,
     /// Sanitize the tuned winner before recording it, falling back along the top-K.
     pub sanitize_winner: bool,
+    /// `NAME=VALUE` input sizes the sanitizer runs at where a configuration is valid there
+    /// (smaller than the manifest's: a sanitized run is 10 to 1000 times slower).
+    pub sanitize_at: Vec<String>,
     pub seed: u64,
     /// Tuning budget in evaluations per input configuration (`None`: the whole space).
     pub budget: Option<usize>,
@@ -78,6 +81,7 @@ impl Default for ApplyOptions {
             sanitize: Sanitize::Auto,
             sanitize_samples: 16,
             sanitize_winner: true,
+            sanitize_at: Vec::new(),
             seed: 1,
             budget: None,
             time_limit: None,

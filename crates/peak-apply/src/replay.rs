@@ -6,13 +6,17 @@
 //! machine. The source may be a workflow folder or a bundle file carried there
 //! (`peak bundle`), which is cloned to a temporary folder first; any chain in it can be
 //! replayed, by branch, tag or checkpoint. Tags on the chain are carried over.
+//!
+//! A replay cut short (a batch job's time limit, a lost node) resumes: run it again with the
+//! same `--into` and the steps already replayed there are kept, provided they are the
+//! recorded chain's first steps, in order.
 
 use std::path::Path;
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Context as _, Result, bail};
 use peak_eval::Workers;
 use peak_transform::{ReplayExecutor, Transcript};
-use peak_workflow::{ROOT_TAG, Workflow, clone_bundle, is_bundle};
+use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle};
 
 use crate::apply::apply_with;
 use crate::init::{InitOptions, init_workflow};
@@ -31,43 +35,24 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
     } else {
         Workflow::open(source)?
     };
-    let mut rev = match tip {
+    let tip = match tip {
         Some(name) => recorded.resolve(name).with_context(|| format!("--branch {name}: not in {}", source.display()))?.to_string(),
         None => recorded.head()?.id.to_string(),
     };
-    let mut chain = Vec::new();
-    loop {
-        let view = recorded.show(&rev)?;
-        let parent = view.parents.first().map(|p| p.to_string());
-        chain.push(view);
-        match parent {
-            Some(p) => rev = p,
-            None => break,
-        }
+    let chain = first_parent_chain(&recorded, &tip)?;
+    if chain.is_empty() {
+        bail!("{}: the workflow has no checkpoints", source.display());
     }
-    chain.reverse();
-    let root = chain.first().ok_or_else(|| anyhow!("{}: the workflow has no checkpoints", source.display()))?;
-    let seed = root.reference["seed"].as_u64().unwrap_or(options.seed);
-    let root_dir = into.with_extension("root-context");
-    let _ = std::fs::remove_dir_all(&root_dir);
-    recorded.materialize(&root.id.to_string(), &root_dir)?;
-    let init = InitOptions {
-        seed,
-        measure: true,
-        sanitize: options.sanitize.clone(),
-        sanitize_winner: options.sanitize_winner,
-        budget: options.budget,
-        time_limit: options.time_limit,
-        set: options.set.clone(),
-        cache_dir: options.cache_dir.clone(),
+    let done = match already_replayed(into, &chain)? {
+        Some(done) => done,
+        None => {
+            replay_root(&recorded, &chain[0], into, options, workers, reporter).with_context(|| format!("replaying the root of {}", source.display()))?;
+            1
+        }
     };
-    let result = init_workflow(into, &root_dir, &init, workers, reporter.tuning());
-    let _ = std::fs::remove_dir_all(&root_dir);
-    let mut replayed = result.with_context(|| format!("replaying the root of {}", source.display()))?;
-    carry_tags(&mut replayed, &root.tags, "root")?;
-
+    let mut replayed = Workflow::open(into)?;
     let mut outcomes = Vec::new();
-    for step in &chain[1..] {
+    for step in &chain[done..] {
         let transcript: Transcript = serde_json::from_value(step.transcript["entries"].clone())
             .map(|entries| Transcript { entries })
             .with_context(|| format!("checkpoint {}: transcript.json has no replayable entries", step.id.short()))?;
@@ -85,7 +70,7 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
                 step.meta.transformation,
                 last_error.lines().next().unwrap_or_default(),
                 into.display(),
-                outcomes.len(),
+                done - 1 + outcomes.len(),
                 step.meta.transformation,
                 into.display()
             ),
@@ -94,6 +79,69 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
         outcomes.push(outcome);
     }
     Ok(outcomes)
+}
+
+/// The checkpoints from the root to `tip`, following first parents.
+fn first_parent_chain(workflow: &Workflow, tip: &str) -> Result<Vec<CheckpointView>> {
+    let mut chain = Vec::new();
+    let mut rev = tip.to_string();
+    loop {
+        let view = workflow.show(&rev)?;
+        let parent = view.parents.first().map(|p| p.to_string());
+        chain.push(view);
+        match parent {
+            Some(p) => rev = p,
+            None => break,
+        }
+    }
+    chain.reverse();
+    Ok(chain)
+}
+
+/// Validate and tune the recorded root's context into a new workflow at `into`.
+fn replay_root(recorded: &Workflow, root: &CheckpointView, into: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<()> {
+    let seed = root.reference["seed"].as_u64().unwrap_or(options.seed);
+    let root_dir = into.with_extension("root-context");
+    let _ = std::fs::remove_dir_all(&root_dir);
+    recorded.materialize(&root.id.to_string(), &root_dir)?;
+    let init = InitOptions {
+        seed,
+        measure: true,
+        sanitize: options.sanitize.clone(),
+        sanitize_winner: options.sanitize_winner,
+        sanitize_at: options.sanitize_at.clone(),
+        budget: options.budget,
+        time_limit: options.time_limit,
+        set: options.set.clone(),
+        cache_dir: options.cache_dir.clone(),
+    };
+    let result = init_workflow(into, &root_dir, &init, workers, reporter.tuning());
+    let _ = std::fs::remove_dir_all(&root_dir);
+    carry_tags(&mut result?, &root.tags, "root")
+}
+
+/// How many of the recorded chain's checkpoints (the root included) a replay cut short
+/// already left in `into`, or `None` when there is no workflow there yet. A workflow there
+/// that is not the start of this chain is refused rather than added to.
+fn already_replayed(into: &Path, chain: &[CheckpointView]) -> Result<Option<usize>> {
+    if !into.join(".git").exists() {
+        return Ok(None);
+    }
+    let existing = Workflow::open(into).with_context(|| format!("--into {}: resuming the replay there", into.display()))?;
+    let head = existing.head()?.id.to_string();
+    let done = first_parent_chain(&existing, &head)?;
+    let names = |c: &[CheckpointView]| c.iter().skip(1).map(|v| v.meta.transformation.clone()).collect::<Vec<_>>();
+    let (have, want) = (names(&done), names(chain));
+    let same_root = done[0].files == chain[0].files;
+    if !same_root || have.len() > want.len() || want[..have.len()] != have[..] {
+        bail!(
+            "--into {}: already holds a workflow that is not the start of this replay (its steps: [{}]; the recorded chain's: [{}])\nhint: replay into a new folder, or remove that one",
+            into.display(),
+            have.join(", "),
+            want.join(", ")
+        );
+    }
+    Ok(Some(done.len()))
 }
 
 /// Name the replayed checkpoint `at` as the recorded one was (the root keeps its own tag).

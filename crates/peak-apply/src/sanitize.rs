@@ -17,7 +17,7 @@ use anyhow::{Result, anyhow, bail};
 use indexmap::IndexMap;
 use peak_eval::sanitizer::{Finding, SanitizerTool, SanitizerValidator};
 use peak_eval::validate::{Outcome, Sample};
-use peak_eval::{EvalError, Validator, Verdict, Workers};
+use peak_eval::{EvalError, Verdict, Workers};
 use peak_spec::{Backend, Context, ExecParams, Space};
 use serde::{Deserialize, Serialize};
 
@@ -85,7 +85,8 @@ impl From<Sanitize> for String {
 /// What the sanitizer does on this machine for one kernel.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
-    Run { tools: Vec<SanitizerTool>, program: PathBuf },
+    /// `at`: input values (`--sanitize-at n=512`) tried before the space's smallest sizes.
+    Run { tools: Vec<SanitizerTool>, program: PathBuf, at: IndexMap<String, i64> },
     /// Nothing runs; `reason` is what the records say ("none for opencl").
     Off { reason: String },
 }
@@ -123,9 +124,18 @@ impl Plan {
             Sanitize::Tools(tools) => tools.clone(),
         };
         match locate() {
-            Ok(program) => Ok(Plan::Run { tools, program }),
+            Ok(program) => Ok(Plan::Run { tools, program, at: IndexMap::new() }),
             Err(_) if *requested == Sanitize::Auto => Ok(Plan::Off { reason: "skipped (compute-sanitizer not found)".into() }),
             Err(e) => Err(anyhow!("--sanitize {requested}: {e}; or pass `--sanitize auto` to skip the sanitizer where it is missing")),
+        }
+    }
+
+    /// Run the sanitizer at these input values where a configuration is valid there (a
+    /// size smaller than any the manifest lists: `n=512`), else at the smallest listed.
+    pub fn at(self, inputs: IndexMap<String, i64>) -> Plan {
+        match self {
+            Plan::Run { tools, program, .. } => Plan::Run { tools, program, at: inputs },
+            off => off,
         }
     }
 
@@ -134,27 +144,26 @@ impl Plan {
     }
 
     /// Run the sanitizer on a candidate whose outputs passed on `picked`: on up to `count`
-    /// of those samples, moved to small inputs ([`samples`]). Stops at the first failing
-    /// sample, since one is all the repair loop needs and every run is slow.
+    /// of those samples, moved to small inputs ([`samples`]), all at once.
     pub fn validate(&self, workers: &mut Workers, candidate: &Context, space: &Space, picked: &[Sample], count: usize) -> Result<Record> {
-        let (tools, program) = match self {
+        let (tools, program, at) = match self {
             Plan::Off { reason } => return Ok(Record { summary: reason.clone(), requested_samples: count, tools: Vec::new(), outcome: None, samples: Vec::new() }),
-            Plan::Run { tools, program } => (tools, program),
+            Plan::Run { tools, program, at } => (tools, program, at),
         };
-        let mut validator = validator(tools, program);
+        let validator = validator(tools, program);
         let mut record = Record { summary: String::new(), requested_samples: count, tools: tools.clone(), outcome: None, samples: Vec::new() };
-        for sample in samples(candidate, space, picked, count) {
-            let verdict = validator.check(workers, candidate, &sample)?.unwrap_or(Verdict::Passed);
-            let failed = verdict.is_failure();
+        let chosen = samples(candidate, space, picked, count, at);
+        let verdicts = validator.check_all(workers, candidate, &chosen)?;
+        for (sample, verdict) in chosen.into_iter().zip(verdicts) {
             record.samples.push(SanitizedSample { params: sample.params, data_seed: sample.data_seed, verdict });
-            if failed {
-                break;
-            }
         }
         let names = tool_list(tools, ", ");
         let ran = record.samples.len();
         let (outcome, summary) = match record.failure() {
-            Some(verdict) => (Outcome::Failed, format!("{names}: {} (sample {ran})", verdict.summary())),
+            Some(verdict) => {
+                let first = record.samples.iter().position(|s| s.verdict.is_failure()).map_or(ran, |i| i + 1);
+                (Outcome::Failed, format!("{names}: {} (sample {first} of {ran})", verdict.summary()))
+            }
             None if record.samples.iter().all(|s| s.verdict != Verdict::Passed) => {
                 (Outcome::Inconclusive, format!("{names} on {ran} sample(s): inconclusive, every sample was pruned as invalid"))
             }
@@ -219,8 +228,8 @@ impl Record {
 /// from the code path a tuning configuration selects (tile sizes, shared-memory layout),
 /// which a small problem exercises as well as a large one. The output validator has
 /// already covered the sampled sizes.
-pub fn samples(ctx: &Context, space: &Space, picked: &[Sample], count: usize) -> Vec<Sample> {
-    let by_size = input_configurations(ctx, space, picked);
+pub fn samples(ctx: &Context, space: &Space, picked: &[Sample], count: usize, at: &IndexMap<String, i64>) -> Vec<Sample> {
+    let by_size = input_configurations(ctx, space, picked, at);
     let mut chosen: Vec<Sample> = Vec::new();
     for sample in picked {
         if chosen.len() >= count {
@@ -242,8 +251,9 @@ pub(crate) fn smallest_valid(space: &Space, by_size: &[IndexMap<String, i64>], t
 
 /// Input configurations to place sanitizer runs at, smallest first (by the elements of
 /// every array together): every combination of the space's input values when there are
-/// few enough to list, else the ones the validation samples used.
-pub(crate) fn input_configurations(ctx: &Context, space: &Space, picked: &[Sample]) -> Vec<IndexMap<String, i64>> {
+/// few enough to list, else the ones the validation samples used; `at` (the user's own
+/// small size) before them all.
+pub(crate) fn input_configurations(ctx: &Context, space: &Space, picked: &[Sample], at: &IndexMap<String, i64>) -> Vec<IndexMap<String, i64>> {
     const MAX_LISTED: usize = 4096;
     let tuning: Vec<&str> = space.tuning_names().collect();
     let dims: Vec<(&str, Vec<i64>)> = space
@@ -284,7 +294,28 @@ pub(crate) fn input_configurations(ctx: &Context, space: &Space, picked: &[Sampl
         ctx.manifest.arrays.iter().map(|a| ctx.eval_input_expr(&a.size, &params).map_or(i128::MAX, i128::from)).fold(0, i128::saturating_add)
     };
     configs.sort_by_cached_key(elements);
+    if let Some(smallest) = configs.first().filter(|_| !at.is_empty()) {
+        let mut preferred = smallest.clone();
+        preferred.extend(at.iter().map(|(k, v)| (k.clone(), *v)));
+        configs.insert(0, preferred);
+    }
     configs
+}
+
+/// `--sanitize-at NAME=VALUE` settings as input values, each name one of the manifest's
+/// inputs.
+pub fn parse_inputs(settings: &[String], ctx: &Context) -> Result<IndexMap<String, i64>> {
+    let mut inputs = IndexMap::new();
+    for setting in settings {
+        let parsed = setting.split_once('=').and_then(|(name, value)| Some((name.trim(), value.trim().parse::<i64>().ok()?)));
+        let Some((name, value)) = parsed else { bail!("--sanitize-at {setting}: expected NAME=INTEGER, e.g. n=512") };
+        if !ctx.manifest.inputs.contains_key(name) {
+            let known: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
+            bail!("--sanitize-at {setting}: `{name}` is not an input of this kernel (its inputs: {})", known.join(", "));
+        }
+        inputs.insert(name.to_string(), value);
+    }
+    Ok(inputs)
 }
 
 /// The repair prompt's text for sanitizer findings: each distinct finding once (kernel,
@@ -342,7 +373,7 @@ mod tests {
     fn auto_runs_memcheck_and_racecheck_on_cuda_and_hip_only() {
         for backend in [Backend::Cuda, Backend::Hip] {
             let plan = Plan::resolve_with(&Sanitize::Auto, backend, found).unwrap();
-            assert_eq!(plan, Plan::Run { tools: AUTO_TOOLS.to_vec(), program: found().unwrap() });
+            assert_eq!(plan, Plan::Run { tools: AUTO_TOOLS.to_vec(), program: found().unwrap(), at: IndexMap::new() });
         }
         for backend in [Backend::Opencl, Backend::Hlsl] {
             let plan = Plan::resolve_with(&Sanitize::Auto, backend, || panic!("not looked for")).unwrap();
@@ -410,7 +441,7 @@ tuning = ["BLOCK <= n"]
         let space = ctx.space();
         let picked = [sample(0, 1024, 4, 32), sample(1, 256, 1, 128), sample(2, 1024, 1, 32), sample(3, 1024, 4, 512), sample(4, 256, 4, 16)];
 
-        let chosen = samples(&ctx, &space, &picked, 16);
+        let chosen = samples(&ctx, &space, &picked, 16, &IndexMap::new());
         let at: Vec<(i64, i64, i64)> = chosen.iter().map(|s| (s.params.inputs["n"], s.params.inputs["batch"], s.params.tuning["BLOCK"])).collect();
         // BLOCK=32 twice lands on one point; BLOCK=128 and 512 need a larger n to be valid.
         assert_eq!(at, [(64, 1, 32), (256, 1, 128), (1024, 1, 512), (64, 1, 16)]);
@@ -419,19 +450,36 @@ tuning = ["BLOCK <= n"]
         assert!(chosen.iter().all(|s| space.is_valid(&s.params)));
 
         // The count caps the runs, and can never exceed the samples.
-        assert_eq!(samples(&ctx, &space, &picked, 2).len(), 2);
-        assert_eq!(samples(&ctx, &space, &picked[..1], 16).len(), 1);
+        assert_eq!(samples(&ctx, &space, &picked, 2, &IndexMap::new()).len(), 2);
+        assert_eq!(samples(&ctx, &space, &picked[..1], 16, &IndexMap::new()).len(), 1);
     }
 
     #[test]
     fn input_configurations_are_ordered_by_array_elements() {
         let tmp = tempfile::tempdir().unwrap();
         let ctx = context(tmp.path());
-        let configs = input_configurations(&ctx, &ctx.space(), &[]);
+        let configs = input_configurations(&ctx, &ctx.space(), &[], &IndexMap::new());
         let sizes: Vec<i64> = configs.iter().map(|c| c["n"] * c["batch"]).collect();
         assert_eq!(configs.len(), 6);
         assert!(sizes.windows(2).all(|w| w[0] <= w[1]), "{sizes:?}");
         assert_eq!((configs[0]["n"], configs[0]["batch"]), (64, 1));
+    }
+
+    #[test]
+    fn a_size_of_ones_own_comes_first_where_the_configuration_is_valid_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = context(tmp.path());
+        let space = ctx.space();
+        // n = 32 is smaller than any listed size; BLOCK = 64 is not valid there.
+        let at = parse_inputs(&["n=32".into()], &ctx).unwrap();
+        let picked = [sample(0, 1024, 4, 16), sample(1, 1024, 4, 64)];
+        let chosen: Vec<(i64, i64)> = samples(&ctx, &space, &picked, 16, &at).iter().map(|s| (s.params.inputs["n"], s.params.inputs["batch"])).collect();
+        assert_eq!(chosen, [(32, 1), (64, 1)]);
+
+        for (bad, says) in [("n", "expected NAME=INTEGER"), ("n=big", "expected NAME=INTEGER"), ("m=4", "`m` is not an input of this kernel (its inputs: n, batch)")] {
+            let err = parse_inputs(&[bad.into()], &ctx).unwrap_err().to_string();
+            assert!(err.contains(&format!("--sanitize-at {bad}")) && err.contains(says), "{err}");
+        }
     }
 
     #[test]

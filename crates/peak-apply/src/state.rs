@@ -26,6 +26,8 @@ pub struct ApplyState {
     pub sanitize_samples: usize,
     #[serde(default = "default_sanitize_winner")]
     pub sanitize_winner: bool,
+    #[serde(default)]
+    pub sanitize_at: Vec<String>,
     pub seed: u64,
     pub budget: Option<usize>,
     pub time_limit_s: Option<f64>,
@@ -51,6 +53,7 @@ impl ApplyState {
             sanitize: options.sanitize.clone(),
             sanitize_samples: options.sanitize_samples,
             sanitize_winner: options.sanitize_winner,
+            sanitize_at: options.sanitize_at.clone(),
             seed: options.seed,
             budget: options.budget,
             time_limit_s: options.time_limit.map(|d| d.as_secs_f64()),
@@ -71,6 +74,7 @@ impl ApplyState {
             sanitize: self.sanitize.clone(),
             sanitize_samples: self.sanitize_samples,
             sanitize_winner: self.sanitize_winner,
+            sanitize_at: self.sanitize_at.clone(),
             seed: self.seed,
             budget: self.budget,
             time_limit: self.time_limit_s.map(std::time::Duration::from_secs_f64),

@@ -66,7 +66,7 @@ pub fn choose_clean(performance: &mut Value, mut check: impl FnMut(&Value) -> Re
 /// `None`: the check is turned off). Returns why nothing can be recorded when every
 /// configuration of the top-K has a finding.
 pub fn check_winner(workers: &mut Workers, plan: Option<&Plan>, ctx: &Context, space: &Space, seed: u64, performance: &mut Value) -> Result<Option<String>> {
-    let (tools, program) = match plan {
+    let (tools, program, at) = match plan {
         None => {
             performance["sanitizer_winner"] = json!({ "ran": false, "summary": "off (--no-sanitize-winner)" });
             return Ok(None);
@@ -75,13 +75,13 @@ pub fn check_winner(workers: &mut Workers, plan: Option<&Plan>, ctx: &Context, s
             performance["sanitizer_winner"] = json!({ "ran": false, "summary": reason });
             return Ok(None);
         }
-        Some(Plan::Run { tools, program }) => (tools, program),
+        Some(Plan::Run { tools, program, at }) => (tools, program, at),
     };
     let started = Instant::now();
     let mut validator = validator(tools, program);
     // Small inputs, for the reason validation samples use them (see `sanitize::samples`);
     // where the space's sizes are too many to list, the winner runs where it was timed.
-    let by_size = input_configurations(ctx, space, &[]);
+    let by_size = input_configurations(ctx, space, &[], at);
     let mut first_failure: Option<String> = None;
     let mut runs = 0u64;
     let (checked, clean) = choose_clean(performance, |entry| {

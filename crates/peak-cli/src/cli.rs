@@ -169,6 +169,10 @@ pub struct MeasureArgs {
     /// Record the tuned winner without running the sanitizer on it.
     #[arg(long)]
     pub no_sanitize_winner: bool,
+    /// Run the sanitizer at this input size where a configuration is valid there, e.g.
+    /// `n=512` (smaller than the manifest's sizes: sanitized runs are 10-1000x slower).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub sanitize_at: Vec<String>,
     /// Seed of the validation sample, the inputs and the search.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

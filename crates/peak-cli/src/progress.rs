@@ -1,4 +1,9 @@
-//! Progress drawn on stderr with indicatif, from the library crates' reporter traits.
+//! Progress on stderr, from the library crates' reporter traits: drawn with indicatif on a
+//! terminal, written as timestamped lines where stderr is a file or a pipe (a batch job's
+//! log), where a bar would draw nothing.
+
+use std::io::IsTerminal;
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use peak_eval::TuneReporter;
@@ -9,17 +14,22 @@ use crate::output::format_ms;
 /// The progress bar: configurations done of the target, rate, ETA and the best so far.
 pub struct Bar {
     bar: ProgressBar,
+    /// Set when progress goes to a log instead of a terminal: lines carry the seconds
+    /// since this instant, and tuning reports its start and end, not every step.
+    log_since: Option<Instant>,
 }
 
 impl Bar {
     pub fn new(visible: bool) -> Bar {
-        let bar = ProgressBar::with_draw_target(Some(0), if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+        let terminal = std::io::stderr().is_terminal();
+        let log_since = (visible && !terminal).then(Instant::now);
+        let bar = ProgressBar::with_draw_target(Some(0), if visible && terminal { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
         bar.set_style(
             ProgressStyle::with_template("{prefix} [{elapsed_precise}] {bar:28.cyan/blue} {pos}/{len} {per_sec:>11} ETA {eta:<4} {msg}")
                 .expect("a valid template")
                 .progress_chars("=> "),
         );
-        Bar { bar }
+        Bar { bar, log_since }
     }
 
     /// Remove the bar, leaving the terminal clean for the summary.
@@ -27,9 +37,12 @@ impl Bar {
         self.bar.finish_and_clear();
     }
 
-    /// Print a line above the bar.
+    /// Print a line above the bar, or to the log.
     pub fn println(&self, line: impl AsRef<str>) {
-        self.bar.println(line.as_ref());
+        match self.log_since {
+            Some(since) => eprintln!("[{:>7.1}s] {}", since.elapsed().as_secs_f64(), line.as_ref()),
+            None => self.bar.println(line.as_ref()),
+        }
     }
 }
 
@@ -39,8 +52,11 @@ impl TuneReporter for Bar {
         self.bar.set_length(start.target as u64);
         let inputs: Vec<String> = start.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
         self.bar.set_prefix(format!("{} {}", start.strategy, inputs.join(" ")));
+        if self.log_since.is_some() {
+            self.println(format!("tuning {}: {} configurations, {}", inputs.join(" "), start.target, start.strategy));
+        }
         if start.cached_available > 0 {
-            self.bar.println(format!("{} results for these inputs are in the cache; they will not be measured again", start.cached_available));
+            self.println(format!("{} results for these inputs are in the cache; they will not be measured again", start.cached_available));
         }
     }
 
@@ -50,7 +66,11 @@ impl TuneReporter for Bar {
             (Some(ms), Some(t)) => format!("best {} ({})", format_ms(*ms), t.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")),
             _ => "no valid time yet".into(),
         };
-        self.bar.set_message(if p.failed > 0 { format!("{best}, {} failed", p.failed) } else { best });
+        let message = if p.failed > 0 { format!("{best}, {} failed", p.failed) } else { best };
+        if self.log_since.is_some() && Some(p.evaluations as u64) == self.bar.length() {
+            self.println(format!("  tuned {} configurations: {message}", p.evaluations));
+        }
+        self.bar.set_message(message);
     }
 }
 

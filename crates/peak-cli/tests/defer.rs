@@ -194,3 +194,27 @@ fn a_deferred_step_that_compiles_but_is_wrong_stops_the_replay_naming_it() {
     assert!(stderr.contains("Refactor") && stderr.contains("deferred where it was written, does not pass here: wrong-output"), "{stderr}");
     assert_eq!(steps(&env, &verified), [("init".into(), "reference".into())], "the steps before it stay replayed");
 }
+
+#[test]
+fn a_replay_cut_short_resumes_where_it_stopped_and_refuses_another_chain() {
+    if !opencl_present("a_replay_cut_short_resumes_where_it_stopped_and_refuses_another_chain") {
+        return;
+    }
+    let env = Env::new();
+    let wf = authored(&env);
+    // As a batch job's time limit leaves it: the root replayed, the step after it not.
+    let into = env.path("into");
+    env.ok(&[&["replay", s(&wf), "--branch", "root", "--into", s(&into)][..], &MEASURE].concat());
+    let root_id = env.json(&["log", "-w", s(&into), "--json"])[0]["id"].clone();
+
+    let resumed = env.json(&[&["replay", s(&wf), "--branch", "main", "--into", s(&into), "--json"][..], &MEASURE].concat());
+    assert_eq!(resumed.as_array().map(Vec::len), Some(1), "only the missing step is replayed: {resumed}");
+    assert_eq!(steps(&env, &into), [("Refactor".into(), "passed".into()), ("init".into(), "reference".into())]);
+    assert_eq!(env.json(&["log", "-w", s(&into), "--json"])[1]["id"], root_id, "the replayed root is kept, not redone");
+
+    // A workflow that is not the start of the chain asked for is left alone.
+    let out = env.peak(&[&["replay", s(&wf), "--branch", "root", "--into", s(&into)][..], &MEASURE].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("not the start of this replay") && stderr.contains("its steps: [Refactor]"), "{stderr}");
+    assert_eq!(steps(&env, &into).len(), 2, "nothing was added or removed");
+}

@@ -279,50 +279,85 @@ impl Validator for SanitizerValidator {
         if sample.index >= self.samples {
             return Ok(None);
         }
+        Ok(self.check_all(workers, candidate, std::slice::from_ref(sample))?.pop())
+    }
+}
+
+/// What one sanitized run left: the tool's findings and the run's own failure, if any.
+type ToolRun = (Vec<Finding>, Option<peak_backend::worker::Failure>);
+
+impl SanitizerValidator {
+    /// Every sample under every tool, the runs side by side (each is a process of its own
+    /// that spends seconds starting the tool and the driver, little on the device): one
+    /// verdict per sample, in order.
+    pub fn check_all(&self, workers: &mut Workers, candidate: &Context, samples: &[Sample]) -> Result<Vec<Verdict>, EvalError> {
         let backend = candidate.backend().name();
-        let mut findings = Vec::new();
-        let mut failure = None;
-        for &tool in &self.tools {
-            let dir = tempfile::tempdir().map_err(|e| EvalError::io(std::env::temp_dir(), e))?;
-            let log = dir.path().join("report.txt");
-            let command = workers.command(backend)?.wrapped([
-                self.program.clone().into_os_string(),
-                "--tool".into(),
-                tool.name().into(),
-                "--log-file".into(),
-                log.clone().into_os_string(),
-                "--print-limit".into(),
-                "100".into(),
-            ]);
-            let options = PoolOptions { run_timeout: self.timeout, startup_timeout: Duration::from_secs(300), max_in_flight: 1, ..workers.options().clone() };
-            let mut pool = WorkerPool::start(backend, command, options)?;
-            let job = Job::new(
-                absolute(&candidate.dir),
-                sample.params.clone(),
-                RunOptions { warmup: 0, repetitions: 0, data_seed: sample.data_seed, ..RunOptions::default() },
-            );
-            let result = pool.run(job)?;
-            // The tool writes (and finishes) its report as the worker exits.
-            pool.close(Duration::from_secs(120));
-            let text = std::fs::read_to_string(&log).map_err(|e| EvalError::Tool {
-                tool: format!("compute-sanitizer --tool {}", tool.name()),
-                message: format!("it wrote no report to {}: {e}", log.display()),
-                hint: "run the same command by hand to see what the tool says".into(),
-            })?;
-            findings.extend(parse_report(tool, &text).findings);
-            if let Err(f) = result
-                && failure.is_none()
-                && f.category != FailureKind::InvalidConfig
-            {
-                failure = Some(f);
-            }
+        let command = workers.command(backend)?;
+        let options = PoolOptions { run_timeout: self.timeout, startup_timeout: Duration::from_secs(300), max_in_flight: 1, ..workers.options().clone() };
+        let runs: Vec<(usize, SanitizerTool)> = (0..samples.len()).flat_map(|i| self.tools.iter().map(move |&t| (i, t))).collect();
+        let parallel = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
+        let mut results: Vec<Option<Result<ToolRun, EvalError>>> = (0..runs.len()).map(|_| None).collect();
+        for (batch, slots) in runs.chunks(parallel).zip(results.chunks_mut(parallel)) {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = batch
+                    .iter()
+                    .map(|&(i, tool)| {
+                        let (command, options) = (command.clone(), options.clone());
+                        let sample = &samples[i];
+                        scope.spawn(move || self.run_one(backend, command, options, candidate, sample, tool))
+                    })
+                    .collect();
+                for (slot, handle) in slots.iter_mut().zip(handles) {
+                    *slot = Some(handle.join().unwrap_or_else(|_| Err(EvalError::Tool { tool: "compute-sanitizer".into(), message: "a sanitizer run panicked".into(), hint: String::new() })));
+                }
+            });
         }
-        Ok(Some(match (findings.is_empty(), failure) {
-            // A fault under memcheck is the tool stopping the kernel: the finding says why.
-            (false, _) => Verdict::SanitizerFinding { findings },
-            (true, Some(f)) => f.into(),
-            (true, None) => Verdict::Passed,
-        }))
+        let mut verdicts = Vec::with_capacity(samples.len());
+        let mut results = results.into_iter().map(|r| r.expect("every run has a result"));
+        for _ in samples {
+            let mut findings = Vec::new();
+            let mut failure = None;
+            for _ in &self.tools {
+                let (found, failed) = results.next().expect("one result per tool")?;
+                findings.extend(found);
+                if failure.is_none() {
+                    failure = failed.filter(|f| f.category != FailureKind::InvalidConfig);
+                }
+            }
+            verdicts.push(match (findings.is_empty(), failure) {
+                // A fault under memcheck is the tool stopping the kernel: the finding says why.
+                (false, _) => Verdict::SanitizerFinding { findings },
+                (true, Some(f)) => f.into(),
+                (true, None) => Verdict::Passed,
+            });
+        }
+        Ok(verdicts)
+    }
+
+    /// One sample under one tool, in a worker of its own started under the tool.
+    fn run_one(&self, backend: &str, command: peak_backend::worker::WorkerCommand, options: PoolOptions, candidate: &Context, sample: &Sample, tool: SanitizerTool) -> Result<ToolRun, EvalError> {
+        let dir = tempfile::tempdir().map_err(|e| EvalError::io(std::env::temp_dir(), e))?;
+        let log = dir.path().join("report.txt");
+        let command = command.wrapped([
+            self.program.clone().into_os_string(),
+            "--tool".into(),
+            tool.name().into(),
+            "--log-file".into(),
+            log.clone().into_os_string(),
+            "--print-limit".into(),
+            "100".into(),
+        ]);
+        let mut pool = WorkerPool::start(backend, command, options)?;
+        let job = Job::new(absolute(&candidate.dir), sample.params.clone(), RunOptions { warmup: 0, repetitions: 0, data_seed: sample.data_seed, ..RunOptions::default() });
+        let result = pool.run(job)?;
+        // The tool writes (and finishes) its report as the worker exits.
+        pool.close(Duration::from_secs(120));
+        let text = std::fs::read_to_string(&log).map_err(|e| EvalError::Tool {
+            tool: format!("compute-sanitizer --tool {}", tool.name()),
+            message: format!("it wrote no report to {}: {e}", log.display()),
+            hint: "run the same command by hand to see what the tool says".into(),
+        })?;
+        Ok((parse_report(tool, &text).findings, result.err()))
     }
 }
 

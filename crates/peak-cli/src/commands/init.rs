@@ -25,6 +25,7 @@ pub fn run(args: InitArgs) -> Result<()> {
         measure: !args.no_measure,
         sanitize: m.sanitize.clone(),
         sanitize_winner: !m.no_sanitize_winner,
+        sanitize_at: m.sanitize_at.clone(),
         budget: m.budget,
         time_limit: m.time.map(std::time::Duration::from_secs_f64),
         set: m.set.set.clone(),

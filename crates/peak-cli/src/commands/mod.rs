@@ -71,6 +71,7 @@ pub fn apply_options(m: &crate::cli::MeasureArgs) -> peak_apply::ApplyOptions {
         sanitize: m.sanitize.clone(),
         sanitize_samples: m.sanitize_samples,
         sanitize_winner: !m.no_sanitize_winner,
+        sanitize_at: m.sanitize_at.clone(),
         seed: m.seed,
         budget: m.budget,
         time_limit: m.time.map(std::time::Duration::from_secs_f64),
