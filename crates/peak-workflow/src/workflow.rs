@@ -379,8 +379,15 @@ impl Workflow {
         // The root tag is the mark of a workflow; HEAD is accepted too so a clone made
         // with --no-tags still opens (fsck then reports the missing tag).
         if !is_checkpoint(&format!("refs/tags/{ROOT_TAG}")) && !is_checkpoint("HEAD") {
-            let at = repo.workdir().unwrap_or(repo.path()).display().to_string();
-            return Err(not(format!("the git repository at {at} has no `{ROOT_TAG}` tag and HEAD is not a checkpoint")));
+            let at = repo.workdir().unwrap_or(repo.path());
+            // Found by walking up from a folder of some other project: say so, rather than
+            // describe that project's repository as if it were the one asked about.
+            let same = |a: &Path, b: &Path| std::fs::canonicalize(a).ok().zip(std::fs::canonicalize(b).ok()).is_some_and(|(a, b)| a == b);
+            return Err(not(if same(at, dir) {
+                format!("the git repository here has no `{ROOT_TAG}` tag and HEAD is not a checkpoint")
+            } else {
+                format!("no workflow here or in a parent folder (the nearest git repository, at {}, is not one)", at.display())
+            }));
         }
         Workflow::from_repo(repo)
     }

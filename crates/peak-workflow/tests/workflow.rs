@@ -171,7 +171,13 @@ fn bad_input_is_refused_with_errors_that_name_it() {
     git(&plain, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]);
     let err = Workflow::open(&plain).unwrap_err();
     assert!(matches!(err, WorkflowError::NotAWorkflow { .. }), "{err}");
-    assert!(err.to_string().contains("root"), "{err}");
+    assert!(err.to_string().contains("the git repository here has no `root` tag"), "{err}");
+    // A folder inside some other project's repository (a bundle file in a checkout, say):
+    // the error names the folder asked about and says what was found around it.
+    let inside = plain.join("examples");
+    std::fs::create_dir(&inside).unwrap();
+    let err = Workflow::open(&inside).unwrap_err().to_string();
+    assert!(err.starts_with(&inside.display().to_string()) && err.contains("no workflow here or in a parent folder (the nearest git repository, at "), "{err}");
 
     let ctx = write_context(&base.join("ctx"), DEVICE_0, TUNING_0);
     let err = Workflow::init(&plain, &ctx, reference()).unwrap_err();
