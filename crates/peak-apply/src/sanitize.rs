@@ -476,7 +476,7 @@ tuning = ["BLOCK <= n"]
         let chosen: Vec<(i64, i64)> = samples(&ctx, &space, &picked, 16, &at).iter().map(|s| (s.params.inputs["n"], s.params.inputs["batch"])).collect();
         assert_eq!(chosen, [(32, 1), (64, 1)]);
 
-        for (bad, says) in [("n", "expected NAME=INTEGER"), ("n=big", "expected NAME=INTEGER"), ("m=4", "`m` is not an input of this kernel (its inputs: n, batch)")] {
+        for (bad, says) in [("n", "expected NAME=INTEGER"), ("n=big", "expected NAME=INTEGER"), ("m=4", "`m` is not an input of this kernel (its inputs: batch, n)")] {
             let err = parse_inputs(&[bad.into()], &ctx).unwrap_err().to_string();
             assert!(err.contains(&format!("--sanitize-at {bad}")) && err.contains(says), "{err}");
         }

@@ -22,6 +22,7 @@ const SHIPPED: &[&str] = &[
     "Thread-Cache",
     "Thread-Chunk",
     "Thread-Tiling",
+    "TMA-Multicast",
     "TMA-Pipeline",
     "Transpose",
     "Vectorize",

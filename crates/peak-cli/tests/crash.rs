@@ -1,0 +1,141 @@
+//! `kill -9` at moments spread over whole commands that write (`peak replay`, with its
+//! evaluation workers, and `peak tag` / `peak branch`): after each kill the workflow is
+//! consistent (`peak fsck`, `git fsck`), the next command recovers a lock left by the dead
+//! one, and running the replay again finishes with the same checkpoints as an
+//! uninterrupted replay. PoCL runs the kernels; the tests skip, saying why, without it.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use support::{Env, example, fixture, s};
+
+const MEASURE: [&str; 6] = ["--set", "n=256", "--samples", "3", "--budget", "4"];
+
+fn opencl_present(test: &str) -> bool {
+    match peak_opencl::list_devices() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: no OpenCL device (install pocl-opencl-icd): {e}");
+            false
+        }
+    }
+}
+
+/// Moments spread over [lo, hi) ms, the same on every run (a fixed LCG).
+fn moments(count: usize, lo: u64, hi: u64) -> Vec<u64> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..count)
+        .map(|_| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            lo + (x >> 33) % (hi - lo)
+        })
+        .collect()
+}
+
+/// Start `peak args`, SIGKILL it after `ms` (or let it finish first); whether it was killed.
+fn kill_after(env: &Env, args: &[&str], ms: u64) -> bool {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_peak"))
+        .args(args)
+        .env("PEAK_CACHE_DIR", env.path("cache"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("peak starts");
+    std::thread::sleep(Duration::from_millis(ms));
+    let finished = child.try_wait().unwrap().is_some();
+    if !finished {
+        child.kill().unwrap(); // SIGKILL
+    }
+    child.wait().unwrap();
+    !finished
+}
+
+/// The checks after a kill: peak's and git's consistency checks, when there is a workflow.
+fn consistent(env: &Env, wf: &Path, moment: u64) {
+    if !wf.join(".git").exists() {
+        return;
+    }
+    let fsck = env.peak(&["fsck", "--repair", "-w", s(wf)]);
+    let text = format!("{}{}", String::from_utf8_lossy(&fsck.stdout), String::from_utf8_lossy(&fsck.stderr));
+    if !fsck.status.success() {
+        // Killed inside `peak init`'s few milliseconds between `git init` and the root tag.
+        assert!(text.contains("not a peak workflow"), "killed at {moment} ms: fsck failed:\n{text}");
+        return;
+    }
+    let git = Command::new("git").args(["-C", s(wf), "fsck", "--no-progress"]).output().unwrap();
+    assert!(git.status.success(), "killed at {moment} ms: git fsck:\n{}", String::from_utf8_lossy(&git.stderr));
+}
+
+fn authored(env: &Env) -> std::path::PathBuf {
+    let wf = env.path("authored");
+    let w = s(&wf);
+    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--no-measure", "--set", "n=256"]);
+    env.ok(&["apply", "refactor", "--defer", "--samples", "3", "--set", "n=256", "-w", w]);
+    env.ok(&["submit", &fixture("refactor/macros.c"), "-w", w]);
+    env.ok(&["submit", &fixture("refactor/device.c"), "-w", w]);
+    env.ok(&["tag", "refactored", "-w", w]);
+    wf
+}
+
+fn chain(env: &Env, wf: &Path) -> Vec<(String, String)> {
+    let log = env.json(&["log", "-w", s(wf), "--json"]);
+    log.as_array().unwrap().iter().map(|e| (e["transformation"].as_str().unwrap().to_string(), e["verdict"].as_str().unwrap().to_string())).collect()
+}
+
+#[test]
+fn a_replay_killed_at_any_moment_resumes_to_the_same_checkpoints() {
+    if !opencl_present("a_replay_killed_at_any_moment_resumes_to_the_same_checkpoints") {
+        return;
+    }
+    let env = Env::new();
+    let wf = authored(&env);
+    let clean = env.path("clean");
+    let started = std::time::Instant::now();
+    env.ok(&[&["replay", s(&wf), "--into", s(&clean)][..], &MEASURE].concat());
+    let whole = started.elapsed().as_millis() as u64;
+
+    let mut kills = 0;
+    for (round, moment) in moments(5, whole / 20, whole).into_iter().enumerate() {
+        let into = env.path(&format!("interrupted-{round}"));
+        let replay: Vec<&str> = [&["replay", s(&wf), "--into", s(&into)][..], &MEASURE].concat();
+        if kill_after(&env, &replay, moment) {
+            kills += 1;
+            consistent(&env, &into, moment);
+        }
+        // What a kill inside `git init` leaves is refused by name; the user removes it.
+        if into.exists() && !env.peak(&["log", "-w", s(&into)]).status.success() {
+            std::fs::remove_dir_all(&into).unwrap();
+        }
+        // The same command again resumes and ends where an uninterrupted replay ends.
+        env.ok(&replay);
+        assert_eq!(chain(&env, &into), chain(&env, &clean), "killed at {moment} ms of {whole}");
+        let log = env.json(&["log", "-w", s(&into), "--json"]);
+        assert_eq!(log[0]["tags"], serde_json::json!(["refactored"]), "killed at {moment} ms of {whole}");
+        assert!(env.ok(&["fsck", "-w", s(&into)]).contains("consistent"));
+    }
+    assert!(kills > 0, "every replay finished before its kill (a whole replay took {whole} ms)");
+}
+
+#[test]
+fn tags_and_branches_killed_mid_write_leave_a_consistent_workflow() {
+    if !opencl_present("tags_and_branches_killed_mid_write_leave_a_consistent_workflow") {
+        return;
+    }
+    let env = Env::new();
+    let wf = authored(&env);
+    let w = s(&wf);
+    for (i, moment) in moments(8, 1, 40).into_iter().enumerate() {
+        let name = format!("n{i}");
+        let args: Vec<&str> = if i % 2 == 0 { vec!["tag", &name, "-w", w] } else { vec!["branch", &name, "-w", w] };
+        kill_after(&env, &args, moment);
+        consistent(&env, &wf, moment);
+        // The name is either there, whole, or not there at all: naming it again settles it.
+        let again = env.peak(&args);
+        let text = String::from_utf8_lossy(&again.stderr);
+        assert!(again.status.success() || text.contains("already exists"), "after a kill at {moment} ms: {text}");
+    }
+    assert!(env.ok(&["fsck", "-w", w]).contains("consistent"));
+}
