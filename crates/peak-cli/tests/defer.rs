@@ -10,21 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::{Env, example, fixture, nvrtc_present, s};
+use support::{Env, example, fixture, nvrtc_present, opencl_present, s};
 
 fn outcomes(wf: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(wf.join(".git/peak/attempts.jsonl")).unwrap_or_default();
     text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["outcome"].as_str().unwrap().to_string()).filter(|o| o != "started").collect()
-}
-
-fn opencl_present(test: &str) -> bool {
-    match peak_opencl::list_devices() {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("SKIPPED {test}: no OpenCL device (install pocl-opencl-icd): {e}");
-            false
-        }
-    }
 }
 
 #[test]

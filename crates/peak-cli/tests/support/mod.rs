@@ -71,3 +71,14 @@ pub fn nvrtc_present(test: &str) -> bool {
         }
     }
 }
+
+/// Whether an OpenCL device (PoCL here) is present; says why a test skips when not.
+pub fn opencl_present(test: &str) -> bool {
+    match peak_opencl::list_devices() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: no OpenCL device (install pocl-opencl-icd): {e}");
+            false
+        }
+    }
+}
