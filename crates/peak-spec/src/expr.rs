@@ -5,7 +5,7 @@
 //! error, which is how an unknown parameter in a constraint is caught before anything runs.
 
 use rhai::packages::{ArithmeticPackage, LogicPackage, Package};
-use rhai::{AST, Dynamic, Engine, Scope};
+use rhai::{AST, Dynamic, Engine, EvalAltResult, Scope};
 
 /// An engine for manifest expressions: expression-only, strict variables, bounded work.
 pub fn expression_engine() -> Engine {
@@ -22,9 +22,15 @@ pub fn expression_engine() -> Engine {
     engine
 }
 
-/// `ceil(a / b)` for positive integers; the workhorse of grid-size arithmetic.
-pub fn ceil_div(a: i64, b: i64) -> i64 {
-    if b == 0 { 0 } else { (a + b - 1).div_euclid(b) }
+/// `ceil(a / b)` for positive integers; the workhorse of grid-size arithmetic. Computed
+/// without intermediate overflow (`a + b - 1` in i128); a result beyond i64 (only
+/// `ceil_div(i64::MIN, -1)` and its neighbours) is a script error, not a panic.
+pub fn ceil_div(a: i64, b: i64) -> Result<i64, Box<EvalAltResult>> {
+    if b == 0 {
+        return Ok(0);
+    }
+    let exact = (i128::from(a) + i128::from(b) - 1).div_euclid(i128::from(b));
+    i64::try_from(exact).map_err(|_| format!("ceil_div({a}, {b}) overflows a 64-bit integer").into())
 }
 
 /// A compiled expression and the text it came from.

@@ -187,11 +187,13 @@ impl Domain {
             if lo > hi {
                 return Err(format!("`range = [{lo}, {hi}]` is empty: the low end is above the high end"));
             }
-            let count = (hi - lo) / step + 1;
+            // In i128: `hi - lo` overflows i64 when the range spans more than half of it.
+            let count = (i128::from(hi) - i128::from(lo)) / i128::from(step) + 1;
             if count > 1_000_000 {
                 return Err(format!("`range` has {count} values; more than a million is surely a mistake"));
             }
-            return Ok((0..count).map(|i| lo + i * step).collect());
+            // Each value lies in [lo, hi] and fits i64; `i * step` alone may not.
+            return Ok((0..count).map(|i| (i128::from(lo) + i * i128::from(step)) as i64).collect());
         }
         let [lo, hi] = self.pow2.expect("one form is present");
         if lo < 1 || lo > hi {
