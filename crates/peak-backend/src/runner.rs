@@ -116,6 +116,17 @@ pub fn median(values: &[f64]) -> Option<f64> {
     Some(if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
 }
 
+/// The most bytes one array or scratch buffer may take: a terabyte, beyond the memory of any
+/// device peak runs on. A size expression asking for more is a mistake or an execution
+/// parameter that cannot run; refusing it up front keeps every later `count * element
+/// size` far from overflow and the host from attempting an allocation it cannot make.
+pub const MAX_ARRAY_BYTES: u64 = 1 << 40;
+
+/// Whether `count` elements of `dtype` stay within [`MAX_ARRAY_BYTES`].
+pub fn fits_in_memory(count: i64, dtype: peak_spec::DType) -> bool {
+    u64::try_from(count).ok().and_then(|c| c.checked_mul(dtype.size_bytes() as u64)).is_some_and(|bytes| bytes <= MAX_ARRAY_BYTES)
+}
+
 /// One array, sized for one execution parameter.
 #[derive(Debug, Clone)]
 pub struct SizedArray {
@@ -136,6 +147,12 @@ pub fn size_arrays(ctx: &Context, params: &ExecParams) -> Result<Vec<SizedArray>
             let count = expr.eval_int(&engine, &mut scope).map_err(|m| RunError::Setup(format!("array {}: size: {m}", spec.name)))?;
             if count <= 0 {
                 return Err(RunError::Invalid(format!("array {} would have {count} elements", spec.name)));
+            }
+            if !fits_in_memory(count, spec.dtype) {
+                return Err(RunError::Invalid(format!(
+                    "array {} would have {count} elements of {}, more than the {MAX_ARRAY_BYTES} bytes one array may take",
+                    spec.name, spec.dtype
+                )));
             }
             Ok(SizedArray { spec: spec.clone(), count: count as usize })
         })

@@ -198,6 +198,12 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
             if count <= 0 {
                 return runtime_error(&ctx, format!("alloc: element count must be positive, got {count}"));
             }
+            if !crate::runner::fits_in_memory(count, dtype) {
+                return runtime_error(
+                    &ctx,
+                    format!("alloc: {count} elements of {dtype} are more than the {} bytes one buffer may take", crate::runner::MAX_ARRAY_BYTES),
+                );
+            }
             let mut plan = plan.lock().unwrap();
             plan.scratch.push(ScratchSpec { dtype, count: count as usize });
             Ok(ScriptBuffer { buffer: BufRef::Scratch(plan.scratch.len() - 1), dtype, count: count as usize })
@@ -216,7 +222,8 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
     {
         let plan = plan.clone();
         engine.register_fn("copy", move |ctx: NativeCallContext, src: ScriptBuffer, dst: ScriptBuffer| -> RhaiResult<()> {
-            if src.count * src.dtype.size_bytes() > dst.count * dst.dtype.size_bytes() {
+            let bytes = |b: &ScriptBuffer| b.count as u128 * b.dtype.size_bytes() as u128;
+            if bytes(&src) > bytes(&dst) {
                 return runtime_error(&ctx, "copy: the destination is smaller than the source");
             }
             plan.lock().unwrap().steps.push(Step::Copy { src: src.buffer, dst: dst.buffer, line: file_line(first_line, ctx.call_position()) });
