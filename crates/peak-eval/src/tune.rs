@@ -37,18 +37,8 @@ pub struct TuneOptions {
     pub top_k: usize,
     pub seed: u64,
     /// Points evaluated first, e.g. the top-K of the previous transformation. Names the
-    /// space lacks are ignored; values outside it move to the nearest valid point. At most
-    /// half of a known budget goes to them ([`seed_share`]).
+    /// space lacks are ignored; values outside it move to the nearest valid point.
     pub start_from: Vec<IndexMap<String, i64>>,
-}
-
-/// How many start points a budget evaluates: half of it, so that the strategy always has
-/// the other half to explore and refine. Given all of it, a step whose parent ranked more
-/// configurations than the budget would only re-rank the parent's best, and a chain of
-/// steps could never leave the first step's neighbourhood (measured on the H200: the fp32
-/// MatMul chain settled on K_SPLITS = 4, 9% slower than K_SPLITS = 1 at its last step).
-pub fn seed_share(budget: Option<usize>) -> usize {
-    budget.map_or(usize::MAX, |b| b.div_ceil(2))
 }
 
 impl Default for TuneOptions {
@@ -275,16 +265,9 @@ pub fn tune(
         (None, _, None) => Some(default_budget(space.len())),
     };
     let target = budget.unwrap_or(space.len());
-    let mut seeds: VecDeque<usize> = VecDeque::new();
-    for point in options.start_from.iter().filter_map(|t| space.nearest(t)) {
-        if !seeds.contains(&point) && seeds.len() < seed_share(budget) {
-            seeds.push_back(point);
-        }
-    }
-    // The strategy plans with what the seeds leave of the budget (its refinement phase
-    // comes at the end of its own share).
-    let mut strategy = options.strategy.build(space, options.seed, budget.map(|b| b.saturating_sub(seeds.len()).max(1)));
+    let mut strategy = options.strategy.build(space, options.seed, budget);
     let mut history = History::new(space.len());
+    let mut seeds: VecDeque<usize> = options.start_from.iter().filter_map(|t| space.nearest(t)).collect();
     let mut state = State::new(space, options, target, clock);
     reporter.started(&TuneStart {
         strategy: strategy.name().into(),

@@ -170,21 +170,3 @@ fn a_previous_top_k_is_evaluated_first_and_foreign_values_move_to_the_nearest_po
     assert_eq!(run.best.unwrap().tuning, space.tuning(best));
     assert_eq!(run.evaluations, 5);
 }
-
-#[test]
-fn start_points_take_at_most_half_of_the_budget_and_the_strategy_the_rest() {
-    use peak_eval::replay::ReplayMeasurer;
-    use peak_eval::{TuneOptions, tune};
-
-    let (space, outcomes) = landscape();
-    // More start points than the budget: the parent ranked 40 configurations.
-    let starts: Vec<IndexMap<String, i64>> = (0..40).map(|i| space.tuning(i * space.len() / 40)).collect();
-    let mut measurer = ReplayMeasurer::new(outcomes.clone());
-    let options = TuneOptions { strategy: StrategyKind::Auto, budget: Some(20), start_from: starts.clone(), ..TuneOptions::default() };
-    let run = tune(&space, &mut measurer, None, &options, &()).unwrap();
-    assert_eq!(run.evaluations, 20);
-    let started: Vec<usize> = starts.iter().filter_map(|t| space.nearest(t)).collect();
-    let asked = &measurer.asked;
-    assert_eq!(asked[..10], started[..10], "the first half goes to the start points, in their order");
-    assert!(asked[10..].iter().any(|p| !started.contains(p)), "the strategy explores with the other half: {asked:?}");
-}
