@@ -62,7 +62,14 @@ pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dy
     let dir = wf.dir().to_path_buf();
     let state = state::load(&dir)?.ok_or_else(|| anyhow!("no apply is waiting for a submission in {}\nhint: start one with `peak apply TRANSFORMATION --executor agent`", dir.display()))?;
     let agent = AgentExecutor::new(agent_dir(&dir));
-    agent.submit(file)?;
+    if let Err(e) = agent.submit(file) {
+        // The apply took its last submission and stopped before recording the outcome (a
+        // killed process, a closed terminal): it has nothing to ask, only to finish.
+        if matches!(e, peak_transform::ExecutorError::NothingPending { .. }) {
+            bail!("{e}: the {} apply here was interrupted after its last submission\nhint: finish it with `peak apply --resume -w {}`", state.transformation, dir.display());
+        }
+        return Err(e.into());
+    }
     let library = library(&state.library_dirs)?;
     run(wf, state, &agent, &library, workers, reporter)
 }

@@ -1,5 +1,6 @@
 //! `kill -9` at moments spread over whole commands that write (`peak replay`, with its
-//! evaluation workers, and `peak tag` / `peak branch`): after each kill the workflow is
+//! evaluation workers, `peak submit` of the agent executor, and `peak tag` / `peak
+//! branch`): after each kill the workflow is
 //! consistent (`peak fsck`, `git fsck`), the next command recovers a lock left by the dead
 //! one, and running the replay again finishes with the same checkpoints as an
 //! uninterrupted replay. PoCL runs the kernels; the tests skip, saying why, without it.
@@ -130,4 +131,40 @@ fn tags_and_branches_killed_mid_write_leave_a_consistent_workflow() {
         assert!(again.status.success() || text.contains("already exists"), "after a kill at {moment} ms: {text}");
     }
     assert!(env.ok(&["fsck", "-w", w]).contains("consistent"));
+}
+
+#[test]
+fn a_submit_killed_while_it_validates_and_tunes_is_finished_by_submitting_again() {
+    if !opencl_present("a_submit_killed_while_it_validates_and_tunes_is_finished_by_submitting_again") {
+        return;
+    }
+    let env = Env::new();
+    let start = |name: &str| {
+        let wf = env.path(name);
+        let w = s(&wf).to_string();
+        env.ok(&[&["init", &w, "--from", &example("matmul-opencl-naive")][..], &MEASURE[..2], &MEASURE[4..]].concat());
+        env.ok(&[&["apply", "refactor", "-w", &w][..], &MEASURE].concat());
+        env.ok(&["submit", &fixture("refactor/macros.c"), "-w", &w]);
+        wf
+    };
+    let clean = start("clean");
+    let started = std::time::Instant::now();
+    env.ok(&["submit", &fixture("refactor/device.c"), "-w", s(&clean)]);
+    let whole = started.elapsed().as_millis() as u64;
+
+    let mut kills = 0;
+    for (round, moment) in moments(3, whole / 10, whole * 3 / 4).into_iter().enumerate() {
+        let wf = start(&format!("killed-{round}"));
+        if kill_after(&env, &["submit", &fixture("refactor/device.c"), "-w", s(&wf)], moment) {
+            kills += 1;
+            consistent(&env, &wf, moment);
+            // Submitting again is refused with the way out, which finishes the apply.
+            let again = env.peak(&["submit", &fixture("refactor/device.c"), "-w", s(&wf)]);
+            let text = String::from_utf8_lossy(&again.stderr);
+            assert!(!again.status.success() && text.contains("interrupted after its last submission") && text.contains("peak apply --resume -w"), "{text}");
+            env.ok(&["apply", "--resume", "-w", s(&wf)]);
+        }
+        assert_eq!(chain(&env, &wf), chain(&env, &clean), "killed at {moment} ms of {whole}");
+    }
+    assert!(kills > 0, "every submit finished before its kill (a whole one took {whole} ms)");
 }
