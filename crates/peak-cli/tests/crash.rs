@@ -49,13 +49,10 @@ fn consistent(env: &Env, wf: &Path, moment: u64) {
     if !wf.join(".git").exists() {
         return;
     }
+    // `peak init` builds beside the folder and moves it into place: a workflow is whole.
     let fsck = env.peak(&["fsck", "--repair", "-w", s(wf)]);
     let text = format!("{}{}", String::from_utf8_lossy(&fsck.stdout), String::from_utf8_lossy(&fsck.stderr));
-    if !fsck.status.success() {
-        // Killed inside `peak init`'s few milliseconds between `git init` and the root tag.
-        assert!(text.contains("not a peak workflow"), "killed at {moment} ms: fsck failed:\n{text}");
-        return;
-    }
+    assert!(fsck.status.success(), "killed at {moment} ms: fsck failed:\n{text}");
     let git = Command::new("git").args(["-C", s(wf), "fsck", "--no-progress"]).output().unwrap();
     assert!(git.status.success(), "killed at {moment} ms: git fsck:\n{}", String::from_utf8_lossy(&git.stderr));
 }
@@ -98,10 +95,6 @@ fn a_replay_killed_at_any_moment_resumes_to_the_same_checkpoints() {
             kills += 1;
             consistent(&env, &into, moment);
         }
-        // What a kill inside `git init` leaves is refused by name; the user removes it.
-        if into.exists() && !env.peak(&["log", "-w", s(&into)]).status.success() {
-            std::fs::remove_dir_all(&into).unwrap();
-        }
         // The same command again resumes and ends where an uninterrupted replay ends.
         env.ok(&replay);
         assert_eq!(chain(&env, &into), chain(&env, &clean), "killed at {moment} ms of {whole}");
@@ -134,8 +127,8 @@ fn tags_and_branches_killed_mid_write_leave_a_consistent_workflow() {
 }
 
 #[test]
-fn a_submit_killed_while_it_validates_and_tunes_is_finished_by_submitting_again() {
-    if !opencl_present("a_submit_killed_while_it_validates_and_tunes_is_finished_by_submitting_again") {
+fn a_submit_killed_while_it_validates_and_tunes_is_finished_by_apply_resume() {
+    if !opencl_present("a_submit_killed_while_it_validates_and_tunes_is_finished_by_apply_resume") {
         return;
     }
     let env = Env::new();
@@ -148,8 +141,11 @@ fn a_submit_killed_while_it_validates_and_tunes_is_finished_by_submitting_again(
         wf
     };
     let clean = start("clean");
-    let started = std::time::Instant::now();
     env.ok(&["submit", &fixture("refactor/device.c"), "-w", s(&clean)]);
+    // Timed once the caches are warm, as every submit below runs.
+    let timed = start("timed");
+    let started = std::time::Instant::now();
+    env.ok(&["submit", &fixture("refactor/device.c"), "-w", s(&timed)]);
     let whole = started.elapsed().as_millis() as u64;
 
     let mut kills = 0;
@@ -158,6 +154,9 @@ fn a_submit_killed_while_it_validates_and_tunes_is_finished_by_submitting_again(
         if kill_after(&env, &["submit", &fixture("refactor/device.c"), "-w", s(&wf)], moment) {
             kills += 1;
             consistent(&env, &wf, moment);
+            if chain(&env, &wf) == chain(&env, &clean) {
+                continue; // killed after its checkpoint was recorded, as it was exiting
+            }
             // Submitting again is refused with the way out, which finishes the apply.
             let again = env.peak(&["submit", &fixture("refactor/device.c"), "-w", s(&wf)]);
             let text = String::from_utf8_lossy(&again.stderr);

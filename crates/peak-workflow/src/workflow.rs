@@ -196,6 +196,12 @@ fn check_name(repo: &Repository, name: &str, kind: &'static str) -> Result<()> {
 }
 
 /// Whether `dir` is missing or an empty folder.
+/// Where `init` builds a workflow before moving it to `dir`: a hidden sibling.
+fn staging_dir(dir: &Path) -> PathBuf {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "workflow".into());
+    dir.with_file_name(format!(".{name}.peak-init"))
+}
+
 fn is_fresh_dir(dir: &Path) -> Result<bool> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => Ok(entries.next().is_none()),
@@ -321,11 +327,32 @@ impl Workflow {
             return Err(WorkflowError::DirNotEmpty { path: dir.to_path_buf() });
         }
         let files = check_context(context_dir.as_ref())?;
+        if let Some(transcript) = &root.transcript {
+            check_transcript(transcript)?;
+        }
+        if dir.exists() {
+            // An empty folder the user made: built in place (it may be the current folder).
+            Self::build_root(dir, files, root)?;
+            return Workflow::open(dir);
+        }
+        // Built in a hidden sibling folder and moved into place whole: a crash leaves either
+        // no workflow at `dir` or a finished one (init holds no lock whose record would let
+        // the next writer repair a half-written one). The next init clears what a crashed
+        // one left in the sibling.
+        let staging = staging_dir(dir);
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).at(&staging)?;
+        }
+        Self::build_root(&staging, files, root)?;
+        std::fs::rename(&staging, dir).at(dir)?;
+        Workflow::open(dir)
+    }
+
+    /// The root checkpoint's repository, written at `dir`.
+    fn build_root(dir: &Path, files: Files, root: RootInput) -> Result<()> {
         let transcript = root.transcript.unwrap_or_else(|| Value::Object(Default::default()));
-        check_transcript(&transcript)?;
         let validation = root.validation.unwrap_or_else(|| serde_json::json!({"verdict": "reference"}));
         let performance = root.performance.unwrap_or_else(|| Value::Object(Default::default()));
-
         let mut opts = RepositoryInitOptions::new();
         opts.initial_head(DEFAULT_BRANCH).mkpath(true).no_reinit(true);
         let repo = Repository::init_opts(dir, &opts).git(format!("init {}", dir.display()))?;
@@ -354,15 +381,14 @@ impl Workflow {
         }
         let tree = write_tree(&wf.repo, &blobs)?;
         let commit = wf.commit(&[], tree, &message)?;
-        // The branch first, the root tag last: `open` recognises a workflow by its root,
-        // so a crash in between leaves a folder that is clearly not a finished workflow.
+        // The root tag last: `open` recognises a workflow by it.
         wf.repo.reference(&format!("refs/heads/{DEFAULT_BRANCH}"), commit, false, "peak init").git("create branch main")?;
+        wf.refresh_worktree()?;
         {
             let object = wf.repo.find_object(commit, None).git("find root commit")?;
             wf.repo.tag_lightweight(ROOT_TAG, &object, false).git("tag root")?;
         }
-        wf.refresh_worktree()?;
-        Ok(wf)
+        Ok(())
     }
 
     /// Open the workflow that `dir` is in (the workflow folder or any folder inside it).
