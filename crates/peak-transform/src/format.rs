@@ -88,7 +88,7 @@ impl Backend {
     pub(crate) fn language(self) -> &'static str {
         match self {
             Backend::Cuda => "CUDA C++ (compiled with NVRTC)",
-            Backend::Hip => "HIP C++ (compiled with hiprtc)",
+            Backend::Hip => "HIP C++ (compiled with hipcc or, through a HIP-to-CUDA prelude, NVRTC)",
             Backend::Opencl => "OpenCL C",
             Backend::Hlsl => "HLSL compute shaders (compiled to SPIR-V, run through Vulkan)",
         }
