@@ -174,6 +174,22 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
     }
     engine.on_debug(|_, _, _| {});
 
+    // Rhai 1.27's `Array.pad` multiplies the padding by the item's size unchecked, so a
+    // length near i64::MAX panics on overflow (found by tests/fuzz.rs). Registered on the
+    // engine, this version shadows the package's and refuses an oversized array first.
+    engine.register_fn("pad", |ctx: NativeCallContext, array: &mut rhai::Array, len: i64, item: Dynamic| -> RhaiResult<()> {
+        let Ok(len) = usize::try_from(len) else { return Ok(()) };
+        if len <= array.len() {
+            return Ok(());
+        }
+        let per_item = 1 + nested_elements(&item);
+        let total = (len - array.len()).saturating_mul(per_item).saturating_add(array.len());
+        if total > ctx.engine().max_array_size() {
+            return Err(Box::new(EvalAltResult::ErrorDataTooLarge("Size of array".into(), ctx.call_position())));
+        }
+        array.resize(len, item);
+        Ok(())
+    });
     engine.register_type_with_name::<ScriptBuffer>("Buffer");
     engine.register_get("len", |b: &mut ScriptBuffer| b.count as i64);
     engine.register_type_with_name::<TypedArg>("KernelArg");
@@ -272,6 +288,14 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
         });
     }
     engine
+}
+
+/// Elements inside a value's nested arrays (0 for anything else).
+fn nested_elements(value: &Dynamic) -> usize {
+    match value.read_lock::<rhai::Array>() {
+        Some(array) => array.iter().map(|v| 1 + nested_elements(v)).fold(0, usize::saturating_add),
+        None => 0,
+    }
 }
 
 /// A grid or block shape: an int, or an array of one to three ints, each at least 1.

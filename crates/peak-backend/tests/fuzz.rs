@@ -399,6 +399,24 @@ fn huge_scratch_and_copies_are_errors() {
     assert!(err.to_string().contains("ceil_div"), "{err}");
 }
 
+/// Rhai's own `Array.pad` overflowed computing the padded size (a panic in debug builds).
+#[test]
+fn padding_an_array_past_the_limit_is_an_error() {
+    let device = device();
+    for source in [
+        "let x = [0].pad(1 | 4611686018427387904, [1, 2, 3]); launch(\"k\", 1, 1, 0);",
+        "let x = [0].pad(9223372036854775807, [[1], [2]]); launch(\"k\", 1, 1, 0);",
+        "let x = [0].pad(5000, [1, 2, 3]); launch(\"k\", 1, 1, 0);",
+    ] {
+        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays: &[], device: &device, extensions: &[] };
+        let err = build_plan(&input).unwrap_err();
+        assert!(err.to_string().contains("too large"), "{source}: {err}");
+    }
+    let input = ScriptInput { file: "k.cu", source: "let x = [0]; x.pad(3, [1]); launch(\"k\", x.len(), 1, 0);", first_line: 1, params: &params(4, 1), arrays: &[], device: &device, extensions: &[] };
+    let plan = build_plan(&input).unwrap();
+    assert!(matches!(plan.steps[0], peak_backend::plan::Step::Launch { grid: [3, 1, 1], .. }), "{plan:?}");
+}
+
 #[test]
 fn endless_loop_stops_quickly() {
     let start = std::time::Instant::now();
