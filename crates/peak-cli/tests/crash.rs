@@ -11,9 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use support::{Env, example, fixture, opencl_present, s};
-
-const MEASURE: [&str; 6] = ["--set", "n=256", "--samples", "3", "--budget", "4"];
+use support::{Env, MEASURE, deferred_refactor, example, fixture, opencl_present, s, steps};
 
 /// Moments spread over [lo, hi) ms, the same on every run (a fixed LCG).
 fn moments(count: usize, lo: u64, hi: u64) -> Vec<u64> {
@@ -57,29 +55,13 @@ fn consistent(env: &Env, wf: &Path, moment: u64) {
     assert!(git.status.success(), "killed at {moment} ms: git fsck:\n{}", String::from_utf8_lossy(&git.stderr));
 }
 
-fn authored(env: &Env) -> std::path::PathBuf {
-    let wf = env.path("authored");
-    let w = s(&wf);
-    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--no-measure", "--set", "n=256"]);
-    env.ok(&["apply", "refactor", "--defer", "--samples", "3", "--set", "n=256", "-w", w]);
-    env.ok(&["submit", &fixture("refactor/macros.c"), "-w", w]);
-    env.ok(&["submit", &fixture("refactor/device.c"), "-w", w]);
-    env.ok(&["tag", "refactored", "-w", w]);
-    wf
-}
-
-fn chain(env: &Env, wf: &Path) -> Vec<(String, String)> {
-    let log = env.json(&["log", "-w", s(wf), "--json"]);
-    log.as_array().unwrap().iter().map(|e| (e["transformation"].as_str().unwrap().to_string(), e["verdict"].as_str().unwrap().to_string())).collect()
-}
-
 #[test]
 fn a_replay_killed_at_any_moment_resumes_to_the_same_checkpoints() {
     if !opencl_present("a_replay_killed_at_any_moment_resumes_to_the_same_checkpoints") {
         return;
     }
     let env = Env::new();
-    let wf = authored(&env);
+    let wf = deferred_refactor(&env);
     let clean = env.path("clean");
     env.ok(&[&["replay", s(&wf), "--into", s(&clean)][..], &MEASURE].concat());
     // Timed once the results cache is warm, as every replay below runs.
@@ -97,7 +79,7 @@ fn a_replay_killed_at_any_moment_resumes_to_the_same_checkpoints() {
         }
         // The same command again resumes and ends where an uninterrupted replay ends.
         env.ok(&replay);
-        assert_eq!(chain(&env, &into), chain(&env, &clean), "killed at {moment} ms of {whole}");
+        assert_eq!(steps(&env, &into), steps(&env, &clean), "killed at {moment} ms of {whole}");
         let log = env.json(&["log", "-w", s(&into), "--json"]);
         assert_eq!(log[0]["tags"], serde_json::json!(["refactored"]), "killed at {moment} ms of {whole}");
         assert!(env.ok(&["fsck", "-w", s(&into)]).contains("consistent"));
@@ -111,7 +93,7 @@ fn tags_and_branches_killed_mid_write_leave_a_consistent_workflow() {
         return;
     }
     let env = Env::new();
-    let wf = authored(&env);
+    let wf = deferred_refactor(&env);
     let w = s(&wf);
     for (i, moment) in moments(8, 1, 40).into_iter().enumerate() {
         let name = format!("n{i}");
@@ -154,7 +136,7 @@ fn a_submit_killed_while_it_validates_and_tunes_is_finished_by_apply_resume() {
         if kill_after(&env, &["submit", &fixture("refactor/device.c"), "-w", s(&wf)], moment) {
             kills += 1;
             consistent(&env, &wf, moment);
-            if chain(&env, &wf) == chain(&env, &clean) {
+            if steps(&env, &wf) == steps(&env, &clean) {
                 continue; // killed after its checkpoint was recorded, as it was exiting
             }
             // Submitting again is refused with the way out, which finishes the apply.
@@ -163,7 +145,7 @@ fn a_submit_killed_while_it_validates_and_tunes_is_finished_by_apply_resume() {
             assert!(!again.status.success() && text.contains("interrupted after its last submission") && text.contains("peak apply --resume -w"), "{text}");
             env.ok(&["apply", "--resume", "-w", s(&wf)]);
         }
-        assert_eq!(chain(&env, &wf), chain(&env, &clean), "killed at {moment} ms of {whole}");
+        assert_eq!(steps(&env, &wf), steps(&env, &clean), "killed at {moment} ms of {whole}");
     }
     assert!(kills > 0, "every submit finished before its kill (a whole one took {whole} ms)");
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::{Env, example, fixture, nvrtc_present, opencl_present, s};
+use support::{Env, MEASURE, deferred_refactor, example, fixture, nvrtc_present, opencl_present, s, steps};
 
 fn outcomes(wf: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(wf.join(".git/peak/attempts.jsonl")).unwrap_or_default();
@@ -86,24 +86,11 @@ fn a_compile_error_in_the_macros_region_sends_the_repair_to_the_macros_pass() {
 /// An OpenCL workflow authored with deferred steps: the checkpoint `Refactor` (tagged
 /// `refactored`) on main, and a branch `alt` at the root that is checked out.
 fn authored(env: &Env) -> PathBuf {
-    let wf = env.path("authored");
+    let wf = deferred_refactor(env);
     let w = s(&wf);
-    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--no-measure", "--set", "n=256"]);
-    env.ok(&["apply", "refactor", "--defer", "--samples", "3", "--set", "n=256", "-w", w]);
-    env.ok(&["submit", &fixture("refactor/macros.c"), "-w", w]);
-    let done = env.json(&["submit", &fixture("refactor/device.c"), "-w", w, "--json"]);
-    assert_eq!(done["verdict"], "deferred", "{done}");
-    env.ok(&["tag", "refactored", "-w", w]);
     env.ok(&["branch", "alt", "--from", "root", "-w", w]);
     env.ok(&["checkout", "alt", "-w", w]);
     wf
-}
-
-const MEASURE: [&str; 6] = ["--set", "n=256", "--samples", "3", "--budget", "4"];
-
-fn steps(env: &Env, wf: &Path) -> Vec<(String, String)> {
-    let log = env.json(&["log", "-w", s(wf), "--json"]);
-    log.as_array().unwrap().iter().map(|e| (e["transformation"].as_str().unwrap().to_string(), e["verdict"].as_str().unwrap().to_string())).collect()
 }
 
 #[test]

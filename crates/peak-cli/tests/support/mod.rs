@@ -82,3 +82,27 @@ pub fn opencl_present(test: &str) -> bool {
         }
     }
 }
+
+/// Validation and tuning flags small enough for PoCL: one size, three samples, four
+/// evaluations.
+pub const MEASURE: [&str; 6] = ["--set", "n=256", "--samples", "3", "--budget", "4"];
+
+/// An OpenCL workflow whose step Refactor (tagged `refactored`) was written by the agent
+/// executor with `--defer`: compile-checked, not yet validated or tuned.
+pub fn deferred_refactor(env: &Env) -> PathBuf {
+    let wf = env.path("authored");
+    let w = s(&wf);
+    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--no-measure", "--set", "n=256"]);
+    env.ok(&["apply", "refactor", "--defer", "--samples", "3", "--set", "n=256", "-w", w]);
+    env.ok(&["submit", &fixture("refactor/macros.c"), "-w", w]);
+    let done = env.json(&["submit", &fixture("refactor/device.c"), "-w", w, "--json"]);
+    assert_eq!(done["verdict"], "deferred", "{done}");
+    env.ok(&["tag", "refactored", "-w", w]);
+    wf
+}
+
+/// A workflow's checkpoints, newest first: (transformation, verdict).
+pub fn steps(env: &Env, wf: &Path) -> Vec<(String, String)> {
+    let log = env.json(&["log", "-w", s(wf), "--json"]);
+    log.as_array().unwrap().iter().map(|e| (e["transformation"].as_str().unwrap().to_string(), e["verdict"].as_str().unwrap().to_string())).collect()
+}
