@@ -265,9 +265,13 @@ pub fn tune(
         (None, _, None) => Some(default_budget(space.len())),
     };
     let target = budget.unwrap_or(space.len());
-    let mut strategy = options.strategy.build(space, options.seed, budget);
-    let mut history = History::new(space.len());
     let mut seeds: VecDeque<usize> = options.start_from.iter().filter_map(|t| space.nearest(t)).collect();
+    // Carried points take at most half of a known budget; the search spends the rest
+    // refining around the best of them (see `strategy`), since a ranking made for the
+    // parent's kernel need not hold for this one.
+    let seed_limit = budget.map_or(usize::MAX, |b| b.div_ceil(2));
+    let mut strategy = options.strategy.build(space, options.seed, budget, !seeds.is_empty());
+    let mut history = History::new(space.len());
     let mut state = State::new(space, options, target, clock);
     reporter.started(&TuneStart {
         strategy: strategy.name().into(),
@@ -288,7 +292,7 @@ pub fn tune(
                 timed_out = true;
                 break;
             }
-            let seeded = std::iter::from_fn(|| seeds.pop_front()).find(|&p| history.is_free(p));
+            let seeded = if issued < seed_limit { std::iter::from_fn(|| seeds.pop_front()).find(|&p| history.is_free(p)) } else { None };
             let Some(point) = seeded.or_else(|| strategy.propose(space, &history)) else {
                 exhausted = true;
                 break;

@@ -170,3 +170,40 @@ fn a_previous_top_k_is_evaluated_first_and_foreign_values_move_to_the_nearest_po
     assert_eq!(run.best.unwrap().tuning, space.tuning(best));
     assert_eq!(run.evaluations, 5);
 }
+
+#[test]
+fn carried_points_take_half_the_budget_and_single_parameter_changes_find_what_they_missed() {
+    use peak_eval::replay::ReplayMeasurer;
+    use peak_eval::{TuneOptions, tune};
+
+    // Separable costs over six parameters; the best point has SPLIT = 0. The carried
+    // ranking (as from a parent whose kernel liked splitting) holds only SPLIT = 2 points,
+    // fastest first, more of them than the whole budget.
+    let names = ["A", "B", "C", "D", "E", "SPLIT"].map(String::from).to_vec();
+    let values: Vec<Vec<i64>> = vec![(0..5).collect(), (0..5).collect(), (0..4).collect(), (0..4).collect(), (0..3).collect(), (0..3).collect()];
+    let space = SearchSpace::build(IndexMap::new(), names, values, |_| true).unwrap();
+    let cost = |t: &IndexMap<String, i64>| {
+        let d = |n: &str, best: i64| (t[n] - best).pow(2) as f64;
+        1.0 + 0.05 * (d("A", 3) + d("B", 1) + d("C", 2) + d("D", 0) + d("E", 1)) + 0.5 * d("SPLIT", 0).sqrt()
+    };
+    let outcomes: Vec<Outcome> = (0..space.len())
+        .map(|i| {
+            let ms = cost(&space.tuning(i));
+            Outcome::Measured(Measurement { median_ms: ms, min_ms: ms, times_ms: vec![ms], compile_ms: 0.0, run_ms: 0.0, kernels: vec![] })
+        })
+        .collect();
+    let mut carried: Vec<usize> = (0..space.len()).filter(|&i| space.tuning(i)["SPLIT"] == 2).collect();
+    carried.sort_by(|&a, &b| cost(&space.tuning(a)).total_cmp(&cost(&space.tuning(b))));
+    let budget = 24;
+    assert!(carried.len() > budget);
+
+    let mut measurer = ReplayMeasurer::new(outcomes.clone());
+    let options = TuneOptions { budget: Some(budget), start_from: carried.iter().map(|&i| space.tuning(i)).collect(), ..TuneOptions::default() };
+    let run = tune(&space, &mut measurer, None, &options, &()).unwrap();
+    assert_eq!(run.evaluations, budget);
+    assert_eq!(measurer.asked[..budget / 2], carried[..budget / 2], "the carried ranking comes first, in order, for half the budget");
+    assert!(measurer.asked[budget / 2..].iter().all(|p| !carried[..budget / 2].contains(p)));
+    let best = run.best.unwrap().tuning;
+    assert_eq!(best["SPLIT"], 0, "changing SPLIT alone beats every carried point: {best:?}");
+    assert_eq!(best, space.tuning(carried[0]).into_iter().map(|(k, v)| (k.clone(), if k == "SPLIT" { 0 } else { v })).collect::<IndexMap<_, _>>());
+}
