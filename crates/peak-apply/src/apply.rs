@@ -8,7 +8,7 @@ use peak_eval::validate::{Outcome as Validation, samples};
 use peak_eval::{OutputValidator, ReferenceStore, ValidationReport, Validator, Verdict, Workers, default_cache_dir};
 use peak_spec::{Context, Region};
 use peak_transform::{
-    AgentExecutor, Executor, ExecutorSpec, Feedback, Library, Outcome, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
+    AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
 };
 use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
@@ -149,7 +149,6 @@ impl AttemptLog<'_> {
 fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &Library, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
     let dir = wf.dir().to_path_buf();
     let work = apply_dir(&dir);
-    let t: Transformation = library.get(&state.transformation)?.clone();
     let options = state.options();
     let (executor_kind, model) = who(executor, &state.executor);
 
@@ -162,6 +161,14 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let _ = std::fs::remove_dir_all(&root_dir);
     wf.materialize("root", &root_dir)?;
     let root = Context::load(&root_dir)?;
+    // The transformation in the context's own names (its `[kernel.roles]`).
+    let t: Transformation = match library.get(&state.transformation)?.with_roles(&parent.manifest.kernel.roles) {
+        Ok(t) => t,
+        Err(e) => {
+            state::clear(&dir)?;
+            return Err(e.into());
+        }
+    };
     let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
     // Before any pass is asked for: a sanitizer asked for but missing, or a deferred
     // apply's missing compiler, fails at once. A deferred apply runs nothing to sanitize.
@@ -178,6 +185,15 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     };
     let (tuning, inputs) = prompt_params(&parent);
     let constraints = parent.manifest.constraints.tuning.clone();
+    let kernel_text = parent.manifest.describe_kernel();
+    let kernel = KernelBrief { domain: parent.manifest.kernel.domain(), description: &kernel_text };
+    // A transformation written for another kind of kernel, or relying on names the
+    // context lacks, is refused before anything is asked or recorded.
+    let first = PromptContext { kernel, regions: &parent.regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
+    if let Err(e) = library.pass_prompt(&t, 1, &first) {
+        state::clear(&dir)?;
+        return Err(e.into());
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
     let base = Attempt { transformation: t.name.clone(), executor: executor_kind.clone(), model: model.clone(), parent: Some(state.parent.clone()), ..Attempt::default() };
@@ -192,7 +208,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
 
     let (candidate, judged) = loop {
         while pass <= t.passes.len() {
-            let prompt_ctx = PromptContext { regions: &regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
+            let prompt_ctx = PromptContext { regions: &regions, ..first };
             let prompt = match &feedback {
                 None => library.pass_prompt(&t, pass, &prompt_ctx)?,
                 Some(f) => library.repair_prompt(&t, pass, &prompt_ctx, f)?,

@@ -174,6 +174,22 @@ impl Manifest {
         for (i, c) in self.constraints.tuning.iter().enumerate() {
             Expr::compile(&engine, c, &all_names).map_err(|m| field_err(format!("constraints.tuning[{i}]"), format!("`{c}`: {m}")))?;
         }
+        if let Some(domain) = &self.kernel.domain
+            && !is_identifier(domain)
+        {
+            return Err(field_err("kernel.domain".into(), format!("'{domain}' is not a kind of kernel: expected one word such as matmul, softmax, reduction, stencil or transpose")));
+        }
+        for (role, name) in &self.kernel.roles {
+            if !is_identifier(role) {
+                return Err(field_err(format!("kernel.roles.{role}"), format!("role '{role}' is not an identifier")));
+            }
+            if !all_names.contains(&name.as_str()) {
+                return Err(field_err(format!("kernel.roles.{role}"), format!("'{name}' is not an input or tuning parameter of this context (it has: {})", all_names.join(", "))));
+            }
+            if all_names.contains(&role.as_str()) {
+                return Err(field_err(format!("kernel.roles.{role}"), format!("the context already has a parameter named '{role}'; a role maps a name the context lacks")));
+            }
+        }
         if let Some(flops) = &self.kernel.flops {
             Expr::compile(&engine, flops, &input_names).map_err(|m| field_err("kernel.flops".into(), format!("`{flops}`: {m}")))?;
         }

@@ -6,6 +6,11 @@
 //! backend = "opencl"
 //! source = "kernel.cl"
 //! flops = "2 * n * n * n"          # optional: lets reports say FLOP/s
+//! domain = "matmul"                 # optional: the kind of kernel; transformations check it
+//! description = "C = A x B, ..."    # optional: what the kernel computes, for prompts
+//!
+//! [kernel.roles]                    # optional: this context's names for a transformation's
+//! BLOCK_X = "BX"                    # roles (a transformation requiring BLOCK_X uses BX)
 //!
 //! [kernel.matmul]                   # optional: marks a matmul-shaped context (vendor baseline)
 //! m = "n"
@@ -84,6 +89,67 @@ pub struct KernelSection {
     pub flops: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matmul: Option<MatmulShape>,
+    /// The kind of kernel (`matmul`, `softmax`, `stencil`, ...). Transformations written
+    /// for one kind are refused on another. A `[kernel.matmul]` section implies `matmul`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// What the kernel computes, in a sentence or two: prompts describe the kernel with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A transformation's name for a parameter (its role) -> this context's name for it.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub roles: IndexMap<String, String>,
+}
+
+impl KernelSection {
+    /// The declared kind of kernel, or `matmul` where the matmul shape is given.
+    pub fn domain(&self) -> Option<&str> {
+        self.domain.as_deref().or(self.matmul.as_ref().map(|_| "matmul"))
+    }
+}
+
+impl Manifest {
+    /// What the kernel computes and what it takes, as a prompt tells a model: the
+    /// context's own description (else its matmul shape), then its inputs and arrays.
+    /// Transformations describe the code they expect; this is the only place that says
+    /// what this kernel is.
+    pub fn describe_kernel(&self) -> String {
+        let k = &self.kernel;
+        let mut text = format!("Kernel `{}`", k.name);
+        if let Some(domain) = k.domain() {
+            text.push_str(&format!(" (a {domain} kernel)"));
+        }
+        text.push_str(". ");
+        match (&k.description, &k.matmul) {
+            (Some(d), _) => text.push_str(d.trim()),
+            (None, Some(mm)) => text.push_str(&format!(
+                "It computes {c} = {a} x {b} for row-major matrices: {a} is {m} x {kk}, {b} is {kk} x {n}, {c} is {m} x {n}.",
+                a = mm.a,
+                b = mm.b,
+                c = mm.c,
+                m = mm.m,
+                n = mm.n,
+                kk = mm.k
+            )),
+            (None, None) => text.push_str("The context does not describe it: read the code."),
+        }
+        if !self.inputs.is_empty() {
+            let inputs: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
+            text.push_str(&format!("\nScalar inputs: {}.", inputs.join(", ")));
+        }
+        if !self.arrays.is_empty() {
+            let arrays: Vec<String> = self
+                .arrays
+                .iter()
+                .map(|a| {
+                    let role = if a.output { "output" } else if a.inout { "read and written" } else { "input" };
+                    format!("{} ({}, {} elements, {role})", a.name, a.dtype, a.size)
+                })
+                .collect();
+            text.push_str(&format!("\nArrays: {}.", arrays.join(", ")));
+        }
+        text
+    }
 }
 
 /// Declares that the context computes `C = A × B` (row-major, m×k times k×n), so the

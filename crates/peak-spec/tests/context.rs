@@ -201,3 +201,33 @@ fn a_space_too_large_to_enumerate_is_sampled_without_walking_it() {
     distinct.dedup();
     assert_eq!(distinct.len(), 16);
 }
+
+#[test]
+fn kind_description_and_roles_are_read_and_checked() {
+    let with = |lines: &str| MANIFEST.replacen("flops = \"2 * n * n * n\"\n", &format!("flops = \"2 * n * n * n\"\n{lines}\n"), 1);
+    let m = Manifest::parse("peak.toml", &with("domain = \"stencil\"\ndescription = \"A 3x3 blur.\"\n[kernel.roles]\nTILE = \"BLOCK_X\"")).unwrap();
+    assert_eq!(m.kernel.domain(), Some("stencil"));
+    assert_eq!(m.kernel.roles["TILE"], "BLOCK_X");
+    assert_eq!(
+        m.describe_kernel(),
+        "Kernel `matmul` (a stencil kernel). A 3x3 blur.\nScalar inputs: n.\nArrays: A (f32, n * n elements, input), C (f16, n * n elements, output)."
+    );
+    let plain = Manifest::parse("peak.toml", MANIFEST).unwrap();
+    assert_eq!(plain.kernel.domain(), None, "no declaration, no kind");
+    assert!(plain.describe_kernel().contains("The context does not describe it"));
+
+    let err = Manifest::parse("peak.toml", &with("domain = \"two words\"")).unwrap_err().to_string();
+    assert!(err.contains("kernel.domain") && err.contains("not a kind of kernel"), "{err}");
+    let err = Manifest::parse("peak.toml", &with("[kernel.roles]\nTILE = \"BX\"")).unwrap_err().to_string();
+    assert!(err.contains("kernel.roles.TILE") && err.contains("'BX' is not an input or tuning parameter"), "{err}");
+    let err = Manifest::parse("peak.toml", &with("[kernel.roles]\nBLOCK_Y = \"BLOCK_X\"")).unwrap_err().to_string();
+    assert!(err.contains("already has a parameter named 'BLOCK_Y'"), "{err}");
+}
+
+#[test]
+fn a_matmul_shape_is_a_matmul_kernel_described_by_its_shape() {
+    let text = MANIFEST.replacen("[inputs]", "[kernel.matmul]\nm = \"n\"\nn = \"n\"\nk = \"n\"\na = \"A\"\nb = \"A\"\nc = \"C\"\n\n[inputs]", 1);
+    let m = Manifest::parse("peak.toml", &text).unwrap();
+    assert_eq!(m.kernel.domain(), Some("matmul"));
+    assert!(m.describe_kernel().starts_with("Kernel `matmul` (a matmul kernel). It computes C = A x A for row-major matrices: A is n x n, A is n x n, C is n x n."), "{}", m.describe_kernel());
+}

@@ -38,8 +38,14 @@ pub enum PromptError {
     #[error("'{transformation}' does not apply to the {backend} backend (it applies to {applies_to})")]
     NotApplicable { transformation: String, backend: Backend, applies_to: String },
 
-    #[error("'{transformation}' requires '{name}' in the kernel context, which has no tuning parameter or input of that name")]
+    #[error("'{transformation}' requires '{name}' in the kernel context, which has no tuning parameter or input of that name (if the context calls it something else, say so in peak.toml: [kernel.roles] {name} = \"YOUR_NAME\")")]
     MissingRequirement { transformation: String, name: String },
+
+    #[error("'{transformation}' uses the name '{name}' itself, so the context's [kernel.roles] cannot map its role '{role}' to '{name}'; rename the context's parameter")]
+    RoleClash { transformation: String, role: String, name: String },
+
+    #[error("'{transformation}' is written for {kernels} kernels, and this context declares a {domain} kernel ([kernel] domain in peak.toml); {}", Fitting(fitting))]
+    WrongKernel { transformation: String, domain: String, kernels: String, fitting: Vec<String> },
 
     #[error("'{transformation}' introduces tuning parameter '{name}', but the kernel context already has one of that name; was it applied already?")]
     ParameterExists { transformation: String, name: String },
@@ -52,6 +58,18 @@ impl fmt::Display for Line {
         match self.0 {
             Some(line) => write!(f, ":{line}"),
             None => Ok(()),
+        }
+    }
+}
+
+/// The transformations that do fit, as a hint.
+struct Fitting<'a>(&'a [String]);
+
+impl fmt::Display for Fitting<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [] => write!(f, "no transformation in the library fits it yet"),
+            names => write!(f, "the transformations that fit it: {}", names.join(", ")),
         }
     }
 }

@@ -6,6 +6,8 @@
 //! name = "Offset"
 //! description = "Pad shared-memory tiles to avoid bank conflicts"
 //! applies_to = ["cuda", "hip", "opencl", "hlsl"]   # optional: every backend when absent
+//! kernels = ["matmul"]                             # optional: kinds of kernel it is for;
+//!                                                  # any kernel when absent
 //! requires = ["TILE_K"]                            # context parameters the text relies on
 //! overview = "Why and what, shown in every pass prompt."
 //!
@@ -40,7 +42,7 @@ use std::str::FromStr;
 use peak_spec::Region;
 use serde::{Deserialize, Serialize};
 
-use crate::error::LibraryError;
+use crate::error::{LibraryError, PromptError};
 
 /// A device-code language a transformation can target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -145,6 +147,8 @@ pub struct Transformation {
     pub overview: Option<String>,
     /// Backends this transformation serves; every backend when the file does not say.
     pub applies_to: Vec<Backend>,
+    /// Kinds of kernel (a context's `domain`) this is written for; any kernel when empty.
+    pub kernels: Vec<String>,
     /// Names (tuning parameters or scalar inputs) the context must already have.
     pub requires: Vec<String>,
     pub tuning: Vec<TuningParam>,
@@ -160,11 +164,63 @@ pub struct Transformation {
     pub translations: BTreeMap<Backend, TranslationTable>,
     /// Where the file came from (`builtin:<file>` for the shipped library).
     pub source: PathBuf,
+    /// The context's names for this transformation's roles, once [`Self::with_roles`]
+    /// applied them; the library's shared translations are renamed with them too.
+    pub roles: BTreeMap<String, String>,
 }
 
 impl Transformation {
     pub fn applies_to(&self, backend: Backend) -> bool {
         self.applies_to.contains(&backend)
+    }
+
+    /// Whether it is written for a kernel of this kind. A kernel of undeclared kind fits
+    /// everything: there is nothing to check it against.
+    pub fn fits(&self, domain: Option<&str>) -> bool {
+        self.kernels.is_empty() || domain.is_none_or(|d| self.kernels.iter().any(|k| k == d))
+    }
+
+    /// The transformation in a context's own names: every whole-word use of a role
+    /// (`BLOCK_X`) in its texts, requirements and constraints becomes the context's name
+    /// for it (`WG_X`), so the model reads, and the manifest receives, names that exist.
+    /// A name the transformation already uses for something else is refused: Refactor
+    /// defines a macro `BX`, so a context calling its block width `BX` would get two
+    /// meanings for one name.
+    pub fn with_roles(&self, roles: &indexmap::IndexMap<String, String>) -> Result<Transformation, PromptError> {
+        if roles.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut words = BTreeSet::new();
+        for text in self.texts() {
+            words.extend(identifiers(text));
+        }
+        if let Some((role, name)) = roles.iter().find(|(role, name)| words.contains(role.as_str()) && words.contains(name.as_str())) {
+            return Err(PromptError::RoleClash { transformation: self.name.clone(), role: role.clone(), name: name.clone() });
+        }
+        let roles: BTreeMap<String, String> = roles.iter().map(|(role, name)| (role.clone(), name.clone())).collect();
+        let rename = |text: &str| rename_identifiers(text, &roles);
+        let rename_all = |names: &[String]| names.iter().map(|n| rename(n)).collect::<Vec<_>>();
+        Ok(Transformation {
+            description: rename(&self.description),
+            overview: self.overview.as_deref().map(rename),
+            requires: rename_all(&self.requires),
+            redefines: rename_all(&self.redefines),
+            tuning: self.tuning.iter().map(|p| TuningParam { name: rename(&p.name), description: p.description.as_deref().map(rename), ..p.clone() }).collect(),
+            constraints: rename_all(&self.constraints),
+            passes: self.passes.iter().map(|p| Pass { title: rename(&p.title), instructions: rename(&p.instructions), ..p.clone() }).collect(),
+            translations: self.translations.iter().map(|(b, table)| (*b, table.iter().map(|(term, spelling)| (term.clone(), rename(spelling))).collect())).collect(),
+            roles: roles.clone(),
+            ..self.clone()
+        })
+    }
+
+    /// Every text of the transformation that may name a parameter.
+    fn texts(&self) -> impl Iterator<Item = &str> {
+        let passes = self.passes.iter().flat_map(|p| [p.title.as_str(), p.instructions.as_str()]);
+        let tuning = self.tuning.iter().flat_map(|p| std::iter::once(p.name.as_str()).chain(p.description.as_deref()));
+        let names = self.requires.iter().chain(&self.redefines).chain(&self.constraints).map(String::as_str);
+        let spellings = self.translations.values().flat_map(|table| table.values().map(String::as_str));
+        std::iter::once(self.description.as_str()).chain(self.overview.as_deref()).chain(passes).chain(tuning).chain(names).chain(spellings)
     }
 
     /// Every `{{term}}` placeholder in the texts sent to the model, with the field it is in.
@@ -271,6 +327,32 @@ fn is_identifier(s: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The identifiers (words of letters, digits and `_`) in `text`.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+}
+
+/// `text` with every identifier that is a key of `names` replaced by its value.
+/// `{{term}}` placeholders are lower-case words, never roles, so they are left alone.
+pub(crate) fn rename_identifiers(text: &str, names: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(names.get(word.as_str()).map_or(word.as_str(), String::as_str));
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTransformation {
@@ -280,6 +362,8 @@ struct RawTransformation {
     overview: Option<String>,
     #[serde(default)]
     applies_to: Option<Vec<Backend>>,
+    #[serde(default)]
+    kernels: Vec<String>,
     #[serde(default)]
     requires: Vec<String>,
     #[serde(default)]
@@ -353,6 +437,11 @@ impl RawTransformation {
             None => Backend::ALL.to_vec(),
         };
 
+        for (i, kind) in self.kernels.iter().enumerate() {
+            if !is_identifier(kind) {
+                return Err(invalid(format!("kernels[{i}]"), format!("'{kind}' is not a kind of kernel: one word, as a context's `domain` (matmul, softmax, ...)")));
+            }
+        }
         for (i, name) in self.requires.iter().enumerate() {
             if !is_identifier(name) {
                 return Err(invalid(format!("requires[{i}]"), format!("'{name}' is not an identifier")));
@@ -438,6 +527,7 @@ impl RawTransformation {
             description: self.description.trim().to_string(),
             overview: self.overview,
             applies_to,
+            kernels: self.kernels,
             requires: self.requires,
             tuning,
             redefines: self.redefines,
@@ -445,6 +535,7 @@ impl RawTransformation {
             passes,
             translations: self.translations,
             source: file.to_path_buf(),
+            roles: BTreeMap::new(),
         })
     }
 }
@@ -478,6 +569,37 @@ instructions = "Pad each {{shared}} tile."
         assert_eq!(t.tuning[0].domain.expand().unwrap(), vec![0, 1, 2]);
         assert_eq!(t.passes[0].region, Region::Device);
         assert_eq!(t.placeholders(), vec![("passes[0].instructions".to_string(), "shared".to_string())]);
+    }
+
+    #[test]
+    fn kernels_limit_what_a_transformation_fits() {
+        let any = parse(MINIMAL).unwrap();
+        assert!(any.fits(Some("softmax")) && any.fits(None));
+        let matmul = parse(&MINIMAL.replace("description = \"pad tiles\"", "description = \"pad tiles\"\nkernels = [\"matmul\"]")).unwrap();
+        assert!(matmul.fits(Some("matmul")) && matmul.fits(None), "an undeclared kind cannot be checked");
+        assert!(!matmul.fits(Some("stencil")));
+        let err = parse(&MINIMAL.replace("description = \"pad tiles\"", "description = \"pad tiles\"\nkernels = [\"mat mul\"]")).unwrap_err();
+        assert!(err.to_string().contains("kernels[0]"), "{err}");
+    }
+
+    #[test]
+    fn roles_rename_whole_words_and_refuse_a_name_already_in_use() {
+        let text = MINIMAL
+            .replace("description = \"pad tiles\"", "description = \"pad tiles\"\nrequires = [\"TILE_K\"]")
+            .replace("OFFSET <= 2", "OFFSET < TILE_K")
+            .replace("Pad each {{shared}} tile.", "Pad each {{shared}} tile of TILE_K columns (not TILE_KX); keep BX as it is.");
+        let t = parse(&text).unwrap();
+        let roles: indexmap::IndexMap<String, String> = [("TILE_K".to_string(), "KT".to_string())].into_iter().collect();
+        let renamed = t.with_roles(&roles).unwrap();
+        assert_eq!(renamed.requires, vec!["KT"]);
+        assert_eq!(renamed.constraints, vec!["OFFSET < KT"]);
+        assert_eq!(renamed.passes[0].instructions, "Pad each {{shared}} tile of KT columns (not TILE_KX); keep BX as it is.");
+        let clash: indexmap::IndexMap<String, String> = [("TILE_K".to_string(), "BX".to_string())].into_iter().collect();
+        let err = t.with_roles(&clash).unwrap_err();
+        assert!(matches!(err, PromptError::RoleClash { ref role, ref name, .. } if role == "TILE_K" && name == "BX"), "{err}");
+        let unused: indexmap::IndexMap<String, String> = [("BLOCK_X".to_string(), "BX".to_string())].into_iter().collect();
+        let same = t.with_roles(&unused).unwrap();
+        assert_eq!((&same.passes, &same.requires, &same.constraints), (&t.passes, &t.requires, &t.constraints), "a role the transformation does not use changes none of its texts");
     }
 
     #[test]

@@ -32,5 +32,5 @@ pub use executor::{
 };
 pub use format::{Backend, Domain, Pass, Transformation, TuningParam};
 pub use library::{Library, Snippet};
-pub use prompt::{ContextParam, Feedback, PassPrompt, PromptContext};
+pub use prompt::{ContextParam, Feedback, KernelBrief, PassPrompt, PromptContext};
 pub use reply::{ReplyError, parse_reply};

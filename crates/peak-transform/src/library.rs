@@ -106,6 +106,12 @@ impl Library {
         Err(LibraryError::NotFound { name: name.to_string(), suggestion })
     }
 
+    /// The names of the transformations written for a kernel of this kind on `backend`
+    /// (any-kernel ones included), for hints.
+    pub fn fitting(&self, domain: Option<&str>, backend: Backend) -> Vec<String> {
+        self.transformations.iter().filter(|t| t.applies_to(backend) && t.fits(domain)).map(|t| t.name.clone()).collect()
+    }
+
     /// The snippet `name` for `backend`, if the library has one.
     pub fn snippet(&self, name: &str, backend: Backend) -> Option<&Snippet> {
         self.snippets.get(&(name.to_string(), backend))
@@ -115,6 +121,11 @@ impl Library {
     /// by the transformation's own.
     pub fn translation_table(&self, transformation: &Transformation, backend: Backend) -> TranslationTable {
         let mut table = self.translations.get(&backend).cloned().unwrap_or_default();
+        if !transformation.roles.is_empty() {
+            for spelling in table.values_mut() {
+                *spelling = crate::format::rename_identifiers(spelling, &transformation.roles);
+            }
+        }
         if let Some(own) = transformation.translations.get(&backend) {
             table.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
@@ -129,6 +140,8 @@ impl Library {
         let _ = writeln!(out, "source:      {}", t.source.display());
         let backends: Vec<&str> = t.applies_to.iter().map(|b| b.name()).collect();
         let _ = writeln!(out, "applies to:  {}", backends.join(", "));
+        let kernels = if t.kernels.is_empty() { "any".to_string() } else { t.kernels.join(", ") };
+        let _ = writeln!(out, "kernels:     {kernels}");
         if !t.requires.is_empty() {
             let _ = writeln!(out, "requires:    {}", t.requires.join(", "));
         }

@@ -31,9 +31,19 @@ impl ContextParam {
     }
 }
 
+/// What the context says its kernel is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelBrief<'a> {
+    /// Its kind (`matmul`, `softmax`, ...), where the context declares one.
+    pub domain: Option<&'a str>,
+    /// What it computes and takes, in the context's words (`Manifest::describe_kernel`).
+    pub description: &'a str,
+}
+
 /// The kernel context a pass is applied to.
 #[derive(Debug, Clone, Copy)]
 pub struct PromptContext<'a> {
+    pub kernel: KernelBrief<'a>,
     /// The current source: for a pass, the result of the previous passes; for a repair,
     /// the version that failed.
     pub regions: &'a Regions,
@@ -120,6 +130,14 @@ impl Library {
             let applies_to: Vec<&str> = t.applies_to.iter().map(|b| b.name()).collect();
             return Err(PromptError::NotApplicable { transformation: t.name.clone(), backend, applies_to: applies_to.join(", ") });
         }
+        if !t.fits(ctx.kernel.domain) {
+            return Err(PromptError::WrongKernel {
+                transformation: t.name.clone(),
+                domain: ctx.kernel.domain.unwrap_or_default().to_string(),
+                kernels: t.kernels.join(" or "),
+                fitting: self.fitting(ctx.kernel.domain, backend),
+            });
+        }
         let known = |name: &str| ctx.tuning.iter().chain(ctx.inputs).any(|p| p.name == name);
         if let Some(name) = t.requires.iter().chain(&t.redefines).find(|n| !known(n)) {
             return Err(PromptError::MissingRequirement { transformation: t.name.clone(), name: name.clone() });
@@ -134,6 +152,9 @@ impl Library {
         let mut s = String::new();
         let _ = writeln!(s, "You are an expert GPU performance engineer. You are applying one pass of a code transformation to a GPU kernel; you answer with the new code of one region of its source.\n");
 
+        if !ctx.kernel.description.trim().is_empty() {
+            let _ = writeln!(s, "# The kernel\n\n{}\n", ctx.kernel.description.trim_end());
+        }
         let _ = writeln!(s, "# Transformation: {}\n", t.name);
         let _ = writeln!(s, "{}\n", substitute(&t.description, &table));
         if let Some(overview) = &t.overview {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use peak_spec::{Region, Regions};
 use peak_transform::reply::strip_thinking;
-use peak_transform::{Backend, ContextParam, Library, PromptContext, Transformation, parse_reply};
+use peak_transform::{Backend, ContextParam, KernelBrief, Library, PromptContext, Transformation, parse_reply};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
@@ -320,7 +320,7 @@ proptest! {
         let t = candidates[pick % candidates.len()];
         let mut tuning: Vec<ContextParam> = t.requires.iter().map(|r| ContextParam::new(r.clone(), "pow2 [1, 64]")).collect();
         tuning.push(ContextParam::new("BLOCK_X", "pow2 [1, 64]"));
-        let ctx = PromptContext { regions: &current, backend: Backend::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
+        let ctx = PromptContext { kernel: KernelBrief::default(), regions: &current, backend: Backend::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
         let pass = 1 + pick / 7 % t.passes.len();
         if let Ok(prompt) = library.pass_prompt(t, pass, &ctx) {
             if let Ok(region) = prompt.accept(&text, &current) {
