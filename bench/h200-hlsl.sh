@@ -7,7 +7,7 @@
 # Run from the repository root on the device machine:
 #   bash bench/h200-hlsl.sh
 # It needs:
-#   carry/peak-hlsl-bench   built here: cargo build --release -p peak-hlsl --bin peak-hlsl-bench
+#   carry/peak-hlsl-bench   built here: cargo build --release -p peak-bench --bin peak-hlsl-bench
 #                           && cp target/<dir>/release/peak-hlsl-bench carry/
 #   glslangValidator        on PATH, or carry/glslangValidator (cp /usr/bin/glslangValidator carry/;
 #                           it needs only libstdc++), or glslang-tools_*.deb in .gl/
@@ -52,7 +52,7 @@ if ! command -v glslangValidator >/dev/null; then
 fi
 
 BENCH=carry/peak-hlsl-bench
-[ -x "$BENCH" ] || { say "$BENCH is missing (cargo build --release -p peak-hlsl --bin peak-hlsl-bench)"; exit 1; }
+[ -x "$BENCH" ] || { say "$BENCH is missing (cargo build --release -p peak-bench --bin peak-hlsl-bench)"; exit 1; }
 OUT_DIR="${OUT:-bench/results}"
 mkdir -p "$OUT_DIR"
 COMMIT="${PEAK_COMMIT:-$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}"

@@ -19,7 +19,7 @@
 # Run from the repository root on the GPU machine:   bash bench/h200-tuning.sh
 # It needs, built on a CPU machine and carried over:
 #   carry/peak                   cargo build --release -p peak-cli && cp target/release/peak carry/
-#   carry/peak-search-quality    cargo build --release -p peak-eval --bin peak-search-quality && cp ... carry/
+#   carry/peak-search-quality    cargo build --release -p peak-bench --bin peak-search-quality && cp ... carry/
 # and nvcc (CUDA toolkit) for the per-variant driver.
 #
 # Environment (all optional):

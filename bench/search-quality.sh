@@ -22,7 +22,7 @@ say() { echo "search-quality: $*" >&2; }
 OUT="${OUT:-bench/results}"
 TAG="${TAG:-pocl}"
 mkdir -p "$OUT" bench/recordings
-cargo build --release -q -p peak-eval --bin peak-search-quality
+cargo build --release -q -p peak-bench --bin peak-search-quality
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 SQ="$TARGET_DIR/release/peak-search-quality"
 
