@@ -1,0 +1,270 @@
+//! The parent side: [`WorkerPool`] queues jobs, keeps a few in flight so compiles overlap
+//! the device's work, and answers them in submission order.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::process::ExitStatus;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::backend::DeviceInfo;
+
+use super::command::WorkerCommand;
+use super::protocol::{Failure, FailureKind, Job, Message, Request, RunReport};
+use super::supervise::{Event, Worker, describe_exit};
+
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// How long one job may run once started (a job's own `timeout` wins).
+    pub run_timeout: Duration,
+    /// How long the worker may stay silent while compiling.
+    pub compile_timeout: Duration,
+    /// How long a new worker may take to say it is ready (driver start-up, tool wrappers).
+    pub startup_timeout: Duration,
+    /// Jobs sent ahead, so compiles overlap the device's work.
+    pub max_in_flight: usize,
+    /// Copy the worker's stderr to ours (otherwise only its tail is kept, for messages).
+    pub forward_stderr: bool,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        PoolOptions {
+            run_timeout: Duration::from_secs(60),
+            compile_timeout: Duration::from_secs(300),
+            startup_timeout: Duration::from_secs(120),
+            max_in_flight: 2 * cores + 1,
+            forward_stderr: false,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum WorkerError {
+    #[error("cannot start the worker `{command}`: {message}")]
+    Spawn { command: String, message: String },
+    #[error("the {backend} backend is not available in the worker: {message}")]
+    Unavailable { backend: String, message: String },
+    #[error("the worker `{command}` did not start: {message}{}", tail_note(.stderr))]
+    Startup { command: String, message: String, stderr: String },
+    #[error("the worker broke the protocol: {message}")]
+    Protocol { message: String },
+    #[error("writing to the worker failed: {0}")]
+    Io(String),
+}
+
+fn tail_note(stderr: &str) -> String {
+    if stderr.trim().is_empty() { String::new() } else { format!("\nits stderr ended with:\n{}", stderr.trim_end()) }
+}
+
+/// One answered job.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub id: u64,
+    pub result: Result<RunReport, Failure>,
+}
+
+/// Runs jobs in a worker process for one device, restarting it after a crash, a fault or
+/// a time-out. Jobs are answered in the order they were submitted.
+pub struct WorkerPool {
+    pub(super) command: WorkerCommand,
+    pub(super) options: PoolOptions,
+    pub(super) backend: String,
+    pub(super) device: DeviceInfo,
+    pub(super) worker: Option<Worker>,
+    pub(super) next_id: u64,
+    /// Submitted, not yet sent to the current worker.
+    pub(super) queue: VecDeque<Request>,
+    /// Sent to the current worker, oldest first; answers come in this order.
+    pub(super) in_flight: VecDeque<Request>,
+    /// The job now running on the device, and since when.
+    pub(super) started: Option<(u64, Instant)>,
+    pub(super) last_progress: Instant,
+    /// After an unattributable death: send one job at a time until this id is answered.
+    pub(super) serial_until: Option<u64>,
+    pub(super) restarts: usize,
+    /// What the last discarded worker wrote to stderr, for the failure it is blamed for.
+    pub(super) last_stderr: Option<String>,
+}
+
+impl WorkerPool {
+    /// Start a worker and wait until it is ready. `backend` names the backend in messages.
+    pub fn start(backend: &str, command: WorkerCommand, options: PoolOptions) -> Result<WorkerPool, WorkerError> {
+        let (worker, device) = Worker::spawn(backend, &command, &options)?;
+        Ok(WorkerPool {
+            command,
+            options,
+            backend: backend.to_string(),
+            device,
+            worker: Some(worker),
+            next_id: 1,
+            queue: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            started: None,
+            last_progress: Instant::now(),
+            serial_until: None,
+            restarts: 0,
+            last_stderr: None,
+        })
+    }
+
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    pub fn options(&self) -> &PoolOptions {
+        &self.options
+    }
+
+    /// How often the worker has been replaced.
+    pub fn restarts(&self) -> usize {
+        self.restarts
+    }
+
+    /// Jobs submitted and not yet answered.
+    pub fn pending(&self) -> usize {
+        self.queue.len() + self.in_flight.len()
+    }
+
+    /// Queue a job; its answer comes from [`WorkerPool::next_answer`] under the returned id.
+    pub fn submit(&mut self, job: Job) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.queue.push_back(Request { id, job });
+        id
+    }
+
+    /// Submit one job and wait for its answer (with nothing else pending).
+    pub fn run(&mut self, job: Job) -> Result<Result<RunReport, Failure>, WorkerError> {
+        let id = self.submit(job);
+        loop {
+            match self.next_answer()? {
+                Some(answer) if answer.id == id => return Ok(answer.result),
+                Some(_) => continue,
+                None => return Err(WorkerError::Protocol { message: format!("job {id} was never answered") }),
+            }
+        }
+    }
+
+    /// The next answer, in submission order; `None` when nothing is pending.
+    pub fn next_answer(&mut self) -> Result<Option<Answer>, WorkerError> {
+        loop {
+            if self.pending() == 0 {
+                return Ok(None);
+            }
+            if self.worker.is_none() {
+                self.respawn()?;
+            }
+            self.pump()?;
+            let deadline = match self.started {
+                Some((id, since)) => since + self.timeout_of(id),
+                None => self.last_progress + self.options.compile_timeout,
+            };
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let event = self.worker.as_ref().expect("a live worker").events.recv_timeout(wait);
+            match event {
+                Ok(Event::Message(message)) => {
+                    self.last_progress = Instant::now();
+                    match *message {
+                        Message::Started { id } => {
+                            // The worker may start a job while it still judges the outputs
+                            // of earlier ones, so this need not be the oldest in flight.
+                            if !self.in_flight.iter().any(|r| r.id == id) {
+                                return Err(self.protocol(format!("`started` for job {id}, which is not in flight")));
+                            }
+                            self.started = Some((id, Instant::now()));
+                        }
+                        Message::Done { id, result } => {
+                            if self.in_flight.front().map(|r| r.id) != Some(id) {
+                                return Err(self.protocol(format!("an answer for job {id}, which is not next in line")));
+                            }
+                            self.in_flight.pop_front();
+                            if self.started.is_some_and(|(running, _)| running == id) {
+                                self.started = None;
+                            }
+                            if self.serial_until.is_some_and(|last| id >= last) {
+                                self.serial_until = None;
+                            }
+                            if matches!(&result, Err(f) if f.category == FailureKind::Crashed) {
+                                // The worker exits after a fault; do not wait to find out,
+                                // and give its other jobs to the next one.
+                                self.discard_worker();
+                                while let Some(request) = self.in_flight.pop_back() {
+                                    self.queue.push_front(request);
+                                }
+                            }
+                            return Ok(Some(Answer { id, result }));
+                        }
+                        Message::Ready { .. } | Message::Unavailable { .. } => {
+                            return Err(self.protocol("a second start-up message".into()));
+                        }
+                    }
+                }
+                Ok(Event::Garbage(line)) => return Err(self.protocol(format!("unreadable line: {line}"))),
+                Ok(Event::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = self.discard_worker();
+                    let how = describe_exit(status);
+                    if let Some(answer) = self.blame(FailureKind::Crashed, &format!("the worker died ({how})")) {
+                        return Ok(Some(answer));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let running = self.started.map(|(id, since)| (id, since.elapsed()));
+                    self.discard_worker();
+                    let message = match running {
+                        Some((_, elapsed)) => format!("still running after {:.1} s; the worker was killed", elapsed.as_secs_f64()),
+                        None => format!("no word from the worker for {:.0} s while compiling; it was killed", self.options.compile_timeout.as_secs_f64()),
+                    };
+                    if let Some(answer) = self.blame(FailureKind::TimedOut, &message) {
+                        return Ok(Some(answer));
+                    }
+                }
+            }
+        }
+    }
+
+    fn timeout_of(&self, id: u64) -> Duration {
+        self.in_flight.iter().find(|r| r.id == id).and_then(|r| r.job.timeout).unwrap_or(self.options.run_timeout)
+    }
+    /// Send queued jobs while there is room.
+    fn pump(&mut self) -> Result<(), WorkerError> {
+        let limit = if self.serial_until.is_some() { 1 } else { self.options.max_in_flight.max(1) };
+        while self.in_flight.len() < limit {
+            let Some(request) = self.queue.pop_front() else { break };
+            let worker = self.worker.as_mut().expect("a live worker");
+            let mut line = serde_json::to_string(&request).map_err(|e| WorkerError::Io(e.to_string()))?;
+            line.push('\n');
+            let sent = worker.stdin.as_mut().map(|s| s.write_all(line.as_bytes()).and_then(|()| s.flush()));
+            if self.in_flight.is_empty() {
+                self.last_progress = Instant::now();
+            }
+            self.in_flight.push_back(request);
+            // A failed write means the worker died; `next` sees the end of its output and
+            // attributes the death, so the error itself carries no news.
+            if !matches!(sent, Some(Ok(()))) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl WorkerPool {
+    /// Close the worker's input and give it `grace` to exit on its own before it is
+    /// killed. Tools that wrap the worker (compute-sanitizer, Nsight Compute) write their
+    /// report as it exits, so they need the time.
+    pub fn close(mut self, grace: Duration) -> Option<ExitStatus> {
+        self.worker.take().and_then(|mut worker| worker.shutdown(grace))
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        if let Some(mut worker) = self.worker.take() {
+            worker.shutdown(Duration::from_secs(2));
+        }
+    }
+}
