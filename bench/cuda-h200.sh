@@ -12,7 +12,7 @@ set -uo pipefail
 build() {
   set -e
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/cuda}"
-  cargo build --release -p peak-cli --bin peak -p peak-bench --bin peak-cuda-bench
+  cargo build --release -p peak-cli -p peak-bench --bins
   mkdir -p carry/cuda/tests
   cp "$CARGO_TARGET_DIR/release/peak" "$CARGO_TARGET_DIR/release/peak-cuda-bench" carry/cuda/
   # Test binaries: cargo prints where each lands.
