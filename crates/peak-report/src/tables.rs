@@ -1,0 +1,229 @@
+//! The report as plain aligned terminal tables, in `peak log`'s style.
+
+use std::fmt::Write as _;
+
+use crate::data::{FAILURE_KINDS, Report, WorkflowReport};
+
+/// A time as `peak log` prints it: three significant digits.
+pub fn format_ms(ms: f64) -> String {
+    let decimals = if ms >= 100.0 {
+        0
+    } else if ms >= 10.0 {
+        1
+    } else if ms >= 1.0 {
+        2
+    } else {
+        (2 - ms.log10().floor() as i32).clamp(2, 9) as usize
+    };
+    format!("{ms:.decimals$} ms")
+}
+
+pub(crate) fn speedup(s: Option<f64>) -> String {
+    s.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into())
+}
+
+pub(crate) fn tflops(t: Option<f64>) -> String {
+    match t {
+        Some(t) if t >= 10.0 => format!("{t:.1}"),
+        Some(t) if t >= 0.1 => format!("{t:.2}"),
+        Some(t) => format!("{t:.4}"),
+        None => "-".into(),
+    }
+}
+
+pub(crate) fn percent(p: Option<f64>) -> String {
+    p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into())
+}
+
+pub(crate) fn seconds(s: Option<f64>) -> String {
+    s.map(|s| format!("{s:.1}")).unwrap_or_else(|| "-".into())
+}
+
+/// Columns padded to their widest cell: text left, numbers (cells starting with a digit,
+/// or `-` alone) right.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let cols = headers.len();
+    let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(cols) {
+            width[i] = width[i].max(cell.chars().count());
+        }
+    }
+    let numeric: Vec<bool> = (0..cols)
+        .map(|i| {
+            let cells: Vec<&String> = rows.iter().filter_map(|r| r.get(i)).filter(|c| c.as_str() != "-").collect();
+            !cells.is_empty() && cells.iter().all(|c| c.starts_with(|ch: char| ch.is_ascii_digit()))
+        })
+        .collect();
+    let mut out = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::from("  ");
+        for (i, cell) in cells.enumerate() {
+            let pad = width[i].saturating_sub(cell.chars().count());
+            if numeric[i] {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad));
+            }
+            text.push_str("  ");
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&mut headers.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+/// The whole report for a terminal.
+pub fn render(report: &Report) -> String {
+    report.workflows.iter().map(render_workflow).collect::<Vec<_>>().join("\n")
+}
+
+/// One workflow's tables.
+pub fn render_workflow(w: &WorkflowReport) -> String {
+    let mut out = String::new();
+    let what = [w.kernel.as_deref(), w.backend.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(", ");
+    let _ = writeln!(out, "workflow {} ({what})  {}", w.name, w.source.display());
+    if let Some(device) = &w.device {
+        let _ = writeln!(out, "device {device}");
+    }
+
+    for s in &w.series {
+        let _ = writeln!(out, "\nspeedup per step, series {} ({} steps)", s.name, s.steps.len());
+        let rows: Vec<Vec<String>> = s
+            .steps
+            .iter()
+            .map(|st| {
+                vec![
+                    st.index.to_string(),
+                    st.id.clone(),
+                    st.transformation.clone(),
+                    st.verdict.clone().unwrap_or_else(|| "-".into()),
+                    st.best_time_ms.map(format_ms).unwrap_or_else(|| "-".into()),
+                    speedup(st.speedup_over_root),
+                    speedup(st.speedup_over_previous),
+                    tflops(st.tflops),
+                    percent(st.percent_of_vendor),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["step", "checkpoint", "transformation", "verdict", "best time", "x root", "x previous", "TFLOP/s", "% vendor"], &rows));
+    }
+
+    let _ = writeln!(out, "\nsuccess per executor x transformation (attempts log)");
+    if w.success.is_empty() {
+        let _ = writeln!(out, "  no attempts recorded");
+    } else {
+        let mut headers = vec!["executor", "transformation", "applies", "tries", "first try", "after repair", "failed"];
+        headers.extend(FAILURE_KINDS);
+        let rows: Vec<Vec<String>> = w
+            .success
+            .iter()
+            .map(|r| {
+                let mut row = vec![
+                    r.executor.clone(),
+                    r.transformation.clone(),
+                    r.applies.to_string(),
+                    r.tries.to_string(),
+                    r.first_try.to_string(),
+                    r.after_repair.to_string(),
+                    r.failed.to_string(),
+                ];
+                row.extend(FAILURE_KINDS.iter().map(|k| r.failures.get(*k).copied().unwrap_or(0).to_string()));
+                row
+            })
+            .collect();
+        out.push_str(&table(&headers, &rows));
+    }
+
+    let _ = writeln!(out, "\nevaluation depth (failed validation tries)");
+    if w.depth.is_empty() {
+        let _ = writeln!(out, "  no failed validation tries recorded");
+    } else {
+        let rows: Vec<Vec<String>> = w
+            .depth
+            .iter()
+            .map(|d| {
+                vec![
+                    d.executor.clone(),
+                    d.transformation.clone(),
+                    d.retry.to_string(),
+                    d.outcome.clone(),
+                    d.validator.clone(),
+                    d.first_failing_sample.map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into()),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["executor", "transformation", "retry", "outcome", "caught by", "first failing sample"], &rows));
+        let _ = writeln!(
+            out,
+            "  samples that would have been enough: {}",
+            w.samples_enough.map(|n| n.to_string()).unwrap_or_else(|| "unknown (the sample index is not recorded)".into())
+        );
+    }
+
+    let t = &w.time;
+    let _ = writeln!(out, "\ntime breakdown (validation, transformation = executor latency, performance = tuning)");
+    let total = t.validation_s + t.transformation_s + t.tuning_s;
+    let pct = |x: f64| if total > 0.0 && t.unrecorded < t.rows.len() { format!("{:.1}%", 100.0 * x / total) } else { "-".into() };
+    let mut rows: Vec<Vec<String>> =
+        t.rows.iter().map(|r| vec![r.id.clone(), r.transformation.clone(), seconds(r.validation_s), seconds(r.transformation_s), seconds(r.tuning_s)]).collect();
+    rows.push(vec!["total".into(), "seconds".into(), format!("{:.1}", t.validation_s), format!("{:.1}", t.transformation_s), format!("{:.1}", t.tuning_s)]);
+    rows.push(vec!["".into(), "share".into(), pct(t.validation_s), pct(t.transformation_s), pct(t.tuning_s)]);
+    out.push_str(&table(&["checkpoint", "transformation", "validation s", "transformation s", "performance s"], &rows));
+
+    let _ = writeln!(out, "\ntuning convergence (best so far against evaluations)");
+    if w.convergence.is_empty() {
+        let _ = writeln!(out, "  no tuning curve recorded");
+    } else {
+        let rows: Vec<Vec<String>> = w
+            .convergence
+            .iter()
+            .map(|c| {
+                let first = c.curve.first().map(|p| p.1);
+                let last = c.curve.last().copied();
+                let at = |frac: f64| {
+                    let n = c.evaluations.unwrap_or(last.map_or(0, |l| l.0));
+                    let limit = (n as f64 * frac).ceil() as u64;
+                    c.curve.iter().take_while(|p| p.0 <= limit).last().map(|p| format_ms(p.1)).unwrap_or_else(|| "-".into())
+                };
+                vec![
+                    c.id.clone(),
+                    c.transformation.clone(),
+                    inputs(&c.inputs),
+                    c.evaluations.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+                    first.map(format_ms).unwrap_or_else(|| "-".into()),
+                    at(0.25),
+                    at(0.5),
+                    last.map(|l| format_ms(l.1)).unwrap_or_else(|| "-".into()),
+                    last.map(|l| l.0.to_string()).unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&["checkpoint", "transformation", "inputs", "evaluations", "first", "at 25%", "at 50%", "best", "best found at"], &rows));
+    }
+
+    if let Some(k) = &w.final_kernel {
+        let _ = writeln!(out, "\nfinal kernel: {} {} (series {}), {}", k.id, k.transformation, k.series, k.best_time_ms.map(format_ms).unwrap_or_else(|| "not timed".into()));
+        if let Some(p) = &k.best_params {
+            let _ = writeln!(out, "  best configuration {p}");
+        }
+    }
+    if !w.missing.is_empty() {
+        let _ = writeln!(out, "\nnot recorded in this workflow:");
+        for m in &w.missing {
+            let _ = writeln!(out, "  - {m}");
+        }
+    }
+    out
+}
+
+/// `n=256, k=128` from a JSON object of inputs.
+pub(crate) fn inputs(v: &serde_json::Value) -> String {
+    v.as_object().map(|o| o.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")).unwrap_or_else(|| "-".into())
+}
