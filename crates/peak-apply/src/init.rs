@@ -126,6 +126,8 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
                 "strategy": run.strategy,
                 "why": run.why,
                 "elapsed_s": run.elapsed_s,
+                // Best so far after each improvement, for `peak report`'s convergence curves.
+                "curve": run.curve,
             })
         })
         .collect();
