@@ -54,6 +54,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Pack a workflow (every branch and tag, and the attempts log) into one file, for another machine.
     Bundle(BundleArgs),
+    /// Write a checkpoint out of peak: the kernel with its best configuration as #defines, its launch sequence, and a stand-alone timing harness (nvcc, hipcc, or cc -lOpenCL).
+    Export(ExportArgs),
     /// Judge a candidate against a reference on sampled execution parameters, with fresh inputs each, in crash-isolated workers.
     Validate(ValidateArgs),
     /// Search the tuning space within a budget: parallel compiles, checked outputs, a cache so nothing is measured twice.
@@ -591,4 +593,27 @@ pub struct WorkerArgs {
     /// NVRTC's target for a compile-only CUDA or HIP worker (default sm_90a).
     #[arg(long, requires = "compile_only")]
     pub arch: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A checkpoint of the workflow (tag, branch, id, HEAD, HEAD~N, root), or a context folder holding peak.toml.
+    #[arg(default_value = "HEAD")]
+    pub checkpoint: String,
+    /// The folder to write; it must be missing or empty, unless --force.
+    #[arg(long, value_name = "DIR")]
+    pub to: PathBuf,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    /// Set an input or tuning parameter (NAME=VALUE), over the checkpoint's performance record.
+    #[command(flatten)]
+    pub set: SetArgs,
+    /// CUDA and HIP: the architecture whose limits the launch script sees (default: the one the checkpoint was measured on, else sm_90a).
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Write into a folder that is not empty.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
 }

@@ -68,6 +68,7 @@ fn main() -> ExitCode {
         Command::Pending(args) => commands::pending::run(args),
         Command::Replay(args) => commands::replay::run(args),
         Command::Bundle(args) => commands::bundle::run(args),
+        Command::Export(args) => commands::export::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Tune(args) => commands::tune::run(args),
         Command::Profile(args) => commands::profile::run(args),

@@ -10,6 +10,7 @@ pub mod compile;
 pub mod checkout;
 pub mod compare;
 pub mod diff;
+pub mod export;
 pub mod fsck;
 pub mod info;
 pub mod init;

@@ -1,0 +1,210 @@
+//! The CUDA and HIP harness: `harness.cu` for nvcc, `harness.hip` for hipcc (the same
+//! program on the HIP runtime API). It includes the kernel file, so the kernels and the
+//! harness are one translation unit and every launch is a checked `<<<grid, block,
+//! shared>>>` call: the compiler checks the argument count and scalar types against the
+//! kernel's signature. Buffers pass through `PeakPtr`, which converts to any pointer type
+//! the kernel declares. Fills run a small fill kernel (`cudaMemset` is bytewise), copies
+//! are device-to-device `cudaMemcpyAsync`, and each run is timed between two events.
+
+use super::{Bundle, Input, build_files, header, host_arrays, launch_count, readme, scalar_literal, summaries};
+use crate::launch::{ExportArg, ExportSetup, ExportStep};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Cuda,
+    Hip,
+}
+
+impl Api {
+    pub fn harness_file(self) -> &'static str {
+        match self {
+            Api::Cuda => "harness.cu",
+            Api::Hip => "harness.hip",
+        }
+    }
+
+    /// The build line; `arch` is the architecture peak compiled for (CUDA), if known.
+    pub fn build(self, arch: Option<&str>) -> String {
+        match self {
+            Api::Cuda => format!("nvcc -O3 -std=c++17 -arch={} -o harness harness.cu", arch.filter(|a| a.starts_with("sm_")).unwrap_or("native")),
+            Api::Hip => "hipcc -O3 -std=c++17 -o harness harness.hip".to_string(),
+        }
+    }
+
+    /// The runtime header, and for HIP the CUDA names the harness uses mapped to HIP's, so
+    /// the rest of the program (kernel names included) is the same text for both.
+    fn runtime(self) -> String {
+        match self {
+            Api::Cuda => "#include <cuda_runtime.h>\n".to_string(),
+            Api::Hip => {
+                let mut out = "#include <hip/hip_runtime.h>\n".to_string();
+                for name in HIP_NAMES {
+                    let hip = match *name {
+                        "cudaDeviceProp" => "hipDeviceProp_t".to_string(),
+                        other => other.replacen("cuda", "hip", 1),
+                    };
+                    out.push_str(&format!("#define {name} {hip}\n"));
+                }
+                out
+            }
+        }
+    }
+}
+
+/// The CUDA runtime names the harness uses.
+const HIP_NAMES: &[&str] = &[
+    "cudaError_t",
+    "cudaSuccess",
+    "cudaGetErrorString",
+    "cudaGetLastError",
+    "cudaMalloc",
+    "cudaMemcpy",
+    "cudaMemcpyAsync",
+    "cudaMemcpyHostToDevice",
+    "cudaMemcpyDeviceToHost",
+    "cudaMemcpyDeviceToDevice",
+    "cudaDeviceSynchronize",
+    "cudaGetDeviceProperties",
+    "cudaDeviceProp",
+    "cudaFuncSetAttribute",
+    "cudaFuncAttributeMaxDynamicSharedMemorySize",
+    "cudaEvent_t",
+    "cudaEventCreate",
+    "cudaEventRecord",
+    "cudaEventSynchronize",
+    "cudaEventElapsedTime",
+];
+
+pub fn render(input: &Input, api: Api) -> Bundle {
+    // The architecture peak measured on: "sm_90a" in "cuda NVIDIA H200 sm_90a (...)".
+    let arch = input.origin.measured_on.as_deref().and_then(|d| d.split_whitespace().find(|w| w.starts_with("sm_")).map(str::to_string));
+    let build = api.build(arch.as_deref());
+    let s = input.sequence;
+    let mut c = String::new();
+    c.push_str(&header(input, &build));
+    c.push_str(&api.runtime());
+    c.push_str(super::COMMON_C);
+    c.push_str(&format!("\n/* The kernel, with its tuning configuration. */\n#include \"{}\"\n", input.kernel_file));
+    c.push_str(CUDA_HELPERS);
+
+    c.push_str("\n/* One run of the launch sequence. */\nstatic void peak_run(void **peak_buf) {\n");
+    for step in &s.steps {
+        c.push_str(&format!("    /* {} */\n", super::describe_step(step, &s.buffers)));
+        match step {
+            ExportStep::Launch { kernel, grid, block, shared_bytes, args } => {
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|a| match a {
+                        ExportArg::Buffer { buffer } => format!("PeakPtr{{peak_buf[{buffer}]}}"),
+                        other => scalar_literal(other).unwrap(),
+                    })
+                    .collect();
+                c.push_str(&format!(
+                    "    {kernel}<<<dim3({}, {}, {}), dim3({}, {}, {}), {shared_bytes}>>>({});\n    PEAK_CUDA(cudaGetLastError());\n",
+                    grid[0], grid[1], grid[2], block[0], block[1], block[2], args.join(", ")
+                ));
+            }
+            ExportStep::Fill { buffer, pattern, .. } => {
+                let b = &s.buffers[*buffer];
+                let bits = pattern.iter().rev().fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte));
+                c.push_str(&format!("    peak_fill(peak_buf[{buffer}], {}, 0x{bits:x}u, {}ull);\n", pattern.len(), b.bytes / pattern.len().max(1)));
+            }
+            ExportStep::Copy { src, dst, bytes } => {
+                c.push_str(&format!("    PEAK_CUDA(cudaMemcpyAsync(peak_buf[{dst}], peak_buf[{src}], {bytes}ull, cudaMemcpyDeviceToDevice));\n"));
+            }
+        }
+    }
+    c.push_str("}\n\nint main(int argc, char **argv) {\n    peak_options opt = peak_parse(argc, argv);\n");
+    c.push_str("    cudaDeviceProp prop;\n    PEAK_CUDA(cudaGetDeviceProperties(&prop, 0));\n");
+    for op in &s.setup {
+        let ExportSetup::MaxDynamicShared { kernel, bytes } = op;
+        c.push_str(&format!("    PEAK_CUDA(cudaFuncSetAttribute((const void *){kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, {bytes}));\n"));
+    }
+    c.push_str(&host_arrays(&s.buffers));
+    c.push_str(&format!("    void *peak_buf[{}];\n", s.buffers.len().max(1)));
+    for (i, b) in s.buffers.iter().enumerate() {
+        c.push_str(&format!("    PEAK_CUDA(cudaMalloc(&peak_buf[{i}], {}ull)); /* {} */\n", b.bytes.max(1), b.name));
+        if b.init.is_some() {
+            c.push_str(&format!("    PEAK_CUDA(cudaMemcpy(peak_buf[{i}], peak_host_{}, {}ull, cudaMemcpyHostToDevice));\n", b.ident, b.bytes));
+        }
+    }
+    c.push_str(&format!(
+        "\n    printf(\"{} ({}) on %s: {} launch(es) per run, {}\\n\", prop.name);\n",
+        input.ctx.name(),
+        input.ctx.backend(),
+        launch_count(s),
+        input.params.to_string().replace('"', "'")
+    ));
+    c.push_str("    /* One run for the outputs, checked. */\n    peak_run(peak_buf);\n    PEAK_CUDA(cudaDeviceSynchronize());\n");
+    for (i, b) in s.buffers.iter().enumerate().filter(|(_, b)| b.role == "output" || b.role == "inout") {
+        c.push_str(&format!("    PEAK_CUDA(cudaMemcpy(peak_host_{}, peak_buf[{i}], {}ull, cudaMemcpyDeviceToHost));\n", b.ident, b.bytes));
+    }
+    c.push_str(&summaries(&s.buffers));
+    c.push_str(TIMING);
+    c.push_str("    return 0;\n}\n");
+
+    let run = "./harness".to_string();
+    let notes = match api {
+        Api::Cuda => "  The kernel file is #included by harness.cu; nvcc compiles both. -arch is the architecture peak\n  compiled for where it is known; change it for another GPU.\n",
+        Api::Hip => "  The kernel file is #included by harness.hip; hipcc compiles both (add --offload-arch=gfxNNNN).\n",
+    };
+    let mut files = vec![(api.harness_file().to_string(), c)];
+    files.extend(build_files(&build));
+    files.push(("README.txt".to_string(), readme(input, api.harness_file(), &build, &run, notes)));
+    Bundle { files, build, run }
+}
+
+const CUDA_HELPERS: &str = r#"
+static void peak_cuda_check(cudaError_t err, const char *what) {
+    if (err != cudaSuccess) { fprintf(stderr, "error: %s: %s\n", what, cudaGetErrorString(err)); exit(1); }
+}
+#define PEAK_CUDA(call) peak_cuda_check((call), #call)
+
+/* A device buffer that converts to whatever pointer type the kernel declares. */
+struct PeakPtr {
+    void *p;
+    template <class T> operator T *() const { return static_cast<T *>(p); }
+};
+
+__global__ void peak_fill32(unsigned int *p, unsigned int v, unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) p[i] = v;
+}
+__global__ void peak_fill16(unsigned short *p, unsigned int v, unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) p[i] = (unsigned short)v;
+}
+
+/* Fill `n` elements of `size` (2 or 4) bytes with `bits`, on the device. */
+static void peak_fill(void *buf, int size, unsigned int bits, unsigned long long n) {
+    unsigned int blocks = (unsigned int)((n + 255) / 256);
+    if (blocks == 0) return;
+    if (size == 2) peak_fill16<<<blocks, 256>>>((unsigned short *)buf, bits, n);
+    else peak_fill32<<<blocks, 256>>>((unsigned int *)buf, bits, n);
+    PEAK_CUDA(cudaGetLastError());
+}
+"#;
+
+const TIMING: &str = r#"
+    /* Warm-up, then timed runs between events; the median is the result. */
+    for (int i = 0; i < opt.warmup; ++i) peak_run(peak_buf);
+    PEAK_CUDA(cudaDeviceSynchronize());
+    double *times = (double *)malloc(sizeof(double) * (size_t)opt.reps);
+    cudaEvent_t start, end;
+    PEAK_CUDA(cudaEventCreate(&start));
+    PEAK_CUDA(cudaEventCreate(&end));
+    for (int i = 0; i < opt.reps; ++i) {
+        PEAK_CUDA(cudaEventRecord(start, 0));
+        peak_run(peak_buf);
+        PEAK_CUDA(cudaEventRecord(end, 0));
+        PEAK_CUDA(cudaEventSynchronize(end));
+        float ms = 0.0f;
+        PEAK_CUDA(cudaEventElapsedTime(&ms, start, end));
+        times[i] = ms;
+    }
+    PEAK_CUDA(cudaDeviceSynchronize());
+    double best = times[0];
+    for (int i = 1; i < opt.reps; ++i) if (times[i] < best) best = times[i];
+    double median = peak_median(times, opt.reps);
+    printf("median_ms: %.6f (%d timed runs, min %.6f, %d warm-up)\n", median, opt.reps, best, opt.warmup);
+"#;

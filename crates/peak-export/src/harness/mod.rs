@@ -1,0 +1,203 @@
+//! Stand-alone harnesses: the launch sequence written out in the backend's host language.
+//!
+//! Every harness does what peak's runner does for one execution parameter: allocate the
+//! arrays at the exported sizes, fill the inputs with peak's values (the C code in
+//! `common.c` is SplitMix64 and peak's element conversions), run the sequence once and
+//! check it, optionally write the outputs (`--dump DIR`), warm up, time `--reps` runs with
+//! device events (CUDA/HIP events; OpenCL profiling markers) and print `median_ms: X`.
+//! Outputs start from their manifest init rather than peak's poison.
+
+pub mod cuda;
+pub mod opencl;
+
+use peak_spec::{Backend as Language, Context, DType, ExecParams, Init};
+
+use crate::launch::{ExportArg, ExportBuffer, LaunchSequence};
+use crate::source::Origin;
+use crate::{ExportError, Result};
+
+/// The C helpers every harness starts with.
+pub const COMMON_C: &str = include_str!("common.c");
+
+pub struct Input<'a> {
+    pub ctx: &'a Context,
+    pub params: &'a ExecParams,
+    pub sequence: &'a LaunchSequence,
+    pub kernel_file: &'a str,
+    pub origin: &'a Origin,
+    pub recorded_time_ms: Option<f64>,
+}
+
+/// The files a harness needs besides the kernel, and how to build and run it.
+pub struct Bundle {
+    pub files: Vec<(String, String)>,
+    pub build: String,
+    pub run: String,
+}
+
+pub fn render(input: &Input) -> Result<Bundle> {
+    match input.ctx.backend() {
+        Language::Opencl => Ok(opencl::render(input)),
+        Language::Cuda => Ok(cuda::render(input, cuda::Api::Cuda)),
+        Language::Hip => Ok(cuda::render(input, cuda::Api::Hip)),
+        Language::Hlsl => Err(ExportError::Unsupported("peak export does not support HLSL contexts yet".into())),
+    }
+}
+
+pub(crate) fn dtype_code(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "PEAK_F32",
+        DType::F16 => "PEAK_F16",
+        DType::Bf16 => "PEAK_BF16",
+        DType::I32 => "PEAK_I32",
+        DType::U32 => "PEAK_U32",
+    }
+}
+
+pub(crate) fn init_code(i: Init) -> &'static str {
+    match i {
+        Init::Zeros => "PEAK_ZEROS",
+        Init::Ones => "PEAK_ONES",
+        Init::Random => "PEAK_RANDOM",
+        Init::Arange => "PEAK_ARANGE",
+    }
+}
+
+/// A C literal for a float.
+pub(crate) fn float_literal(v: f32) -> String {
+    if v.is_nan() {
+        "(0.0f/0.0f)".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "(1.0f/0.0f)".into() } else { "(-1.0f/0.0f)".into() }
+    } else {
+        format!("{v:?}f")
+    }
+}
+
+/// The comment block at the top of a harness.
+pub(crate) fn header(input: &Input, build: &str) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("/* Stand-alone harness for {} ({}), exported by peak from {}.\n", input.ctx.name(), input.ctx.backend(), input.origin.describe()));
+    out.push_str(&format!(" * Configuration: {}\n", input.params));
+    if let Some(ms) = input.recorded_time_ms {
+        out.push_str(&format!(" * peak measured {ms:.6} ms for it{}.\n", input.origin.measured_on.as_ref().map(|d| format!(" on {d}")).unwrap_or_default()));
+    }
+    out.push_str(&format!(" * Build: {build}\n * Run:   ./harness [--warmup N] [--reps N] [--dump DIR]\n */\n"));
+    out
+}
+
+/// Host arrays: allocated and initialised as the manifest says.
+pub(crate) fn host_arrays(buffers: &[ExportBuffer]) -> String {
+    let mut out = String::new();
+    for b in buffers {
+        if let Some(init) = b.init {
+            out.push_str(&format!(
+                "    void *peak_host_{} = peak_host_array({}, {}ull, {}, {}ull); /* {} {} x {}, {} */\n",
+                b.ident,
+                dtype_code(b.dtype),
+                b.count,
+                init_code(init),
+                b.seed.unwrap_or(0),
+                b.role,
+                b.name,
+                b.dtype,
+                format!("{init:?}").to_lowercase()
+            ));
+        }
+    }
+    out
+}
+
+/// After the first run: print each output's summary and dump it if asked.
+pub(crate) fn summaries(buffers: &[ExportBuffer]) -> String {
+    let mut out = String::new();
+    for b in buffers.iter().filter(|b| b.role == "output" || b.role == "inout") {
+        out.push_str(&format!(
+            "    peak_summary(\"{name}\", peak_host_{id}, {dt}, {count}ull);\n    if (opt.dump) peak_dump(opt.dump, \"{name}\", peak_host_{id}, {bytes}ull);\n",
+            name = b.name,
+            id = b.ident,
+            dt = dtype_code(b.dtype),
+            count = b.count,
+            bytes = b.bytes
+        ));
+    }
+    out
+}
+
+pub(crate) fn launch_count(sequence: &LaunchSequence) -> usize {
+    sequence.launches().count()
+}
+
+/// Argument list of a launch in a C-like language; `buffer` names a buffer by index.
+pub(crate) fn scalar_literal(a: &ExportArg) -> Option<String> {
+    Some(match a {
+        ExportArg::Buffer { .. } => return None,
+        ExportArg::I32 { value } => format!("{value}"),
+        ExportArg::U32 { value } => format!("{value}u"),
+        ExportArg::I64 { value } => format!("{value}ll"),
+        ExportArg::F32 { value } => float_literal(*value),
+    })
+}
+
+/// README.txt: what the folder holds and how to build and run it.
+pub(crate) fn readme(input: &Input, harness_file: &str, build: &str, run: &str, notes: &str) -> String {
+    let s = input.sequence;
+    let mut out = String::new();
+    out.push_str(&format!("{} ({}), exported by peak\n\n", input.ctx.name(), input.ctx.backend()));
+    out.push_str(&format!("From:           {}\n", input.origin.describe()));
+    out.push_str(&format!("Configuration:  {}\n", input.params));
+    if let Some(ms) = input.recorded_time_ms {
+        out.push_str(&format!("peak measured:  {ms:.6} ms (median){}\n", input.origin.measured_on.as_ref().map(|d| format!(" on {d}")).unwrap_or_default()));
+    }
+    out.push_str(&format!(
+        "\nFiles\n  {}  the kernel, the tuning configuration baked in as #defines (override with -DNAME=value)\n  {harness_file}  the harness: allocates, fills, launches, times\n  build.sh, Makefile  the build line below\n  README.txt  this file\n",
+        input.kernel_file
+    ));
+    out.push_str(&format!("\nBuild\n  {build}\n  (or: sh build.sh, or: make)\n\nRun\n  {run}\n"));
+    out.push_str("  --warmup N   untimed runs first (3)\n  --reps N     timed runs; the median is printed (20)\n  --dump DIR   write each output after the first run to DIR/NAME.bin (raw little-endian)\n");
+    out.push_str("\n  It prints one line per output (elements, sum, NaN count) and `median_ms: X`,\n  and exits non-zero on any launch or API error.\n");
+    out.push_str("\nInputs are filled with the same values peak uses (SplitMix64 from the manifest's seeds), so\nthe outputs are comparable with `peak run`'s digests (sha256 of the dumped bytes, first 8 bytes).\n");
+    out.push_str("\nLaunch sequence (one run)\n");
+    for b in &s.buffers {
+        out.push_str(&format!("  buffer {:<10} {:>4} x {:<10} {:>12} bytes  {}\n", b.name, b.dtype, b.count, b.bytes, b.role));
+    }
+    for op in &s.setup {
+        let crate::launch::ExportSetup::MaxDynamicShared { kernel, bytes } = op;
+        out.push_str(&format!("  setup  {kernel}: up to {bytes} bytes of dynamic shared memory\n"));
+    }
+    for step in &s.steps {
+        out.push_str(&format!("  {}\n", describe_step(step, &s.buffers)));
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!("\nNotes\n{notes}"));
+    }
+    out
+}
+
+pub(crate) fn describe_step(step: &crate::launch::ExportStep, buffers: &[ExportBuffer]) -> String {
+    use crate::launch::ExportStep;
+    match step {
+        ExportStep::Launch { kernel, grid, block, shared_bytes, args } => {
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| match a {
+                    ExportArg::Buffer { buffer } => buffers[*buffer].name.clone(),
+                    other => scalar_literal(other).unwrap_or_default(),
+                })
+                .collect();
+            format!(
+                "launch {kernel} grid [{}, {}, {}] block [{}, {}, {}] shared {shared_bytes} bytes, args ({})",
+                grid[0], grid[1], grid[2], block[0], block[1], block[2], args.join(", ")
+            )
+        }
+        ExportStep::Fill { buffer, value, .. } => format!("fill   {} with {value}", buffers[*buffer].name),
+        ExportStep::Copy { src, dst, bytes } => format!("copy   {} -> {} ({bytes} bytes)", buffers[*src].name, buffers[*dst].name),
+    }
+}
+
+pub(crate) fn build_files(build: &str) -> Vec<(String, String)> {
+    vec![
+        ("build.sh".to_string(), format!("#!/bin/sh\n# Build the exported harness.\nset -e\ncd \"$(dirname \"$0\")\"\n{build}\n")),
+        ("Makefile".to_string(), format!("harness:\n\t{build}\n\nclean:\n\trm -f harness\n\n.PHONY: clean\n")),
+    ]
+}
