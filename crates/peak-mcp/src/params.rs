@@ -313,3 +313,32 @@ pub struct CompareParams {
     #[schemars(with = "usize")]
     pub reps: Option<usize>,
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ImportKernelParams {
+    /// The kernel source file to bring in (.cu, .hip or .cl).
+    pub file: String,
+    /// The context folder to create (it must not exist or be empty).
+    pub context: String,
+    /// The kernel to import, when the file holds several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub kernel: Option<String>,
+    /// Each array parameter's length, as an expression over the scalar inputs. Example:
+    /// {"x": "rows * cols", "y": "rows * cols"}.
+    pub sizes: std::collections::BTreeMap<String, String>,
+    /// The values each integer parameter is run at. Example: {"rows": [4096], "cols": [1024]}.
+    #[serde(default)]
+    pub inputs: std::collections::BTreeMap<String, Vec<i64>>,
+    /// The arrays holding the kernel's result. Default: every array not declared const.
+    #[serde(default)]
+    pub outputs: Vec<String>,
+    /// The kind of kernel (matmul, softmax, reduction, stencil, transpose, ...); transformations written for another kind are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub domain: Option<String>,
+    /// What the kernel computes, in a sentence; every prompt describes the kernel with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub description: Option<String>,
+}

@@ -276,6 +276,30 @@ impl PeakServer {
         .await
     }
 
+    /// Bring a kernel in: scaffold a context folder from a kernel source file. Pointer
+    /// parameters become arrays (const ones inputs, the others outputs unless `outputs`
+    /// says which), integer parameters scalar inputs; give each array's length and each
+    /// input's values. The launch script proposes one thread per element of the first
+    /// output: read it (read_region, host) and adjust it before init_workflow.
+    #[tool(annotations(destructive_hint = false))]
+    async fn import_kernel(&self, Parameters(p): Parameters<ImportKernelParams>) -> ToolResult {
+        self.quick(move |_| {
+            let choices = peak_spec::import::ImportChoices {
+                kernel: p.kernel,
+                sizes: p.sizes.into_iter().collect(),
+                inputs: p.inputs.into_iter().collect(),
+                outputs: (!p.outputs.is_empty()).then_some(p.outputs),
+                domain: p.domain,
+                description: p.description,
+            };
+            let ctx = peak_spec::import::import_file(Path::new(&p.file), Path::new(&p.context), None, &choices).map_err(|e| anyhow!(e))?;
+            let launch = ctx.regions.get(Region::Host);
+            let text = format!("wrote context {} (kernel `{}`)\n\nproposed launch script:\n{launch}", p.context, ctx.manifest.kernel.name);
+            Ok(Answer::ok(text, json!({ "context": p.context, "manifest": ctx.manifest, "launch": launch })))
+        })
+        .await
+    }
+
     /// Create a workflow folder whose root checkpoint is a kernel context. The root's
     /// outputs become the reference every later checkpoint is validated against, and the
     /// root is tuned (unless measure is false) so later checkpoints report speedups.

@@ -21,6 +21,7 @@ fn main() {
     common::main(vec![
         ("tools_are_listed_with_described_parameters", false, tools_are_listed_with_described_parameters),
         ("bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors", false, bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors),
+        ("an_agent_imports_a_kernel_file_as_a_context", false, an_agent_imports_a_kernel_file_as_a_context),
         ("agent_carries_refactor_through_to_a_checkpoint", true, agent_carries_refactor_through_to_a_checkpoint),
         ("a_deferred_transformation_is_compile_checked_only", true, a_deferred_transformation_is_compile_checked_only),
         ("validate_and_tune_report_verdicts_and_progress", true, validate_and_tune_report_verdicts_and_progress),
@@ -108,6 +109,7 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
             "checkout",
             "compare",
             "diff",
+            "import_kernel",
             "init_workflow",
             "list_contexts",
             "list_transformations",
@@ -222,6 +224,22 @@ __kernel void matmul(__global const float* A, __global const float* B, __global 
     }
 }
 ";
+
+fn an_agent_imports_a_kernel_file_as_a_context() -> Result<(), Failed> {
+    let session = Session::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scale.cu");
+    std::fs::write(&file, "__global__ void scale(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }\n").unwrap();
+    let ctx = dir.path().join("scale");
+    let (error, text) = session.call("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": { "x": "n" }, "inputs": { "n": [1024] } }));
+    assert!(error && text.contains("--size y=EXPR"), "what is missing is named: {text}");
+    let text = session.ok("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": { "x": "n", "y": "n" }, "inputs": { "n": [1024] }, "domain": "elementwise" }));
+    assert!(text.contains("launch(\"scale\", ceil_div(n, BLOCK_X), BLOCK_X, 0, x, y, n);"), "{text}");
+    let loaded = peak_spec::Context::load(&ctx).expect("the imported context loads");
+    assert_eq!(loaded.manifest.kernel.domain(), Some("elementwise"));
+    assert!(loaded.regions.get(peak_spec::Region::Device).starts_with("extern \"C\" __global__ void scale("));
+    Ok(())
+}
 
 fn agent_carries_refactor_through_to_a_checkpoint() -> Result<(), Failed> {
     let session = Session::start();

@@ -10,6 +10,7 @@ pub mod context;
 pub mod data;
 pub mod error;
 pub mod expr;
+pub mod import;
 pub mod manifest;
 pub mod regions;
 pub mod rng;

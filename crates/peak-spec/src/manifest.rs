@@ -117,7 +117,7 @@ impl Manifest {
         let k = &self.kernel;
         let mut text = format!("Kernel `{}`", k.name);
         if let Some(domain) = k.domain() {
-            text.push_str(&format!(" (a {domain} kernel)"));
+            text.push_str(&format!(" (kind: {domain})"));
         }
         text.push_str(". ");
         match (&k.description, &k.matmul) {

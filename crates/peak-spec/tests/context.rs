@@ -210,7 +210,7 @@ fn kind_description_and_roles_are_read_and_checked() {
     assert_eq!(m.kernel.roles["TILE"], "BLOCK_X");
     assert_eq!(
         m.describe_kernel(),
-        "Kernel `matmul` (a stencil kernel). A 3x3 blur.\nScalar inputs: n.\nArrays: A (f32, n * n elements, input), C (f16, n * n elements, output)."
+        "Kernel `matmul` (kind: stencil). A 3x3 blur.\nScalar inputs: n.\nArrays: A (f32, n * n elements, input), C (f16, n * n elements, output)."
     );
     let plain = Manifest::parse("peak.toml", MANIFEST).unwrap();
     assert_eq!(plain.kernel.domain(), None, "no declaration, no kind");
@@ -229,5 +229,5 @@ fn a_matmul_shape_is_a_matmul_kernel_described_by_its_shape() {
     let text = MANIFEST.replacen("[inputs]", "[kernel.matmul]\nm = \"n\"\nn = \"n\"\nk = \"n\"\na = \"A\"\nb = \"A\"\nc = \"C\"\n\n[inputs]", 1);
     let m = Manifest::parse("peak.toml", &text).unwrap();
     assert_eq!(m.kernel.domain(), Some("matmul"));
-    assert!(m.describe_kernel().starts_with("Kernel `matmul` (a matmul kernel). It computes C = A x A for row-major matrices: A is n x n, A is n x n, C is n x n."), "{}", m.describe_kernel());
+    assert!(m.describe_kernel().starts_with("Kernel `matmul` (kind: matmul). It computes C = A x A for row-major matrices: A is n x n, A is n x n, C is n x n."), "{}", m.describe_kernel());
 }
