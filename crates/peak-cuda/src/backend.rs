@@ -10,136 +10,26 @@
 //! the order the device runs. Any thread may call in: each call makes the context
 //! current on its thread first.
 
+mod launch;
+mod module;
+mod script;
+
+pub use script::{MAX_DYNAMIC_SHARED, check_static_shared, script_functions};
+
 use std::collections::HashMap;
-use std::ffi::{CString, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::sys::{self, CUdevice, CUdevice_attribute, CUdeviceptr, CUfunction, CUfunction_attribute, CUmodule, CUresult, CUstream};
-use peak_backend::plan::{BackendOp, OpValue};
-use peak_backend::{
-    Backend, BackendError, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, KernelResources, Launch, Module, OpPhase,
-    ScriptFunction,
-};
+use cudarc::driver::sys::{self, CUdevice, CUdevice_attribute, CUdeviceptr, CUfunction_attribute, CUmodule, CUresult, CUstream};
+use peak_backend::plan::BackendOp;
+use peak_backend::{Backend, BackendError, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, Launch, Module, ScriptFunction};
 
 use crate::driver::{self, check};
 use crate::libs;
 use crate::nvrtc::{self, Arch, Dialect};
-use crate::tensor_map::{self, TensorMapSpec};
+use crate::tensor_map;
 
-/// Name of the launch-script function that raises a kernel's dynamic shared-memory limit.
-pub const MAX_DYNAMIC_SHARED: &str = "cuda_max_dynamic_shared";
-/// Bytes of `__shared__` memory a kernel may declare statically, on every CUDA GPU.
-const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
-
-/// The device's primary context, retained for as long as a backend or module uses it.
-struct Context {
-    device: CUdevice,
-    ctx: sys::CUcontext,
-}
-
-// The handles are plain driver pointers, valid on any thread once made current there.
-unsafe impl Send for Context {}
-unsafe impl Sync for Context {}
-
-impl Context {
-    fn bind(&self) -> Result<(), BackendError> {
-        check(unsafe { sys::cuCtxSetCurrent(self.ctx) }, "making the CUDA context current")
-    }
-}
-
-impl Drop for Context {
-    fn drop(&mut self) {
-        unsafe {
-            sys::cuDevicePrimaryCtxRelease_v2(self.device);
-        }
-    }
-}
-
-/// A kernel of a loaded module, with what the driver says about it.
-struct Function {
-    handle: CUfunction,
-    max_threads: u32,
-    static_shared: u32,
-    /// Sizes of the kernel's parameters in order, where the driver reports them.
-    params: Option<Vec<usize>>,
-}
-
-unsafe impl Send for Function {}
-unsafe impl Sync for Function {}
-
-fn function_attr(function: CUfunction, attr: CUfunction_attribute) -> Option<u32> {
-    let mut value = 0;
-    let status = unsafe { sys::cuFuncGetAttribute(&mut value, attr, function) };
-    (status == CUresult::CUDA_SUCCESS).then_some(value.max(0) as u32)
-}
-
-/// A loaded cubin: the backend's [`Module`] handle.
-struct CudaModule {
-    context: Arc<Context>,
-    module: CUmodule,
-    /// Whether the driver has `cuFuncGetParamInfo`.
-    param_info: bool,
-    /// Kernels looked up so far: those in ptxas's report at load time, and any other name
-    /// a launch asks for (ptxas reports nothing when NVRTC serves a compile from its cache).
-    functions: Mutex<HashMap<String, Arc<Function>>>,
-}
-
-unsafe impl Send for CudaModule {}
-unsafe impl Sync for CudaModule {}
-
-impl Drop for CudaModule {
-    fn drop(&mut self) {
-        // After a fault the context refuses everything; there is nothing left to free then.
-        if self.context.bind().is_ok() {
-            unsafe {
-                sys::cuModuleUnload(self.module);
-            }
-        }
-    }
-}
-
-impl CudaModule {
-    /// The kernel `name`, from the driver, or `None` when the module has no such kernel.
-    fn lookup(&self, name: &str) -> Result<Option<Function>, BackendError> {
-        let Ok(c_name) = CString::new(name) else { return Ok(None) };
-        let mut handle: CUfunction = std::ptr::null_mut();
-        match unsafe { sys::cuModuleGetFunction(&mut handle, self.module, c_name.as_ptr()) } {
-            CUresult::CUDA_SUCCESS => {}
-            CUresult::CUDA_ERROR_NOT_FOUND => return Ok(None),
-            s => return Err(driver::error(s, &format!("finding `{name}` in the loaded module"))),
-        }
-        use CUfunction_attribute::*;
-        Ok(Some(Function {
-            handle,
-            // Unknown: leave the check to the driver's launch.
-            max_threads: function_attr(handle, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).unwrap_or(u32::MAX),
-            static_shared: function_attr(handle, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).unwrap_or(0),
-            params: self.param_info.then(|| param_sizes(handle)),
-        }))
-    }
-
-    fn function(&self, name: &str) -> Result<Arc<Function>, BackendError> {
-        if let Some(f) = self.functions.lock().unwrap().get(name) {
-            return Ok(f.clone());
-        }
-        self.context.bind()?;
-        if let Some(f) = self.lookup(name)? {
-            let f = Arc::new(f);
-            self.functions.lock().unwrap().insert(name.to_string(), f.clone());
-            return Ok(f);
-        }
-        let functions = self.functions.lock().unwrap();
-        let mut names: Vec<&str> = functions.keys().map(String::as_str).collect();
-        names.sort();
-        let mangled = names.iter().any(|n| n.starts_with("_Z") && n.contains(name));
-        let hint = if mangled { format!("; `{name}` exists only as a C++-mangled name: declare the kernel `extern \"C\"`") } else { String::new() };
-        Err(BackendError::Launch {
-            kernel: name.to_string(),
-            message: format!("no kernel of that name in the module; it has: {}{hint}", if names.is_empty() { "none".into() } else { names.join(", ") }),
-        })
-    }
-}
+use module::{Context, CudaModule, function_attr};
 
 /// A device buffer and its size.
 #[derive(Clone, Copy)]
@@ -337,140 +227,6 @@ impl CudaBackend {
     fn sync_stream(&self, what: &str) -> Result<(), BackendError> {
         self.checked(unsafe { sys::cuStreamSynchronize(self.stream) }, what)
     }
-
-
-    fn check_shape(&self, launch: &Launch, function: &Function) -> Result<(), BackendError> {
-        let threads: u64 = launch.block.iter().map(|&b| u64::from(b)).product();
-        if threads > u64::from(function.max_threads) {
-            return Err(BackendError::InvalidConfig(format!(
-                "a block of {threads} threads is more than the {} that `{}` can run with (its registers and the device's limit decide)",
-                function.max_threads, launch.kernel
-            )));
-        }
-        for (dim, ((&b, &max_b), (&g, &max_g))) in launch.block.iter().zip(&self.max_block).zip(launch.grid.iter().zip(&self.max_grid)).enumerate() {
-            if b > max_b {
-                return Err(BackendError::InvalidConfig(format!("block dimension {dim} is {b}, over the device's {max_b}")));
-            }
-            if g > max_g {
-                return Err(BackendError::InvalidConfig(format!("grid dimension {dim} is {g}, over the device's {max_g}")));
-            }
-        }
-        if launch.shared_bytes > 0 {
-            let allowed = function_attr(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).unwrap_or(0);
-            if launch.shared_bytes > allowed {
-                let device_max = self.info.max_shared_bytes.saturating_sub(function.static_shared);
-                return Err(BackendError::InvalidConfig(if launch.shared_bytes > device_max {
-                    format!(
-                        "`{}` asks for {} bytes of dynamic shared memory; with its {} static bytes the device allows {device_max}",
-                        launch.kernel, launch.shared_bytes, function.static_shared
-                    )
-                } else {
-                    format!(
-                        "`{}` asks for {} bytes of dynamic shared memory but may use {allowed}; raise the limit with {MAX_DYNAMIC_SHARED}(\"{}\", {}) in the launch script",
-                        launch.kernel, launch.shared_bytes, launch.kernel, launch.shared_bytes
-                    )
-                }));
-            }
-        }
-        Ok(())
-    }
-
-    fn marshal(&self, launch: &Launch, function: &Function) -> Result<ArgBlock, BackendError> {
-        let mut block = ArgBlock::default();
-        for arg in &launch.args {
-            match arg {
-                KernelArg::Buffer(id) => block.push(&self.buffer(*id)?.ptr.to_le_bytes()),
-                KernelArg::I32(v) => block.push(&v.to_le_bytes()),
-                KernelArg::U32(v) => block.push(&v.to_le_bytes()),
-                KernelArg::I64(v) => block.push(&v.to_le_bytes()),
-                KernelArg::F32(v) => block.push(&v.to_le_bytes()),
-                KernelArg::Bytes(bytes) => block.push(bytes),
-            }
-        }
-        if let Some(params) = &function.params {
-            let given: Vec<usize> = block.sizes();
-            if params.len() != given.len() {
-                return Err(BackendError::Launch {
-                    kernel: launch.kernel.clone(),
-                    message: format!("the kernel takes {} arguments, the launch passes {}", params.len(), given.len()),
-                });
-            }
-            if let Some(i) = (0..params.len()).find(|&i| params[i] != given[i]) {
-                return Err(BackendError::Launch {
-                    kernel: launch.kernel.clone(),
-                    message: format!(
-                        "argument {i} is {} bytes ({}) but the kernel's parameter {i} takes {} bytes; use i32()/u32()/i64()/f32() to type scalars",
-                        given[i],
-                        describe_arg(&launch.args[i]),
-                        params[i]
-                    ),
-                });
-            }
-        }
-        Ok(block)
-    }
-
-    fn set_max_dynamic_shared(&self, module: &Module, op: &BackendOp) -> Result<(), BackendError> {
-        let usage = || BackendError::Launch {
-            kernel: MAX_DYNAMIC_SHARED.into(),
-            message: format!("line {}: {MAX_DYNAMIC_SHARED}(kernel, bytes) takes a kernel name and a byte count", op.line),
-        };
-        let [OpValue::Str(kernel), OpValue::Int(bytes)] = op.args.as_slice() else { return Err(usage()) };
-        let module = module.downcast::<CudaModule>()?;
-        let function = module.function(kernel)?;
-        let device_max = i64::from(self.info.max_shared_bytes.saturating_sub(function.static_shared));
-        if *bytes < 0 || *bytes > device_max {
-            return Err(BackendError::InvalidConfig(format!(
-                "{MAX_DYNAMIC_SHARED}(\"{kernel}\", {bytes}) at line {}: `{kernel}` can have at most {device_max} bytes of dynamic shared memory here",
-                op.line
-            )));
-        }
-        self.bind()?;
-        let status = unsafe {
-            sys::cuFuncSetAttribute(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, *bytes as i32)
-        };
-        match status {
-            CUresult::CUDA_SUCCESS => Ok(()),
-            CUresult::CUDA_ERROR_INVALID_VALUE => Err(BackendError::InvalidConfig(format!(
-                "{MAX_DYNAMIC_SHARED}(\"{kernel}\", {bytes}) at line {}: the driver refused: {}",
-                op.line,
-                driver::describe(status)
-            ))),
-            s => Err(self.note(driver::error(s, MAX_DYNAMIC_SHARED))),
-        }
-    }
-
-    fn tensor_map(&self, op: &BackendOp, buffers: &BufferLookup) -> Result<KernelArg, BackendError> {
-        let spec = TensorMapSpec::from_op(op)?;
-        let id = buffers(&spec.buffer);
-        let key = (id.0, format!("{:?}", op.args));
-        if let Some(bytes) = self.tensor_maps.lock().unwrap().get(&key) {
-            return Ok(KernelArg::Bytes(bytes.clone()));
-        }
-        let buffer = self.buffer(id)?;
-        spec.check(op, buffer.bytes)?;
-        self.bind()?;
-        let bytes = spec.encode(buffer.ptr).map_err(|status| BackendError::Launch {
-            kernel: tensor_map::NAME.into(),
-            message: format!("line {}: cuTensorMapEncodeTiled refused the map: {}", op.line, driver::describe(status)),
-        })?;
-        self.tensor_maps.lock().unwrap().insert(key, bytes.clone());
-        Ok(KernelArg::Bytes(bytes))
-    }
-}
-
-/// Sizes of a kernel's parameters, in order.
-fn param_sizes(function: CUfunction) -> Vec<usize> {
-    let mut sizes = Vec::new();
-    // The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter.
-    for index in 0..4096 {
-        let (mut offset, mut size) = (0usize, 0usize);
-        if unsafe { sys::cuFuncGetParamInfo(function, index, &mut offset, &mut size) } != CUresult::CUDA_SUCCESS {
-            break;
-        }
-        sizes.push(size);
-    }
-    sizes
 }
 
 fn default_ordinal() -> Result<i32, BackendError> {
@@ -481,49 +237,6 @@ fn default_ordinal() -> Result<i32, BackendError> {
             hint: "set PEAK_CUDA_DEVICE to 0, 1, ... as `nvidia-smi` numbers the devices".into(),
         }),
         Err(_) => Ok(0),
-    }
-}
-
-fn describe_arg(arg: &KernelArg) -> String {
-    match arg {
-        KernelArg::Buffer(_) => "a buffer pointer".into(),
-        KernelArg::I32(v) => format!("i32 {v}"),
-        KernelArg::U32(v) => format!("u32 {v}"),
-        KernelArg::I64(v) => format!("i64 {v}"),
-        KernelArg::F32(v) => format!("f32 {v}"),
-        KernelArg::Bytes(b) => format!("{} raw bytes", b.len()),
-    }
-}
-
-/// Kernel arguments laid out for `cuLaunchKernel`, which takes an array of pointers to
-/// each value. Each value sits in its own 128-byte-aligned slot: a tensor map must be
-/// 64-byte aligned, and the driver copies each parameter by its declared size.
-#[derive(Default)]
-struct ArgBlock {
-    slots: Vec<Vec<Slot>>,
-    lens: Vec<usize>,
-}
-
-#[repr(C, align(128))]
-#[derive(Clone, Copy)]
-struct Slot([u8; 128]);
-
-impl ArgBlock {
-    fn push(&mut self, bytes: &[u8]) {
-        let mut slots = vec![Slot([0; 128]); bytes.len().div_ceil(128).max(1)];
-        for (i, b) in bytes.iter().enumerate() {
-            slots[i / 128].0[i % 128] = *b;
-        }
-        self.slots.push(slots);
-        self.lens.push(bytes.len());
-    }
-
-    fn sizes(&self) -> Vec<usize> {
-        self.lens.clone()
-    }
-
-    fn pointers(&mut self) -> Vec<*mut c_void> {
-        self.slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect()
     }
 }
 
@@ -546,38 +259,6 @@ impl Drop for CudaBackend {
             sys::cuStreamDestroy_v2(self.stream);
         }
     }
-}
-
-/// A kernel may declare at most 48 KB of static shared memory; the driver refuses the
-/// module otherwise. That is a property of the configuration (tiles too big for this
-/// tuning choice), so it prunes the configuration instead of failing the kernel.
-pub fn check_static_shared(kernels: &[KernelResources]) -> Result<(), BackendError> {
-    match kernels.iter().find(|k| k.shared_bytes.is_some_and(|b| b > STATIC_SHARED_LIMIT)) {
-        Some(k) => Err(BackendError::InvalidConfig(format!(
-            "`{}` declares {} bytes of static shared memory, over the {STATIC_SHARED_LIMIT} a kernel may declare statically (larger tiles need dynamic shared memory)",
-            k.name,
-            k.shared_bytes.unwrap_or_default()
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// The launch-script functions of the CUDA backend, with or without a device.
-pub fn script_functions() -> Vec<ScriptFunction> {
-    vec![
-        ScriptFunction {
-            name: MAX_DYNAMIC_SHARED,
-            arity: 2,
-            phase: OpPhase::Setup,
-            doc: "cuda_max_dynamic_shared(kernel, bytes): let `kernel` use up to `bytes` of dynamic shared memory (needed above 48 KB)",
-        },
-        ScriptFunction {
-            name: tensor_map::NAME,
-            arity: 6,
-            phase: OpPhase::Argument,
-            doc: "cuda_tensor_map(buffer, dtype, dims, strides, box, swizzle): a Hopper tensor map over `buffer` (dims and box innermost first, strides in bytes, swizzle \"none\"/\"32b\"/\"64b\"/\"128b\"), passed by value",
-        },
-    ]
 }
 
 impl Backend for CudaBackend {
