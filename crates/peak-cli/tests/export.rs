@@ -162,15 +162,31 @@ fn an_opencl_context_exports_with_set_and_bad_input_is_refused() {
 }
 
 /// `name(params)` of every `__global__` kernel in a CUDA file: name and parameter count.
+/// Attributes between `__global__` and the name (`__launch_bounds__(...)`,
+/// `__cluster_dims__(...)`) are skipped.
 fn kernel_signatures(text: &str) -> Vec<(String, usize)> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(i) = rest.find("__global__") {
         rest = &rest[i + "__global__".len()..];
-        let open = rest.find('(').unwrap();
-        let name = rest[..open].split_whitespace().last().unwrap().to_string();
-        let args = balanced(&rest[open..]);
-        out.push((name, count_top_level(&args)));
+        loop {
+            rest = rest.trim_start();
+            let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap();
+            let (word, after) = rest.split_at(end);
+            let after = after.trim_start();
+            if word.starts_with("__") && after.starts_with('(') {
+                rest = &after[balanced(after).len() + 2..];
+            } else if word == "void" || word.is_empty() {
+                rest = after;
+                if word.is_empty() {
+                    panic!("cannot read the kernel after __global__: {}", &rest[..rest.len().min(80)]);
+                }
+            } else {
+                out.push((word.to_string(), count_top_level(&balanced(after))));
+                rest = after;
+                break;
+            }
+        }
     }
     out
 }
@@ -238,37 +254,76 @@ fn the_cuda_case_study_checkpoint_exports_a_kernel_nvrtc_compiles_alone() {
     let scratch = &seq["buffers"][3];
     assert_eq!((scratch["role"].as_str(), scratch["count"].as_u64()), (Some("scratch"), Some(4 * 4096 * 4096)));
 
-    // The exported file compiles on its own: a context around it with no tuning
-    // parameters, so NVRTC sees no -D options, only what the file defines.
     let kernel = std::fs::read_to_string(out.join("matmul.cu")).unwrap();
     assert!(kernel.contains("#define K_SPLITS 4") && !kernel.contains("@peak"));
+    compiles_alone_and_the_harness_matches(&env, &out, "matmul.cu", &["matmul", "matmul_splitk_reduce"]);
+    let harness = std::fs::read_to_string(out.join("harness.cu")).unwrap();
+    assert!(harness.contains("cudaFuncSetAttribute((const void *)matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 51200)"));
+    assert!(harness.contains("cudaMalloc(&peak_buf[3], 268435456ull)"), "the scratch buffer at its exported size");
+}
+
+/// The exported kernel file compiles on its own with NVRTC (`peak compile` on a context
+/// around it with no tuning parameters, so no -D options, only what the file defines), and
+/// every launch in the harness includes it and passes as many arguments as its kernel takes
+/// (nvcc is not here to compile the harness itself).
+fn compiles_alone_and_the_harness_matches(env: &Env, out: &Path, file: &str, kernels: &[&str]) {
+    let kernel = std::fs::read_to_string(out.join(file)).unwrap();
     let alone = env.path("alone");
+    let _ = std::fs::remove_dir_all(&alone);
     std::fs::create_dir(&alone).unwrap();
-    std::fs::write(alone.join("matmul.cu"), format!("// @peak macros\n// @peak device\n{kernel}// @peak host\nlaunch(\"matmul\", 1, 1, 0);\n")).unwrap();
+    std::fs::write(alone.join(file), format!("// @peak macros\n// @peak device\n{kernel}// @peak host\nlaunch(\"{}\", 1, 1, 0);\n", kernels[0])).unwrap();
     std::fs::write(
         alone.join("peak.toml"),
-        "[kernel]\nname = \"matmul\"\nbackend = \"cuda\"\nsource = \"matmul.cu\"\n\n[[arrays]]\nname = \"C\"\ntype = \"f32\"\nsize = \"16\"\ninit = \"zeros\"\noutput = true\n",
+        format!("[kernel]\nname = \"{}\"\nbackend = \"cuda\"\nsource = \"{file}\"\n\n[[arrays]]\nname = \"C\"\ntype = \"f32\"\nsize = \"16\"\ninit = \"zeros\"\noutput = true\n", kernels[0]),
     )
     .unwrap();
     let compiled = env.json(&["compile", s(&alone), "--json"]);
     let variant = &compiled["variants"][0]["nvrtc"];
     assert_eq!(variant["status"], "ok", "{compiled}");
-    assert!(!variant["options"].as_str().unwrap().contains("-D"), "{}", variant["options"]);
+    assert!(!variant["options"].as_str().unwrap().contains(" -D"), "{}", variant["options"]);
     let compiled_kernels: Vec<&str> = variant["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
-    assert!(compiled_kernels.contains(&"matmul") && compiled_kernels.contains(&"matmul_splitk_reduce"), "{compiled_kernels:?}");
+    for k in kernels {
+        assert!(compiled_kernels.contains(k), "{k} not in {compiled_kernels:?}");
+    }
 
-    // nvcc is not here: check the harness against the kernels it launches instead. It
-    // includes the kernel file, and every launch passes as many arguments as the kernel takes.
     let harness = std::fs::read_to_string(out.join("harness.cu")).unwrap();
-    assert!(harness.contains("#include \"matmul.cu\""));
-    assert!(harness.contains("cudaFuncSetAttribute((const void *)matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 51200)"));
+    assert!(harness.contains(&format!("#include \"{file}\"")));
     let signatures = kernel_signatures(&kernel);
-    assert_eq!(signatures.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["matmul", "matmul_splitk_reduce"]);
+    assert_eq!(signatures.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), kernels);
     for (name, params) in &signatures {
         let at = harness.find(&format!("    {name}<<<")).unwrap_or_else(|| panic!("no launch of {name} in harness.cu"));
         let call = &harness[at..];
         let args = balanced(&call[call.find(">>>").unwrap() + 3..]);
         assert_eq!(count_top_level(&args), *params, "{name}: the harness passes ({args}), the kernel takes {params} parameters");
     }
-    assert!(harness.contains("cudaMalloc(&peak_buf[3], 268435456ull)"), "the scratch buffer at its exported size");
+}
+
+#[test]
+fn the_tma_case_study_checkpoint_exports_its_tensor_maps() {
+    let test = "the_tma_case_study_checkpoint_exports_its_tensor_maps";
+    if !nvrtc_present(test) {
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    peak_workflow::clone_bundle(&repo("bench/results/h200-replayed-matmul-cuda-f16-tma-multicast.bundle"), &wf).unwrap();
+    let out = env.path("out");
+    let report = env.json(&["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--json"]);
+    assert_eq!(report["origin"]["transformation"], "TMA-Multicast", "{report}");
+    let n = report["params"]["inputs"]["n"].as_u64().unwrap();
+    let tile_m = 64 * report["params"]["tuning"]["WG_M"].as_u64().unwrap();
+    // cuda_tensor_map(A, "f16", [n, n], [n * 2], [64, tile_m], "128b") and B's [64, 64] box.
+    let maps = report["sequence"]["tensor_maps"].as_array().unwrap();
+    assert_eq!(maps.len(), 2);
+    assert_eq!(maps[0], serde_json::json!({"buffer": 0, "dtype": "f16", "dims": [n, n], "strides": [n * 2], "box_dims": [64, tile_m], "swizzle": "128b"}));
+    assert_eq!(maps[1]["box_dims"], serde_json::json!([64, 64]));
+    let args = &report["sequence"]["steps"][0]["args"];
+    assert_eq!(args[0], serde_json::json!({"kind": "tensor_map", "map": 0}));
+    assert_eq!(args[1], serde_json::json!({"kind": "tensor_map", "map": 1}));
+
+    compiles_alone_and_the_harness_matches(&env, &out, "matmul.cu", &["matmul"]);
+    let harness = std::fs::read_to_string(out.join("harness.cu")).unwrap();
+    assert!(harness.contains("#include <cuda.h>") && harness.contains("cuTensorMapEncodeTiled"));
+    assert!(harness.contains(&format!("const cuuint32_t box[] = {{ 64u, {tile_m}u }}")), "{harness}");
+    assert!(harness.contains("matmul<<<") && harness.contains("(peak_maps[0], peak_maps[1], PeakPtr{peak_buf[2]}, "));
 }

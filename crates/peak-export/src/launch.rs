@@ -42,6 +42,24 @@ pub enum ExportArg {
     U32 { value: u32 },
     I64 { value: i64 },
     F32 { value: f32 },
+    /// CUDA: a Hopper tensor map passed by value; index into [`LaunchSequence::tensor_maps`].
+    TensorMap { map: usize },
+}
+
+/// `cuda_tensor_map(buffer, dtype, dims, strides, box, swizzle)`, as the harness encodes it
+/// with `cuTensorMapEncodeTiled` (interleave none, L2 promotion 256 B, no OOB fill, element
+/// strides 1, as peak's CUDA backend does).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExportTensorMap {
+    pub buffer: usize,
+    pub dtype: DType,
+    /// Innermost first.
+    pub dims: Vec<u64>,
+    /// Bytes, for dimensions 1.. .
+    pub strides: Vec<u64>,
+    pub box_dims: Vec<u32>,
+    /// "none", "32b", "64b" or "128b".
+    pub swizzle: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,6 +85,9 @@ pub struct LaunchSequence {
     pub setup: Vec<ExportSetup>,
     /// One run, in order.
     pub steps: Vec<ExportStep>,
+    /// The tensor maps the launches pass, each encoded once before the first run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<ExportTensorMap>,
     /// What the launch script printed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub printed: Vec<String>,
@@ -154,6 +175,7 @@ fn convert(plan: &LaunchPlan, buffers: Vec<ExportBuffer>, n_arrays: usize) -> Re
         setup.push(setup_op(op)?);
     }
     let mut steps = Vec::new();
+    let mut tensor_maps: Vec<ExportTensorMap> = Vec::new();
     for step in &plan.steps {
         steps.push(match step {
             Step::Launch { kernel, grid, block, shared_bytes, args, .. } => {
@@ -166,6 +188,17 @@ fn convert(plan: &LaunchPlan, buffers: Vec<ExportBuffer>, n_arrays: usize) -> Re
                             PlanArg::U32(v) => ExportArg::U32 { value: *v },
                             PlanArg::I64(v) => ExportArg::I64 { value: *v },
                             PlanArg::F32(v) => ExportArg::F32 { value: *v },
+                            PlanArg::Op(op) if op.name == "cuda_tensor_map" => {
+                                let map = tensor_map(op, &index)?;
+                                let i = match tensor_maps.iter().position(|m| *m == map) {
+                                    Some(i) => i,
+                                    None => {
+                                        tensor_maps.push(map);
+                                        tensor_maps.len() - 1
+                                    }
+                                };
+                                ExportArg::TensorMap { map: i }
+                            }
                             PlanArg::Op(op) => return Err(unsupported_op(op)),
                         })
                     })
@@ -183,7 +216,7 @@ fn convert(plan: &LaunchPlan, buffers: Vec<ExportBuffer>, n_arrays: usize) -> Re
             Step::Op(op) => return Err(unsupported_op(op)),
         });
     }
-    Ok(LaunchSequence { buffers, setup, steps, printed: plan.printed.clone() })
+    Ok(LaunchSequence { buffers, setup, steps, tensor_maps, printed: plan.printed.clone() })
 }
 
 fn setup_op(op: &BackendOp) -> Result<ExportSetup> {
@@ -196,9 +229,41 @@ fn setup_op(op: &BackendOp) -> Result<ExportSetup> {
     }
 }
 
+/// Read a `cuda_tensor_map` call's arguments (peak's CUDA backend checked them when it ran).
+fn tensor_map(op: &BackendOp, index: &dyn Fn(&BufRef) -> usize) -> Result<ExportTensorMap> {
+    let bad = |m: &str| ExportError::Unsupported(format!("line {}: cuda_tensor_map: {m}", op.line));
+    let ints = |v: &OpValue, what: &str| -> Result<Vec<i64>> {
+        match v {
+            OpValue::List(items) => items.iter().map(|i| if let OpValue::Int(x) = i { Ok(*x) } else { Err(bad(&format!("`{what}` must hold integers"))) }).collect(),
+            _ => Err(bad(&format!("`{what}` must be a list of integers"))),
+        }
+    };
+    let [OpValue::Buffer(buffer), OpValue::Str(dtype), dims, strides, box_dims, OpValue::Str(swizzle)] = op.args.as_slice() else {
+        return Err(bad("expected (buffer, dtype, dims, strides, box, swizzle)"));
+    };
+    let dtype: DType = dtype.parse().map_err(|e: String| bad(&e))?;
+    let dims = ints(dims, "dims")?;
+    let strides = ints(strides, "strides")?;
+    let box_dims = ints(box_dims, "box")?;
+    if dims.is_empty() || dims.len() > 5 || strides.len() + 1 != dims.len() || box_dims.len() != dims.len() {
+        return Err(bad("dims, strides and box do not agree in rank"));
+    }
+    if dims.iter().chain(&strides).chain(&box_dims).any(|&v| v < 1) {
+        return Err(bad("sizes must be positive"));
+    }
+    Ok(ExportTensorMap {
+        buffer: index(buffer),
+        dtype,
+        dims: dims.iter().map(|&d| d as u64).collect(),
+        strides: strides.iter().map(|&d| d as u64).collect(),
+        box_dims: box_dims.iter().map(|&d| d.min(i64::from(u32::MAX)) as u32).collect(),
+        swizzle: swizzle.to_ascii_lowercase(),
+    })
+}
+
 fn unsupported_op(op: &BackendOp) -> ExportError {
     ExportError::Unsupported(format!(
-        "line {}: the launch script calls {}(), which peak export cannot write into a harness yet (supported: launch, alloc, fill, copy, cuda_max_dynamic_shared)",
+        "line {}: the launch script calls {}(), which peak export cannot write into a harness yet (supported: launch, alloc, fill, copy, cuda_max_dynamic_shared, cuda_tensor_map)",
         op.line, op.name
     ))
 }

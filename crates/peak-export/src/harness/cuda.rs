@@ -83,9 +83,16 @@ pub fn render(input: &Input, api: Api) -> Bundle {
     let mut c = String::new();
     c.push_str(&header(input, &build));
     c.push_str(&api.runtime());
+    if !s.tensor_maps.is_empty() {
+        c.push_str("#include <cuda.h>\n");
+    }
     c.push_str(super::COMMON_C);
     c.push_str(&format!("\n/* The kernel, with its tuning configuration. */\n#include \"{}\"\n", input.kernel_file));
     c.push_str(CUDA_HELPERS);
+    if !s.tensor_maps.is_empty() {
+        c.push_str(TENSOR_MAP_HELPERS);
+        c.push_str(&format!("static PeakMap peak_maps[{}];\n", s.tensor_maps.len()));
+    }
 
     c.push_str("\n/* One run of the launch sequence. */\nstatic void peak_run(void **peak_buf) {\n");
     for step in &s.steps {
@@ -96,6 +103,7 @@ pub fn render(input: &Input, api: Api) -> Bundle {
                     .iter()
                     .map(|a| match a {
                         ExportArg::Buffer { buffer } => format!("PeakPtr{{peak_buf[{buffer}]}}"),
+                        ExportArg::TensorMap { map } => format!("peak_maps[{map}]"),
                         other => scalar_literal(other).unwrap(),
                     })
                     .collect();
@@ -128,6 +136,12 @@ pub fn render(input: &Input, api: Api) -> Bundle {
             c.push_str(&format!("    PEAK_CUDA(cudaMemcpy(peak_buf[{i}], peak_host_{}, {}ull, cudaMemcpyHostToDevice));\n", b.ident, b.bytes));
         }
     }
+    if !s.tensor_maps.is_empty() {
+        c.push_str("    PeakEncodeTiled peak_encode = peak_encode_tiled();\n");
+    }
+    for (i, m) in s.tensor_maps.iter().enumerate() {
+        c.push_str(&encode_map(i, m));
+    }
     c.push_str(&format!(
         "\n    printf(\"{} ({}) on %s: {} launch(es) per run, {}\\n\", prop.name);\n",
         input.ctx.name(),
@@ -149,10 +163,75 @@ pub fn render(input: &Input, api: Api) -> Bundle {
         Api::Hip => "  The kernel file is #included by harness.hip; hipcc compiles both (add --offload-arch=gfxNNNN).\n",
     };
     let mut files = vec![(api.harness_file().to_string(), c)];
-    files.extend(build_files(&build));
+    files.extend(build_files(&build, &[api.harness_file(), input.kernel_file]));
     files.push(("README.txt".to_string(), readme(input, api.harness_file(), &build, &run, notes)));
     Bundle { files, build, run }
 }
+
+/// Encode tensor map `i` over its buffer, once, before the first run.
+fn encode_map(i: usize, m: &crate::launch::ExportTensorMap) -> String {
+    let join = |v: &[String]| v.join(", ");
+    let dims: Vec<String> = m.dims.iter().map(|d| format!("{d}ull")).collect();
+    let mut strides: Vec<String> = m.strides.iter().map(|d| format!("{d}ull")).collect();
+    if strides.is_empty() {
+        strides.push("0".into());
+    }
+    let boxes: Vec<String> = m.box_dims.iter().map(|d| format!("{d}u")).collect();
+    let ones = vec!["1u".to_string(); m.dims.len()];
+    let dtype = match m.dtype {
+        peak_spec::DType::F32 => "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+        peak_spec::DType::F16 => "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+        peak_spec::DType::Bf16 => "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+        peak_spec::DType::I32 => "CU_TENSOR_MAP_DATA_TYPE_INT32",
+        peak_spec::DType::U32 => "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+    };
+    let swizzle = match m.swizzle.as_str() {
+        "32b" => "CU_TENSOR_MAP_SWIZZLE_32B",
+        "64b" => "CU_TENSOR_MAP_SWIZZLE_64B",
+        "128b" => "CU_TENSOR_MAP_SWIZZLE_128B",
+        _ => "CU_TENSOR_MAP_SWIZZLE_NONE",
+    };
+    format!(
+        "    {{ /* tensor_map{i} */\n        const cuuint64_t dims[] = {{ {} }}, strides[] = {{ {} }};\n        const cuuint32_t box[] = {{ {} }}, element_strides[] = {{ {} }};\n        CUresult r = peak_encode(&peak_maps[{i}].map, {dtype}, {}, peak_buf[{}], dims, strides, box, element_strides,\n            CU_TENSOR_MAP_INTERLEAVE_NONE, {swizzle}, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n        if (r != CUDA_SUCCESS) {{ fprintf(stderr, \"error: encoding tensor_map{i}: CUresult %d\\n\", (int)r); exit(1); }}\n    }}\n",
+        join(&dims),
+        join(&strides),
+        join(&boxes),
+        join(&ones),
+        m.dims.len(),
+        m.buffer
+    )
+}
+
+/// `cuTensorMapEncodeTiled` from the driver through the runtime (no -lcuda), and a map
+/// that converts to whatever 128-byte type the kernel declares (`CUtensorMap`, or its own
+/// aligned struct).
+const TENSOR_MAP_HELPERS: &str = r#"
+typedef CUresult (*PeakEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
+                                    const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                    CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static PeakEncodeTiled peak_encode_tiled(void) {
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult found;
+#if CUDART_VERSION >= 12050
+    PEAK_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+#else
+    PEAK_CUDA(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found));
+#endif
+    if (!fn || found != cudaDriverEntryPointSuccess) { fprintf(stderr, "error: the driver has no cuTensorMapEncodeTiled (Hopper tensor maps need CUDA 12)\n"); exit(1); }
+    return (PeakEncodeTiled)fn;
+}
+
+struct PeakMap {
+    CUtensorMap map;
+    template <class T> operator T() const {
+        static_assert(sizeof(T) == sizeof(CUtensorMap), "a tensor map parameter takes 128 bytes");
+        T t;
+        memcpy(&t, &map, sizeof t);
+        return t;
+    }
+};
+"#;
 
 const CUDA_HELPERS: &str = r#"
 static void peak_cuda_check(cudaError_t err, const char *what) {

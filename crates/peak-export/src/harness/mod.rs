@@ -39,6 +39,9 @@ pub fn render(input: &Input) -> Result<Bundle> {
     match input.ctx.backend() {
         Language::Opencl => Ok(opencl::render(input)),
         Language::Cuda => Ok(cuda::render(input, cuda::Api::Cuda)),
+        Language::Hip if !input.sequence.tensor_maps.is_empty() => {
+            Err(ExportError::Unsupported("the launch script passes CUDA tensor maps, which a HIP harness cannot build".into()))
+        }
         Language::Hip => Ok(cuda::render(input, cuda::Api::Hip)),
         Language::Hlsl => Err(ExportError::Unsupported("peak export does not support HLSL contexts yet".into())),
     }
@@ -92,7 +95,7 @@ pub(crate) fn host_arrays(buffers: &[ExportBuffer]) -> String {
     for b in buffers {
         if let Some(init) = b.init {
             out.push_str(&format!(
-                "    void *peak_host_{} = peak_host_array({}, {}ull, {}, {}ull); /* {} {} x {}, {} */\n",
+                "    void *peak_host_{} = peak_host_array({}, {}ull, {}, {}ull); /* {} {}: {} x {}, {} */\n",
                 b.ident,
                 dtype_code(b.dtype),
                 b.count,
@@ -100,6 +103,7 @@ pub(crate) fn host_arrays(buffers: &[ExportBuffer]) -> String {
                 b.seed.unwrap_or(0),
                 b.role,
                 b.name,
+                b.count,
                 b.dtype,
                 format!("{init:?}").to_lowercase()
             ));
@@ -131,7 +135,7 @@ pub(crate) fn launch_count(sequence: &LaunchSequence) -> usize {
 /// Argument list of a launch in a C-like language; `buffer` names a buffer by index.
 pub(crate) fn scalar_literal(a: &ExportArg) -> Option<String> {
     Some(match a {
-        ExportArg::Buffer { .. } => return None,
+        ExportArg::Buffer { .. } | ExportArg::TensorMap { .. } => return None,
         ExportArg::I32 { value } => format!("{value}"),
         ExportArg::U32 { value } => format!("{value}u"),
         ExportArg::I64 { value } => format!("{value}ll"),
@@ -165,6 +169,12 @@ pub(crate) fn readme(input: &Input, harness_file: &str, build: &str, run: &str, 
         let crate::launch::ExportSetup::MaxDynamicShared { kernel, bytes } = op;
         out.push_str(&format!("  setup  {kernel}: up to {bytes} bytes of dynamic shared memory\n"));
     }
+    for (i, m) in s.tensor_maps.iter().enumerate() {
+        out.push_str(&format!(
+            "  setup  tensor_map{i}: cuTensorMapEncodeTiled over {} ({}), dims {:?}, strides {:?} bytes, box {:?}, swizzle {}\n",
+            s.buffers[m.buffer].name, m.dtype, m.dims, m.strides, m.box_dims, m.swizzle
+        ));
+    }
     for step in &s.steps {
         out.push_str(&format!("  {}\n", describe_step(step, &s.buffers)));
     }
@@ -182,6 +192,7 @@ pub(crate) fn describe_step(step: &crate::launch::ExportStep, buffers: &[ExportB
                 .iter()
                 .map(|a| match a {
                     ExportArg::Buffer { buffer } => buffers[*buffer].name.clone(),
+                    ExportArg::TensorMap { map } => format!("tensor_map{map}"),
                     other => scalar_literal(other).unwrap_or_default(),
                 })
                 .collect();
@@ -195,9 +206,9 @@ pub(crate) fn describe_step(step: &crate::launch::ExportStep, buffers: &[ExportB
     }
 }
 
-pub(crate) fn build_files(build: &str) -> Vec<(String, String)> {
+pub(crate) fn build_files(build: &str, sources: &[&str]) -> Vec<(String, String)> {
     vec![
         ("build.sh".to_string(), format!("#!/bin/sh\n# Build the exported harness.\nset -e\ncd \"$(dirname \"$0\")\"\n{build}\n")),
-        ("Makefile".to_string(), format!("harness:\n\t{build}\n\nclean:\n\trm -f harness\n\n.PHONY: clean\n")),
+        ("Makefile".to_string(), format!("harness: {}\n\t{build}\n\nclean:\n\trm -f harness\n\n.PHONY: clean\n", sources.join(" "))),
     ]
 }

@@ -47,6 +47,7 @@ pub fn render(input: &Input) -> Bundle {
                         ExportArg::U32 { .. } => format!("{{ cl_uint v = {}; PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
                         ExportArg::I64 { .. } => format!("{{ cl_long v = {}; PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
                         ExportArg::F32 { .. } => format!("{{ cl_float v = {}; PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
+                        ExportArg::TensorMap { .. } => "#error \"CUDA tensor maps have no OpenCL equivalent\"".to_string(),
                     };
                     c.push_str(&format!("        {line}\n"));
                 }
@@ -109,7 +110,7 @@ pub fn render(input: &Input) -> Bundle {
     let run = "./harness".to_string();
     let notes = "  The kernel file is read at run time from the harness's folder (or --kernel FILE) and built\n  with no options. Set PEAK_OPENCL_DEVICE=P:D to choose a platform and device.\n";
     let mut files = vec![("harness.c".to_string(), c)];
-    files.extend(build_files(BUILD));
+    files.extend(build_files(BUILD, &["harness.c"]));
     files.push(("README.txt".to_string(), readme(input, "harness.c", BUILD, &run, notes)));
     Bundle { files, build: BUILD.to_string(), run }
 }
