@@ -4,7 +4,8 @@
 # - hipcc, to compile-check HIP kernels for AMD gfx90a (MI200) without an AMD GPU,
 # - Vulkan on the CPU (Mesa's lavapipe), the Vulkan loader, and glslang for HLSL -> SPIR-V,
 # - NVRTC and the CUDA headers from PyPI, to compile-check CUDA without a GPU,
-# - Node.js, for the MCP Inspector check.
+# - Node.js, for the MCP Inspector check,
+# - Chromium, to render `peak report --html` headless in the tests (a screenshot check).
 # Rust itself comes from rustup (https://rustup.rs) and is not installed here.
 set -euo pipefail
 
@@ -27,6 +28,11 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq hipcc >/dev/null
 # Node.js runs the MCP Inspector, the protocol's reference client, in the tests.
 if ! command -v npx >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+
+# Chromium draws the HTML report in the browser check (crates/peak-cli/tests/report.rs).
+if ! command -v chromium >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -30,6 +30,8 @@ pub enum Command {
     Log(LogArgs),
     /// One checkpoint: its metadata, results, transcript and context.
     Show(ShowArgs),
+    /// The paper's figures and tables from workflows' records: speedups, success per executor, evaluation depth, time, convergence.
+    Report(ReportArgs),
     /// Code diff per region, tuning-parameter and performance deltas between two checkpoints.
     Diff(DiffArgs),
     /// Name a checkpoint (a git tag).
@@ -293,6 +295,18 @@ pub struct InitArgs {
 pub struct LogArgs {
     #[command(flatten)]
     pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Workflow folders or bundle files (`peak bundle`); each branch is a series.
+    #[arg(required = true, value_name = "WORKFLOW")]
+    pub workflows: Vec<PathBuf>,
+    /// Also write one self-contained HTML page (inline SVG figures, no script) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }

@@ -56,6 +56,7 @@ fn main() -> ExitCode {
         Command::Init(args) => commands::init::run(args),
         Command::Log(args) => commands::log::run(args),
         Command::Show(args) => commands::show::run(args),
+        Command::Report(args) => commands::report::run(args),
         Command::Diff(args) => commands::diff::run(args),
         Command::Tag(args) => commands::tag::run(args),
         Command::Branch(args) => commands::branch::run(args),

@@ -18,6 +18,7 @@ pub mod log;
 pub mod mcp;
 pub mod pending;
 pub mod replay;
+pub mod report;
 pub mod profile;
 pub mod run;
 pub mod show;
