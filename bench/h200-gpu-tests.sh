@@ -7,6 +7,8 @@
 # Here (a CPU machine with Rust):   bash bench/h200-gpu-tests.sh build
 # There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-gpu-tests.sh run
 #
+# `run` then runs bench/h200-export.sh (exported CUDA harness vs peak run; SKIP_EXPORT=1 skips).
+#
 # Test binaries find the repository (examples, fixtures) and the peak binary through the
 # absolute paths they were built with; `run` makes those paths lead to this checkout.
 set -uo pipefail
@@ -38,6 +40,11 @@ run() {
   fi
   mkdir -p target/release && cp carry/gpu-tests/peak target/release/peak
   python3 bench/gpu_tests.py run "$TARGETS" carry/gpu-tests "$OUT" 2>&1 | tee "$OUT/gpu-tests.log"
+  # peak export's round trip (issue 13): the exported CUDA harness, built with nvcc, against
+  # peak run on the same configuration; writes $OUT/h200-export.json. Needs nvcc.
+  if [ -z "${SKIP_EXPORT:-}" ]; then
+    PEAK=carry/gpu-tests/peak OUT="$OUT" bash bench/h200-export.sh 2>&1 | tee "$OUT/export.log" || echo "h200-export: failed (see $OUT/export.log)" >&2
+  fi
 }
 
 case "${1:-}" in

@@ -138,7 +138,7 @@ impl Source {
             overrides.insert(name.to_string(), value);
         }
 
-        let best = self.performance.get("best").and_then(|b| parse_point(b));
+        let best = self.performance.get("best").and_then(parse_point);
         let mut sources = Vec::new();
         let mut params = ExecParams::default();
         // Inputs: --set, else the record's best.
