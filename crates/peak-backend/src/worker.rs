@@ -56,7 +56,7 @@ mod supervise;
 pub use command::WorkerCommand;
 pub use outputs::output_file;
 pub use pool::{Answer, PoolOptions, WorkerError, WorkerPool};
-pub use protocol::{Failure, FailureKind, Job, Message, OutputComparison, OutputMode, OutputReport, PROTOCOL_VERSION, ReferenceArray, Request, RunReport, json_f64};
+pub use protocol::{Failure, FailureKind, Job, Message, OutputMode, OutputReport, PROTOCOL_VERSION, ReferenceArray, Request, RunReport};
 pub use resources::{COMPILE_REPORT, check_resources};
 pub use serve::{refuse, serve};
 pub use supervise::describe_exit;

@@ -113,8 +113,8 @@ pub fn judge(result: Result<RunReport, Failure>) -> Result<Verdict, EvalError> {
         if c.passed {
             continue;
         }
-        let wrong = WrongOutput::from_comparison(&output.name, c);
-        let rank = |w: &WrongOutput| (w.non_finite, w.relative_error);
+        let wrong = WrongOutput { array: output.name.clone(), comparison: c.clone() };
+        let rank = |w: &WrongOutput| (w.comparison.non_finite, w.comparison.relative_error);
         if worst.as_ref().is_none_or(|w| rank(&wrong) > rank(w)) {
             worst = Some(wrong);
         }

@@ -4,7 +4,8 @@
 //! count by: `passed`, `compile-failed`, `invalid-config`, `launch-failed`, `crashed`,
 //! `timed-out`, `wrong-output`, `modified-input`, `sanitizer-finding`.
 
-use peak_backend::worker::{Failure, FailureKind, OutputComparison, json_f64};
+use peak_backend::worker::{Failure, FailureKind};
+use peak_spec::Comparison;
 use serde::{Deserialize, Serialize};
 
 use crate::sanitizer::Finding;
@@ -31,42 +32,13 @@ pub enum Verdict {
     SanitizerFinding { findings: Vec<Finding> },
 }
 
-/// The worst output of a run that did not match its reference.
+/// The worst output of a run that did not match its reference: the array, and how it
+/// compared. In JSON the comparison's fields stand beside `array` and `category`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WrongOutput {
     pub array: String,
-    /// ‖out − ref‖₂ / ‖ref‖₂, the pass criterion, and the tolerance it exceeded.
-    #[serde(with = "json_f64")]
-    pub relative_error: f64,
-    #[serde(with = "json_f64")]
-    pub tolerance: f64,
-    #[serde(with = "json_f64")]
-    pub max_error: f64,
-    #[serde(with = "json_f64")]
-    pub mean_error: f64,
-    pub worst_index: usize,
-    #[serde(with = "json_f64")]
-    pub worst_value: f64,
-    #[serde(with = "json_f64")]
-    pub worst_expected: f64,
-    /// NaN or infinite elements, unwritten (poisoned) ones included.
-    pub non_finite: usize,
-}
-
-impl WrongOutput {
-    pub fn from_comparison(array: &str, c: &OutputComparison) -> WrongOutput {
-        WrongOutput {
-            array: array.to_string(),
-            relative_error: c.relative_error,
-            tolerance: c.tolerance,
-            max_error: c.max_error,
-            mean_error: c.mean_error,
-            worst_index: c.worst_index,
-            worst_value: c.worst_value,
-            worst_expected: c.worst_expected,
-            non_finite: c.non_finite,
-        }
-    }
+    #[serde(flatten)]
+    pub comparison: Comparison,
 }
 
 impl Verdict {
@@ -101,12 +73,12 @@ impl Verdict {
             Verdict::LaunchFailed { message } | Verdict::Crashed { message } | Verdict::TimedOut { message } => {
                 message.lines().next().unwrap_or_default().to_string()
             }
-            Verdict::WrongOutput(w) if w.non_finite > 0 => {
-                format!("{}: {} non-finite elements (NaN, or never written), first bad at [{}]", w.array, w.non_finite, w.worst_index)
+            Verdict::WrongOutput(WrongOutput { array, comparison: c }) if c.non_finite > 0 => {
+                format!("{array}: {} non-finite elements (NaN, or never written), first bad at [{}]", c.non_finite, c.worst_index)
             }
-            Verdict::WrongOutput(w) => format!(
-                "{}: relative error {:.2e} > tolerance {:.1e}; worst at [{}]: {} vs {} expected",
-                w.array, w.relative_error, w.tolerance, w.worst_index, w.worst_value, w.worst_expected
+            Verdict::WrongOutput(WrongOutput { array, comparison: c }) => format!(
+                "{array}: relative error {:.2e} > tolerance {:.1e}; worst at [{}]: {} vs {} expected",
+                c.relative_error, c.tolerance, c.worst_index, c.worst_value, c.worst_expected
             ),
             Verdict::ModifiedInput { arrays } => format!("read-only inputs changed: {}", arrays.join(", ")),
             Verdict::SanitizerFinding { findings } => {
@@ -144,14 +116,18 @@ mod tests {
             Verdict::TimedOut { message: "m".into() },
             Verdict::WrongOutput(WrongOutput {
                 array: "C".into(),
-                relative_error: f64::INFINITY,
-                tolerance: 1e-5,
-                max_error: f64::INFINITY,
-                mean_error: 0.5,
-                worst_index: 3,
-                worst_value: f64::NAN,
-                worst_expected: 1.5,
-                non_finite: 2,
+                comparison: Comparison {
+                    relative_error: f64::INFINITY,
+                    tolerance: 1e-5,
+                    max_error: f64::INFINITY,
+                    mean_error: 0.5,
+                    worst_index: 3,
+                    worst_value: f64::NAN,
+                    worst_expected: 1.5,
+                    non_finite: 2,
+                    first_non_finite: Some(3),
+                    passed: false,
+                },
             }),
             Verdict::ModifiedInput { arrays: vec!["A".into()] },
             Verdict::SanitizerFinding { findings: vec![] },
@@ -162,10 +138,18 @@ mod tests {
             let back: Verdict = serde_json::from_str(&text).unwrap();
             assert_eq!(back.category(), v.category());
             if let (Verdict::WrongOutput(a), Verdict::WrongOutput(b)) = (&v, &back) {
-                assert!(b.worst_value.is_nan() && b.max_error.is_infinite());
-                assert_eq!(a.worst_index, b.worst_index);
+                assert!(b.comparison.worst_value.is_nan() && b.comparison.max_error.is_infinite());
+                assert_eq!(a.comparison.worst_index, b.comparison.worst_index);
             }
         }
+    }
+
+    #[test]
+    fn wrong_output_verdicts_written_before_the_shared_comparison_still_read() {
+        let text = r#"{"category":"wrong-output","array":"C","relative_error":0.5,"tolerance":1e-5,"max_error":"inf","mean_error":0.1,"worst_index":3,"worst_value":"NaN","worst_expected":1.5,"non_finite":2}"#;
+        let Verdict::WrongOutput(w) = serde_json::from_str::<Verdict>(text).unwrap() else { panic!("not a wrong output") };
+        assert_eq!((w.array.as_str(), w.comparison.worst_index, w.comparison.non_finite), ("C", 3, 2));
+        assert!(w.comparison.max_error.is_infinite() && w.comparison.worst_value.is_nan() && !w.comparison.passed);
     }
 
     #[test]

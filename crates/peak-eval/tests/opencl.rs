@@ -256,7 +256,7 @@ fn unwritten_outputs_fail_through_poisoning() -> Result<(), Failed> {
     ensure(report.outcome == Outcome::Failed, "a half-written output passed")?;
     for s in &report.samples {
         match &s.verdict {
-            Verdict::WrongOutput(w) => ensure(w.non_finite > 0 && w.array == "C", format!("{w:?}"))?,
+            Verdict::WrongOutput(w) => ensure(w.comparison.non_finite > 0 && w.array == "C", format!("{w:?}"))?,
             other => return Err(format!("expected wrong-output, got {other:?}").into()),
         }
     }
@@ -296,7 +296,7 @@ fn nan_never_passes() -> Result<(), Failed> {
     let report = run_validation(&nan.ctx, Duration::from_secs(60))?;
     for s in &report.samples {
         match &s.verdict {
-            Verdict::WrongOutput(w) => ensure(w.non_finite == 1 && w.worst_index == 7, format!("{w:?}"))?,
+            Verdict::WrongOutput(w) => ensure(w.comparison.non_finite == 1 && w.comparison.worst_index == 7, format!("{w:?}"))?,
             other => return Err(format!("expected wrong-output, got {other:?}").into()),
         }
     }

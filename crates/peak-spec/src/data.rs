@@ -127,22 +127,37 @@ pub struct ArraySummary {
     pub nan: usize,
 }
 
-/// The result of comparing an output with its reference.
+/// The result of comparing an output with its reference: what `peak check` prints, what
+/// a worker sends back (`OutputReport::comparison`) and, with the array's name, what a
+/// `wrong-output` verdict records.
+///
+/// A poisoned output gives an infinite error and NaN values, which plain JSON numbers
+/// cannot carry (serde_json writes `null`), so the floating-point fields go through
+/// [`json_f64`](crate::json_f64). `first_non_finite` and `passed` may be missing (verdicts
+/// written before they were recorded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// ‖out − ref‖₂ / ‖ref‖₂ over the whole array (the pass criterion).
+    #[serde(with = "crate::json_f64")]
     pub relative_error: f64,
+    #[serde(with = "crate::json_f64")]
     pub tolerance: f64,
     /// Largest per-element |out − ref| / max(|ref|, scale), where scale is the array's RMS,
     /// so tiny reference values do not make the per-element figure explode.
+    #[serde(with = "crate::json_f64")]
     pub max_error: f64,
+    #[serde(with = "crate::json_f64")]
     pub mean_error: f64,
     pub worst_index: usize,
+    #[serde(with = "crate::json_f64")]
     pub worst_value: f64,
+    #[serde(with = "crate::json_f64")]
     pub worst_expected: f64,
     /// Elements that are NaN or infinite where the reference is finite (unwritten poison included).
     pub non_finite: usize,
+    #[serde(default)]
     pub first_non_finite: Option<usize>,
+    #[serde(default)]
     pub passed: bool,
 }
 

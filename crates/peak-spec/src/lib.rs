@@ -11,6 +11,7 @@ pub mod data;
 pub mod error;
 pub mod expr;
 pub mod import;
+pub mod json_f64;
 pub mod manifest;
 pub mod regions;
 pub mod rng;

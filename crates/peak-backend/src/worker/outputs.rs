@@ -43,7 +43,7 @@ pub(super) fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<R
                         }
                         Ok(bytes) => {
                             let reference = HostArray { dtype: array.dtype, bytes: bytes.to_vec() };
-                            report.comparison = Some(compare(&array, &reference, r.tolerance).into());
+                            report.comparison = Some(compare(&array, &reference, r.tolerance));
                         }
                     }
                 }

@@ -125,7 +125,7 @@ pub struct OutputReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hex: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<OutputComparison>,
+    pub comparison: Option<Comparison>,
     /// Why a requested comparison (or file) could not be made: a missing or mis-sized
     /// reference, an unwritable folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,81 +137,6 @@ impl OutputReport {
     pub fn array(&self) -> Option<HostArray> {
         let bytes = hex::decode(self.hex.as_ref()?).ok()?;
         Some(HostArray { dtype: self.dtype, bytes })
-    }
-}
-
-/// [`Comparison`] in a form that survives JSON: a poisoned output gives an infinite error
-/// and NaN values, which plain JSON numbers cannot carry (serde_json writes `null`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OutputComparison {
-    #[serde(with = "json_f64")]
-    pub relative_error: f64,
-    #[serde(with = "json_f64")]
-    pub tolerance: f64,
-    #[serde(with = "json_f64")]
-    pub max_error: f64,
-    #[serde(with = "json_f64")]
-    pub mean_error: f64,
-    pub worst_index: usize,
-    #[serde(with = "json_f64")]
-    pub worst_value: f64,
-    #[serde(with = "json_f64")]
-    pub worst_expected: f64,
-    pub non_finite: usize,
-    pub first_non_finite: Option<usize>,
-    pub passed: bool,
-}
-
-impl From<Comparison> for OutputComparison {
-    fn from(c: Comparison) -> Self {
-        OutputComparison {
-            relative_error: c.relative_error,
-            tolerance: c.tolerance,
-            max_error: c.max_error,
-            mean_error: c.mean_error,
-            worst_index: c.worst_index,
-            worst_value: c.worst_value,
-            worst_expected: c.worst_expected,
-            non_finite: c.non_finite,
-            first_non_finite: c.first_non_finite,
-            passed: c.passed,
-        }
-    }
-}
-
-/// Serde for an `f64` that may be NaN or infinite: finite values are numbers, the others
-/// the strings `"NaN"`, `"inf"` and `"-inf"`. Use with `#[serde(with = "json_f64")]`.
-pub mod json_f64 {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
-        if value.is_finite() {
-            s.serialize_f64(*value)
-        } else if value.is_nan() {
-            s.serialize_str("NaN")
-        } else if *value > 0.0 {
-            s.serialize_str("inf")
-        } else {
-            s.serialize_str("-inf")
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Number(f64),
-            Text(String),
-        }
-        match Repr::deserialize(d)? {
-            Repr::Number(v) => Ok(v),
-            Repr::Text(t) => match t.as_str() {
-                "NaN" => Ok(f64::NAN),
-                "inf" => Ok(f64::INFINITY),
-                "-inf" => Ok(f64::NEG_INFINITY),
-                other => Err(serde::de::Error::custom(format!("`{other}` is not a number"))),
-            },
-        }
     }
 }
 
@@ -327,10 +252,10 @@ mod tests {
     fn poisoned_comparisons_survive_json() {
         let reference = HostArray::init(DType::F32, 8, peak_spec::Init::Random, 1);
         let poisoned = HostArray::poison(DType::F32, 8);
-        let c: OutputComparison = compare(&poisoned, &reference, 1e-5).into();
+        let c = compare(&poisoned, &reference, 1e-5);
         assert!(c.max_error.is_infinite() && c.worst_value.is_nan());
         let text = serde_json::to_string(&c).unwrap();
-        let back: OutputComparison = serde_json::from_str(&text).unwrap();
+        let back: Comparison = serde_json::from_str(&text).unwrap();
         assert!(back.max_error.is_infinite() && back.worst_value.is_nan() && !back.passed, "{text}");
         assert_eq!(back.non_finite, 8);
     }
