@@ -45,6 +45,10 @@ fn c_opencl_present(test: &str) -> bool {
 /// Build the exported folder with its build.sh, run the harness dumping its outputs into
 /// the folder, and return the median time it printed.
 fn build_and_run(dir: &Path) -> f64 {
+    build_and_run_output(dir, "C")
+}
+
+fn build_and_run_output(dir: &Path, output: &str) -> f64 {
     let built = Command::new("sh").arg(dir.join("build.sh")).output().unwrap();
     assert!(built.status.success(), "build.sh failed:\n{}\n{}", String::from_utf8_lossy(&built.stdout), String::from_utf8_lossy(&built.stderr));
     let out = Command::new(dir.join("harness")).args(["--warmup", "1", "--reps", "3", "--dump"]).arg(dir).output().unwrap();
@@ -53,7 +57,7 @@ fn build_and_run(dir: &Path) -> f64 {
     let line = stdout.lines().find(|l| l.starts_with("median_ms: ")).unwrap_or_else(|| panic!("no median_ms line:\n{stdout}"));
     let ms: f64 = line["median_ms: ".len()..].split_whitespace().next().unwrap().parse().unwrap();
     assert!(ms > 0.0 && ms.is_finite(), "{line}");
-    assert!(stdout.contains("output C: ") && stdout.contains(", 0 NaN"), "{stdout}");
+    assert!(stdout.contains(&format!("output {output}: ")) && stdout.contains(", 0 NaN"), "{stdout}");
     ms
 }
 
@@ -326,4 +330,77 @@ fn the_tma_case_study_checkpoint_exports_its_tensor_maps() {
     assert!(harness.contains("#include <cuda.h>") && harness.contains("cuTensorMapEncodeTiled"));
     assert!(harness.contains(&format!("const cuuint32_t box[] = {{ 64u, {tile_m}u }}")), "{harness}");
     assert!(harness.contains("matmul<<<") && harness.contains("(peak_maps[0], peak_maps[1], PeakPtr{peak_buf[2]}, "));
+}
+
+/// A context whose launch script allocates scratch, fills it, launches with a float
+/// argument and `__local` memory, and copies the scratch into the output: every step kind
+/// the harnesses write.
+fn steps_context(dir: &Path, backend: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let (file, device) = match backend {
+        "opencl" => (
+            "axpy.cl",
+            "__kernel void axpy(__global const float* X, __global float* Y, float a, int n, __local float* tile) {\n    int i = get_global_id(0);\n    tile[get_local_id(0)] = X[i];\n    barrier(CLK_LOCAL_MEM_FENCE);\n    if (i < n) Y[i] += a * tile[get_local_id(0)] * SCALE;\n}\n",
+        ),
+        _ => (
+            "axpy.hip",
+            "extern \"C\" __global__ void axpy(const float* X, float* Y, float a, int n) {\n    extern __shared__ float tile[];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    tile[threadIdx.x] = X[i];\n    __syncthreads();\n    if (i < n) Y[i] += a * tile[threadIdx.x] * SCALE;\n}\n",
+        ),
+    };
+    let host = "let t = alloc(\"f32\", n);\nfill(t, 1.5);\nlaunch(\"axpy\", [n / BLOCK], [BLOCK], BLOCK * 4, X, t, f32(0.25), n);\ncopy(t, Y);\n";
+    std::fs::write(dir.join(file), format!("// @peak macros\n// @peak device\n{device}// @peak host\n{host}")).unwrap();
+    std::fs::write(
+        dir.join("peak.toml"),
+        format!(
+            "[kernel]\nname = \"axpy\"\nbackend = \"{backend}\"\nsource = \"{file}\"\n\n[inputs]\nn = {{ values = [1024] }}\n\n[[arrays]]\nname = \"X\"\ntype = \"f32\"\nsize = \"n\"\ninit = \"random\"\nseed = 3\n\n[[arrays]]\nname = \"Y\"\ntype = \"f32\"\nsize = \"n\"\ninit = \"zeros\"\noutput = true\n\n[tuning]\nBLOCK = {{ values = [64] }}\nSCALE = {{ values = [2] }}\n\n[constraints]\ntuning = [\"n % BLOCK == 0\"]\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn scratch_fill_copy_and_local_memory_export_to_opencl_and_match_peak() {
+    let test = "scratch_fill_copy_and_local_memory_export_to_opencl_and_match_peak";
+    if !c_opencl_present(test) {
+        return;
+    }
+    let env = Env::new();
+    let ctx = env.path("axpy");
+    steps_context(&ctx, "opencl");
+    let out = env.path("out");
+    let report = env.json(&["export", s(&ctx), "--to", s(&out), "--set", "n=1024", "--set", "BLOCK=64", "--set", "SCALE=2", "--json"]);
+    let kinds: Vec<&str> = report["sequence"]["steps"].as_array().unwrap().iter().map(|s| s["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["fill", "launch", "copy"], "{report}");
+    let harness = std::fs::read_to_string(out.join("harness.c")).unwrap();
+    assert!(harness.contains("clEnqueueFillBuffer") && harness.contains("clEnqueueCopyBuffer") && harness.contains("256, NULL)); /* __local"), "{harness}");
+    build_and_run_output(&out, "Y");
+    let digests = peak_digests(&env, s(&ctx), &report["params"]);
+    assert_same_outputs(&out, &digests);
+}
+
+#[test]
+fn a_hip_export_builds_with_hipcc() {
+    let test = "a_hip_export_builds_with_hipcc";
+    if Command::new("hipcc").arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+        eprintln!("SKIPPED {test}: no hipcc on the PATH (apt-get install hipcc)");
+        return;
+    }
+    if !nvrtc_present(test) {
+        return;
+    }
+    let env = Env::new();
+    let ctx = env.path("axpy");
+    steps_context(&ctx, "hip");
+    let out = env.path("out");
+    let report = env.json(&["export", s(&ctx), "--to", s(&out), "--set", "n=1024", "--set", "BLOCK=64", "--set", "SCALE=2", "--json"]);
+    assert_eq!(report["build"], "hipcc -O3 -std=c++17 -o harness harness.hip");
+    // No AMD GPU here to run it: compile and link it for one.
+    let built = Command::new("hipcc").current_dir(&out).args(["--offload-arch=gfx90a", "-O3", "-std=c++17", "-o", "harness", "harness.hip"]).output().unwrap();
+    assert!(built.status.success(), "hipcc failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    assert!(out.join("harness").is_file());
+    // And the matmul example, exported at a configuration of its own.
+    let out2 = env.path("out2");
+    env.ok(&["export", &example("matmul-hip-f32"), "--to", s(&out2), "--set", "n=256", "--set", "BLOCK_X=16", "--set", "BLOCK_Y=16"]);
+    let built = Command::new("hipcc").current_dir(&out2).args(["--offload-arch=gfx90a", "-O3", "-std=c++17", "-o", "harness", "harness.hip"]).output().unwrap();
+    assert!(built.status.success(), "hipcc failed:\n{}", String::from_utf8_lossy(&built.stderr));
 }
