@@ -24,6 +24,8 @@ pub enum Command {
     Compile(CompileArgs),
     /// Time a matmul context's kernel and cuBLAS in the same run, on the same inputs; print % of cuBLAS.
     Baseline(BaselineArgs),
+    /// Scaffold a context from an existing kernel source file: arrays and scalar inputs from its signature, a proposed launch script.
+    New(NewArgs),
     /// Create a workflow (a git repository) whose root checkpoint is a context.
     Init(InitArgs),
     /// The workflow's checkpoints: transformation, verdict, best time, speedups.
@@ -268,6 +270,38 @@ pub struct BundleArgs {
     pub workflow: PathBuf,
     /// The file to write (e.g. wf.bundle); `git clone FILE` or `peak replay FILE` reads it.
     pub file: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The kernel source file (.cu, .hip or .cl).
+    pub file: PathBuf,
+    /// The context folder to create.
+    #[arg(long)]
+    pub to: PathBuf,
+    /// The kernel to import, when the file holds several.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// The backend, when the file's extension does not say it.
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// An array's length as an expression over the scalar inputs: `x=rows*cols`. Asked for when missing and stdin is a terminal.
+    #[arg(long = "size", value_name = "ARRAY=EXPR")]
+    pub sizes: Vec<String>,
+    /// The values a scalar input is run at: `n=256,1024`. Asked for when missing and stdin is a terminal.
+    #[arg(long = "input", value_name = "NAME=V1,V2")]
+    pub inputs: Vec<String>,
+    /// An array that holds the kernel's result (repeat for several). Default: every array not declared `const`.
+    #[arg(long = "output", value_name = "ARRAY")]
+    pub outputs: Vec<String>,
+    /// The kind of kernel (matmul, softmax, reduction, stencil, transpose, ...): transformations check it.
+    #[arg(long)]
+    pub domain: Option<String>,
+    /// What the kernel computes, in a sentence: prompts describe the kernel with it.
+    #[arg(long)]
+    pub description: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -53,6 +53,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(args),
         Command::Compile(args) => commands::compile::run(args),
         Command::Baseline(args) => commands::baseline::run(args),
+        Command::New(args) => commands::new::run(args),
         Command::Init(args) => commands::init::run(args),
         Command::Log(args) => commands::log::run(args),
         Command::Show(args) => commands::show::run(args),

@@ -52,7 +52,7 @@ fn a_matmul_transformation_on_another_kind_of_kernel_is_refused_and_nothing_is_l
         let out = env.peak(&["apply", "tb-tiling", "-w", &wf, "--executor", "agent"]);
         assert!(!out.status.success());
         let err = stderr(&out);
-        assert!(err.contains("'TB-Tiling' is written for matmul kernels, and this context declares a stencil kernel"), "{err}");
+        assert!(err.contains("'TB-Tiling' is written for matmul kernels, and this context's kernel is of kind 'stencil'"), "{err}");
         assert!(err.contains("no transformation in the library fits it yet"), "{err}");
     }
     let attempts = std::fs::read_to_string(Path::new(&wf).join(".git/peak/attempts.jsonl")).unwrap_or_default();
@@ -79,7 +79,7 @@ fn roles_map_a_contexts_own_names_and_the_prompt_describes_its_kernel() {
     let waiting = env.json(&["apply", "refactor", "-w", &wf, "--executor", "agent", "--json"]);
     assert_eq!(waiting["status"], "waiting", "{waiting}");
     let prompt = waiting["prompt"].as_str().unwrap();
-    assert!(prompt.contains("# The kernel\n\nKernel `matmul` (a matmul kernel). Multiplies two square matrices, one work-item per output."), "{prompt}");
+    assert!(prompt.contains("# The kernel\n\nKernel `matmul` (kind: matmul). Multiplies two square matrices, one work-item per output."), "{prompt}");
     assert!(prompt.contains("Arrays: A (f32, n * n elements, input), B (f32, n * n elements, input), C (f32, n * n elements, output)."), "{prompt}");
     assert!(prompt.contains("a thread block of WG_X x WG_Y threads"), "the transformation speaks the context's names: {prompt}");
     assert!(!prompt.contains("BLOCK_X"), "no role name is left for the model to use: {prompt}");

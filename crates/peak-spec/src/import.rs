@@ -138,15 +138,20 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, choices: &Impor
             return Err(format!("kernel `{}` has no parameter `{name}`", kernel.name));
         }
     }
+    // Everything missing at once, each with the flag that gives it.
+    let mut missing = Vec::new();
     let missing_sizes: Vec<&str> = arrays.iter().map(|a| a.name()).filter(|a| !choices.sizes.contains_key(*a)).collect();
     if !missing_sizes.is_empty() {
         let example = missing_sizes.iter().map(|a| format!("--size {a}=EXPR")).collect::<Vec<_>>().join(" ");
-        return Err(format!("the length of {} is not in the signature: give it as an expression over the scalar inputs, e.g. {example}", missing_sizes.join(", ")));
+        missing.push(format!("the length of {} (an expression over the scalar inputs): {example}", missing_sizes.join(", ")));
     }
     let missing_inputs: Vec<&str> = scalars.iter().copied().filter(|s| !choices.inputs.contains_key(*s)).collect();
     if !missing_inputs.is_empty() {
         let example = missing_inputs.iter().map(|s| format!("--input {s}=256,1024")).collect::<Vec<_>>().join(" ");
-        return Err(format!("the sizes to run scalar input(s) {} at are not in the signature: {example}", missing_inputs.join(", ")));
+        missing.push(format!("the values to run {} at: {example}", missing_inputs.join(", ")));
+    }
+    if !missing.is_empty() {
+        return Err(format!("the signature of `{}` does not say {}", kernel.name, missing.join("; nor ")));
     }
 
     let is_output = |p: &Param| match (&choices.outputs, p) {
@@ -326,7 +331,7 @@ extern "C" __global__ void softmax(const float* __restrict__ x, float* __restric
     fn a_scaffold_asks_for_what_the_signature_lacks() {
         let mut choices = ImportChoices::default();
         let err = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &choices).unwrap_err();
-        assert!(err.contains("--size x=EXPR --size y=EXPR"), "{err}");
+        assert!(err.contains("--size x=EXPR --size y=EXPR") && err.contains("--input rows=256,1024 --input cols=256,1024"), "everything missing at once: {err}");
         choices.sizes = [("x", "rows * cols"), ("y", "rows * cols")].map(|(a, s)| (a.to_string(), s.to_string())).into_iter().collect();
         let err = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &choices).unwrap_err();
         assert!(err.contains("--input rows=256,1024 --input cols=256,1024"), "{err}");

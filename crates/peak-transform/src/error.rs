@@ -44,7 +44,7 @@ pub enum PromptError {
     #[error("'{transformation}' uses the name '{name}' itself, so the context's [kernel.roles] cannot map its role '{role}' to '{name}'; rename the context's parameter")]
     RoleClash { transformation: String, role: String, name: String },
 
-    #[error("'{transformation}' is written for {kernels} kernels, and this context declares a {domain} kernel ([kernel] domain in peak.toml); {}", Fitting(fitting))]
+    #[error("'{transformation}' is written for {kernels} kernels, and this context's kernel is of kind '{domain}' ([kernel] domain in peak.toml); {}", Fitting(fitting))]
     WrongKernel { transformation: String, domain: String, kernels: String, fitting: Vec<String> },
 
     #[error("'{transformation}' introduces tuning parameter '{name}', but the kernel context already has one of that name; was it applied already?")]

@@ -16,6 +16,7 @@ pub mod info;
 pub mod init;
 pub mod log;
 pub mod mcp;
+pub mod new;
 pub mod pending;
 pub mod replay;
 pub mod report;
