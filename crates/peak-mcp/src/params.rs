@@ -95,6 +95,16 @@ pub struct WorkflowParams {
     pub workflow: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReportParams {
+    /// Workflow folders or bundle files (`peak bundle`) to report on; each branch is a series.
+    pub workflows: Vec<String>,
+    /// Also write one self-contained HTML page (figures as inline SVG) to this file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub html: Option<String>,
+}
+
 /// How a transformation is carried out (shared by `start_transformation` and `apply_transformation`).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplySettings {

@@ -523,6 +523,26 @@ impl PeakServer {
         .await
     }
 
+    /// The paper's figures and tables from workflows' records (folders or bundle files):
+    /// speedup per step over the root and the previous step, success per executor and
+    /// transformation with failures by kind, which validator caught each failed try, the
+    /// time spent validating, transforming and tuning, and tuning convergence. With `html`,
+    /// also writes one self-contained HTML page there.
+    #[tool(annotations(destructive_hint = false))]
+    async fn report(&self, Parameters(p): Parameters<ReportParams>) -> ToolResult {
+        self.quick(move |_| {
+            let paths: Vec<PathBuf> = p.workflows.iter().map(PathBuf::from).collect();
+            let report = peak_report::gather(&paths)?;
+            let mut text = peak_report::tables::render(&report);
+            if let Some(file) = &p.html {
+                std::fs::write(file, peak_report::html::render(&report)?).with_context(|| format!("writing {file}"))?;
+                text.push_str(&format!("\nwrote the HTML report to {file}\n"));
+            }
+            Ok(Answer::ok(text, &report))
+        })
+        .await
+    }
+
     /// One checkpoint in full: transformation, executor and model, verdict, best
     /// configuration and time, validation summary, and its context's files.
     #[tool(annotations(read_only_hint = true))]

@@ -117,6 +117,7 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
             "pending_pass",
             "profile",
             "read_region",
+            "report",
             "show_checkpoint",
             "show_context",
             "show_transformation",
@@ -285,6 +286,14 @@ fn agent_carries_refactor_through_to_a_checkpoint() -> Result<(), Failed> {
     assert!(diff.contains("+#define A_AT(r, c)") || diff.contains("A_AT"), "{diff}");
     let attempts = session.ok("attempts", json!({ "workflow": wf }));
     assert!(attempts.contains("compile-failed") && attempts.contains("Refactor") && attempts.contains("passed"), "{attempts}");
+    // The report counts the failed try by kind, and says which validator caught it.
+    let report = session.ok("report", json!({ "workflows": [wf] }));
+    let refactor = report.lines().find(|l| l.trim_start().starts_with("agent") && l.contains("Refactor")).unwrap_or_else(|| panic!("{report}"));
+    let counts: Vec<u32> = refactor.split_whitespace().filter_map(|c| c.parse().ok()).collect();
+    // applies, tries, first try, after repair, failed, then the failure kinds (compile-failed second).
+    assert_eq!(counts[..5], [1, 2, 0, 1, 0], "{report}");
+    assert_eq!(counts[6], 1, "one compile-failed try: {report}");
+    assert!(report.contains("compile-failed  compiler"), "{report}");
     let shown = session.ok("show_checkpoint", json!({ "workflow": wf }));
     assert!(shown.contains("transformation  Refactor") && shown.contains("executor        agent"), "{shown}");
 
