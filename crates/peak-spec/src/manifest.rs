@@ -165,23 +165,25 @@ pub struct MatmulShape {
     pub c: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The device-code language of a context, and so the backend that runs it. Also the
+/// language a transformation targets (`peak_transform::Backend` is this type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
-    Opencl,
     Cuda,
     Hip,
+    Opencl,
     Hlsl,
 }
 
 impl Backend {
-    pub const ALL: [Backend; 4] = [Backend::Opencl, Backend::Cuda, Backend::Hip, Backend::Hlsl];
+    pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::Hip, Backend::Opencl, Backend::Hlsl];
 
     pub fn name(self) -> &'static str {
         match self {
-            Backend::Opencl => "opencl",
             Backend::Cuda => "cuda",
             Backend::Hip => "hip",
+            Backend::Opencl => "opencl",
             Backend::Hlsl => "hlsl",
         }
     }
@@ -198,8 +200,8 @@ impl FromStr for Backend {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Backend::ALL
             .into_iter()
-            .find(|b| b.name() == s)
-            .ok_or_else(|| format!("unknown backend '{s}': expected one of opencl, cuda, hip, hlsl"))
+            .find(|b| b.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown backend '{s}': expected cuda, hip, opencl or hlsl"))
     }
 }
 

@@ -35,39 +35,28 @@
 //! backend) live in [`crate::library`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use peak_spec::Region;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::error::{LibraryError, PromptError};
 
-/// A device-code language a transformation can target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    Cuda,
-    Hip,
-    Opencl,
-    Hlsl,
+/// A device-code language a transformation can target: the manifest's own backend type.
+pub use peak_spec::Backend;
+
+/// What the transformation library says about each backend's language.
+pub(crate) trait BackendText {
+    /// File extension of this backend's snippets under `snippets/`.
+    fn snippet_extension(self) -> &'static str;
+    /// Language tag for fenced code blocks in prompts.
+    fn fence_language(self) -> &'static str;
+    /// The name people know the language by, for prompts.
+    fn language(self) -> &'static str;
 }
 
-impl Backend {
-    pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::Hip, Backend::Opencl, Backend::Hlsl];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Cuda => "cuda",
-            Backend::Hip => "hip",
-            Backend::Opencl => "opencl",
-            Backend::Hlsl => "hlsl",
-        }
-    }
-
-    /// File extension of this backend's snippets under `snippets/`.
-    pub fn snippet_extension(self) -> &'static str {
+impl BackendText for Backend {
+    fn snippet_extension(self) -> &'static str {
         match self {
             Backend::Cuda => "cu",
             Backend::Hip => "hip",
@@ -76,8 +65,7 @@ impl Backend {
         }
     }
 
-    /// Language tag for fenced code blocks in prompts.
-    pub(crate) fn fence_language(self) -> &'static str {
+    fn fence_language(self) -> &'static str {
         match self {
             Backend::Cuda => "cuda",
             Backend::Hip => "cpp",
@@ -86,30 +74,13 @@ impl Backend {
         }
     }
 
-    /// The name people know the language by, for prompts.
-    pub(crate) fn language(self) -> &'static str {
+    fn language(self) -> &'static str {
         match self {
             Backend::Cuda => "CUDA C++ (compiled with NVRTC)",
             Backend::Hip => "HIP C++ (compiled with hipcc or, through a HIP-to-CUDA prelude, NVRTC)",
             Backend::Opencl => "OpenCL C",
             Backend::Hlsl => "HLSL compute shaders (compiled to SPIR-V, run through Vulkan)",
         }
-    }
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Backend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Backend::ALL
-            .into_iter()
-            .find(|b| b.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown backend '{s}': expected cuda, hip, opencl or hlsl"))
     }
 }
 

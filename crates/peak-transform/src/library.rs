@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::LibraryError;
-use crate::format::{Backend, Transformation, TranslationTable, is_term, line_of};
+use crate::format::{Backend, BackendText, Transformation, TranslationTable, is_term, line_of};
 
 mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin_files.rs"));

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use peak_spec::{Region, Regions};
 
 use crate::error::PromptError;
-use crate::format::{Backend, Transformation, substitute};
+use crate::format::{Backend, BackendText, Transformation, substitute};
 use crate::library::Library;
 use crate::reply::{ReplyError, parse_reply};
 
