@@ -259,6 +259,9 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         let space = restricted(&candidate, &options.set)?;
         let picked = samples(&space, options.samples, options.seed);
         let started = std::time::Instant::now();
+        // Where validation first caught the failure: the 1-based sample (in validation
+        // order) and the validator, for the attempts log (`peak report`'s evaluation depth).
+        let mut caught: Option<(u32, Option<String>)> = None;
         let verdict = match &options.defer {
             Some(defer) => {
                 reporter.stage("compile-check");
@@ -278,16 +281,31 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
                 let sanitized = if report.outcome == Validation::Passed { Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?) } else { None };
                 validation_s += started.elapsed().as_secs_f64();
                 match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
-                    (_, Some(finding)) => finding,
+                    (_, Some(finding)) => {
+                        let at = sanitized.as_ref().and_then(|r| r.samples.iter().position(|s| s.verdict.is_failure()));
+                        caught = at.map(|i| (i as u32 + 1, Some("sanitizer".to_string())));
+                        finding
+                    }
                     (Validation::Passed, None) => break (candidate, Judged::Validated { report, sanitized }),
                     (Validation::Inconclusive, None) => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
-                    (Validation::Failed, None) => report.samples.iter().map(|s| s.verdict.clone()).find(Verdict::is_failure).expect("a failed validation has a failing sample"),
+                    (Validation::Failed, None) => {
+                        let (i, sample) = report.samples.iter().enumerate().find(|(_, s)| s.verdict.is_failure()).expect("a failed validation has a failing sample");
+                        // A compile error, crash or time-out is the compiler's or the runner's
+                        // (left unnamed here); anything else, the failing check's validator.
+                        let validator = match sample.verdict {
+                            Verdict::CompileFailed { .. } | Verdict::LaunchFailed { .. } | Verdict::Crashed { .. } | Verdict::TimedOut { .. } => None,
+                            _ => sample.checks.iter().find(|c| c.verdict.is_failure()).map(|c| c.validator.clone()),
+                        };
+                        caught = Some((i as u32 + 1, validator));
+                        sample.verdict.clone()
+                    }
                 }
             }
         };
         let summary = verdict.summary();
         reporter.attempt(verdict.category(), &summary);
-        log.record(Attempt { outcome: verdict.category().into(), error: Some(summary.clone()), retry: repairs, ..base.clone() })?;
+        let (sample, validator) = caught.map_or((None, None), |(i, v)| (Some(i), v));
+        log.record(Attempt { outcome: verdict.category().into(), error: Some(summary.clone()), retry: repairs, sample, validator, ..base.clone() })?;
         if repairs >= options.retries {
             return give_up(&dir, &t, log.count, verdict.category(), &summary);
         }

@@ -103,10 +103,10 @@ pub struct DepthRow {
     pub transformation: String,
     pub retry: u32,
     pub outcome: String,
-    /// The validator that the outcome's category belongs to.
+    /// The validator the attempts log names, else the one the outcome's category belongs to.
     pub validator: String,
-    /// 1-based index of the first sampled execution parameter that failed; the attempts
-    /// log does not record it yet, so this is `None` for every record so far.
+    /// 1-based index of the first sampled execution parameter that failed (in validation
+    /// order), when the attempts log records it (`sample`, kept since reports were added).
     pub first_failing_sample: Option<u32>,
     pub error: Option<String>,
 }
@@ -294,12 +294,15 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
     }
     let success = success_rows(&records);
     let depth = depth_rows(&records);
-    if !depth.is_empty() && depth.iter().all(|d| d.first_failing_sample.is_none()) {
-        missing.push(
-            "evaluation depth: the attempts log records each failure's outcome and message, not the index of the sampled execution parameter that caught it".into(),
-        );
+    let unplaced = depth.iter().filter(|d| d.first_failing_sample.is_none()).count();
+    if unplaced > 0 {
+        missing.push(format!(
+            "evaluation depth: {unplaced} of {} failed tries do not record which sampled execution parameter caught them (`sample` in the attempts log, kept since reports were added)",
+            depth.len()
+        ));
     }
-    let samples_enough = depth.iter().map(|d| d.first_failing_sample).collect::<Option<Vec<_>>>().and_then(|v| v.into_iter().max());
+    // Every failure placed: the deepest one says how many samples were needed.
+    let samples_enough = if unplaced == 0 { depth.iter().filter_map(|d| d.first_failing_sample).max() } else { None };
 
     let final_kernel = series.first().and_then(|s| s.steps.last().map(|step| (s, step))).and_then(|(s, step)| {
         let view = view_of(&step.id)?;
@@ -483,8 +486,8 @@ fn depth_rows(records: &[&AttemptRecord]) -> Vec<DepthRow> {
                 transformation: r.attempt.transformation.clone(),
                 retry: r.attempt.retry,
                 outcome: r.attempt.outcome.clone(),
-                validator: validator.to_string(),
-                first_failing_sample: None,
+                validator: r.attempt.validator.clone().unwrap_or_else(|| validator.to_string()),
+                first_failing_sample: r.attempt.sample,
                 error: r.attempt.error.as_ref().map(|e| e.lines().next().unwrap_or_default().to_string()),
             })
         })

@@ -70,6 +70,15 @@ pub struct Attempt {
     /// 0 for the first try, 1 for the first repair, ...
     #[serde(default)]
     pub retry: u32,
+    /// For a try that failed validation: the first sampled execution parameter (1-based,
+    /// in validation order) that failed, so that `peak report` can say how many samples
+    /// were needed to catch it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<u32>,
+    /// For a try that failed validation: the validator that caught it (`output`,
+    /// `sanitizer`); absent when the compiler or the runner failed before any validator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validator: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_in: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
