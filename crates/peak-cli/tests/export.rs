@@ -160,6 +160,17 @@ fn an_opencl_context_exports_with_set_and_bad_input_is_refused() {
     let nope = env.peak(&["export", "no-such-tag", "-w", s(&wf), "--to", &env.arg("x")]);
     assert_eq!(nope.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nope.stderr).contains("unknown checkpoint `no-such-tag`"), "{}", String::from_utf8_lossy(&nope.stderr));
+    // A checkpoint with no performance record names what it lacks, and exports with --set.
+    let unmeasured = env.path("unmeasured");
+    env.ok(&["init", s(&unmeasured), "--from", &example("matmul-opencl-naive"), "--no-measure", "--set", "n=256"]);
+    let bare = env.peak(&["export", "root", "-w", s(&unmeasured), "--to", &env.arg("bare")]);
+    assert_eq!(bare.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bare.stderr);
+    assert!(stderr.contains("missing parameter(s) n, BLOCK_X, BLOCK_Y: the checkpoint has no performance record"), "{stderr}");
+    let given = env.json(&["export", "root", "-w", s(&unmeasured), "--to", &env.arg("bare"), "--set", "n=256", "--set", "BLOCK_X=8", "--set", "BLOCK_Y=8", "--json"]);
+    assert_eq!(given["origin"]["transformation"], "init");
+    assert_eq!(given["param_sources"][1], serde_json::json!(["BLOCK_X", "--set"]));
+
     let hlsl = env.peak(&["export", &example("matmul-hlsl-f32"), "--to", &env.arg("h"), "--set", "n=64"]);
     assert_eq!(hlsl.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&hlsl.stderr).contains("does not support HLSL"), "{}", String::from_utf8_lossy(&hlsl.stderr));
