@@ -4,7 +4,6 @@
 use std::collections::HashSet;
 
 use anyhow::Result;
-use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
 use crate::data::{FAILURE_KINDS, Step, WorkflowReport};
@@ -158,12 +157,12 @@ pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
     Ok(finish(id, title, Some("Each line is one branch, followed from the root by first parents; the y axis is logarithmic.".into()), svg))
 }
 
-/// Horizontal bars, one per labelled row; `segments` are (value, colour) stacked from
-/// `origin`. Returns the SVG.
+/// Horizontal bars, one per labelled row (the first on top); `segments` are (value,
+/// colour) stacked from `origin`. Row labels are drawn beside the plot, one per row.
 fn bars(rows: &[(String, Vec<(f64, RGBColor)>)], origin: f64, x_range: (f64, f64), x_desc: &str, x_fmt: &dyn Fn(&f64) -> String, legend: &[(&str, RGBColor)], baseline: Option<f64>) -> Result<String> {
-    let n = rows.len().max(1) as i32;
+    let n = rows.len().max(1);
     let label_len = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8) as u32;
-    let height = 110 + 30 * n as u32 + if legend.is_empty() { 0 } else { 30 };
+    let height = 100 + 32 * n as u32 + if legend.is_empty() { 0 } else { 36 };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
@@ -176,17 +175,12 @@ fn bars(rows: &[(String, Vec<(f64, RGBColor)>)], origin: f64, x_range: (f64, f64
             .margin(16)
             .margin_right(30)
             .x_label_area_size(44)
-            .y_label_area_size((label_len * 7 + 16).min(360))
-            .build_cartesian_2d(x_range.0..x_range.1, (0..n - 1).into_segmented())?;
+            .y_label_area_size((label_len * 7 + 20).min(360))
+            .build_cartesian_2d(x_range.0..x_range.1, 0f64..n as f64)?;
         chart
             .configure_mesh()
             .disable_y_mesh()
-            .y_labels(n as usize)
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) if *i >= 0 && *i < n => rows[(n - 1 - i) as usize].0.clone(),
-                _ => String::new(),
-            })
-            .y_label_style((FONT, 13).into_font().color(&INK))
+            .y_labels(0)
             .x_label_formatter(x_fmt)
             .x_label_style((FONT, 13).into_font().color(&INK))
             .x_desc(x_desc)
@@ -195,18 +189,21 @@ fn bars(rows: &[(String, Vec<(f64, RGBColor)>)], origin: f64, x_range: (f64, f64
             .light_line_style(TRANSPARENT)
             .axis_style(INK.mix(0.6))
             .draw()?;
-        for (r, (_, segments)) in rows.iter().enumerate() {
-            let y = n - 1 - r as i32;
+        let label_style = TextStyle::from((FONT, 13).into_font())
+            .color(&INK)
+            .pos(plotters::style::text_anchor::Pos::new(plotters::style::text_anchor::HPos::Right, plotters::style::text_anchor::VPos::Center));
+        for (r, (label, segments)) in rows.iter().enumerate() {
+            let y = (n - 1 - r) as f64;
             let mut at = origin;
             for (value, color) in segments {
-                let mut bar = Rectangle::new([(at, SegmentValue::Exact(y)), (at + value, SegmentValue::Exact(y + 1))], color.filled());
-                bar.set_margin(5, 5, 0, 0);
-                chart.draw_series(std::iter::once(bar))?;
+                chart.draw_series(std::iter::once(Rectangle::new([(at, y + 0.18), (at + value, y + 0.82)], color.filled())))?;
                 at += value;
             }
+            let (px, py) = chart.backend_coord(&(x_range.0, y + 0.5));
+            plot.draw(&Text::new(label.clone(), (px - 10, py), label_style.clone()))?;
         }
         if let Some(x) = baseline {
-            chart.draw_series(LineSeries::new([(x, SegmentValue::Exact(0)), (x, SegmentValue::Exact(n))], INK.mix(0.5).stroke_width(1)))?;
+            chart.draw_series(LineSeries::new([(x, 0.0), (x, n as f64)], INK.mix(0.5).stroke_width(1)))?;
         }
         if let Some(area) = legend_area {
             let mut x = 20;
@@ -219,6 +216,11 @@ fn bars(rows: &[(String, Vec<(f64, RGBColor)>)], origin: f64, x_range: (f64, f64
         root.present()?;
     }
     Ok(svg)
+}
+
+/// Tick labels for amounts: whole numbers bare, others with one decimal.
+fn amount_label(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-6 { format!("{v:.0}") } else { format!("{v:.1}") }
 }
 
 /// Every checkpoint once, in series order, with the series name where it is not the first's.
@@ -333,7 +335,7 @@ pub fn depth(w: &WorkflowReport) -> Result<Figure> {
         let rows = (1..=max)
             .map(|s| (format!("sample {s}"), validators.iter().map(|v| (known.iter().filter(|k| k.0 == s && k.1 == *v).count() as f64, color_of(v))).collect()))
             .collect();
-        (rows, format!("{max} samples would have caught every recorded failure."))
+        (rows, format!("{max} sample{} would have caught every recorded failure.", if max == 1 { "" } else { "s" }))
     };
     let max = rows.iter().map(|r| r.1.iter().map(|s| s.0).sum::<f64>()).fold(1.0f64, f64::max);
     let svg = bars(&rows, 0.0, (0.0, max * 1.05), "failed tries", &count_label, &legend, None)?;
@@ -357,7 +359,7 @@ pub fn time(w: &WorkflowReport) -> Result<Figure> {
         return empty(id, title, "no times recorded: these checkpoints predate `elapsed_s` in their records");
     }
     let max = rows.iter().map(|r| r.1.iter().map(|s| s.0).sum::<f64>()).fold(0.1f64, f64::max);
-    let svg = bars(&rows, 0.0, (0.0, max * 1.05), "seconds", &|v| format!("{v:.0}"), &legend, None)?;
+    let svg = bars(&rows, 0.0, (0.0, max * 1.05), "seconds", &amount_label, &legend, None)?;
     Ok(finish(id, title, None, svg))
 }
 

@@ -275,7 +275,7 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
             }
             out.push_str("</div>");
         }
-        let _ = write!(out, "<details><summary>{}</summary><pre><code>{}</code></pre></details></div>", escape(&k.file), escape(&k.source));
+        let _ = write!(out, "<details open><summary>{}</summary><pre><code>{}</code></pre></details></div>", escape(&k.file), escape(&k.source));
     }
 
     out.push_str("<div class=\"panel\"><h3>What each step changed</h3>");

@@ -39,8 +39,14 @@ pub(crate) fn seconds(s: Option<f64>) -> String {
     s.map(|s| format!("{s:.1}")).unwrap_or_else(|| "-".into())
 }
 
-/// Columns padded to their widest cell: text left, numbers (cells starting with a digit,
-/// or `-` alone) right.
+/// A number, maybe with a unit: `12`, `3.27x`, `45.5%`, `4.00 ms`, `1.2 s`.
+fn is_number(cell: &str) -> bool {
+    let bare = ["x", "%", " ms", " s"].iter().fold(cell, |c, unit| c.strip_suffix(unit).unwrap_or(c));
+    bare.parse::<f64>().is_ok()
+}
+
+/// Columns padded to their widest cell: text left, numbers right (a column is numeric
+/// when every cell but `-` is a number).
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let cols = headers.len();
     let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
@@ -52,7 +58,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let numeric: Vec<bool> = (0..cols)
         .map(|i| {
             let cells: Vec<&String> = rows.iter().filter_map(|r| r.get(i)).filter(|c| c.as_str() != "-").collect();
-            !cells.is_empty() && cells.iter().all(|c| c.starts_with(|ch: char| ch.is_ascii_digit()))
+            !cells.is_empty() && cells.iter().all(|c| is_number(c))
         })
         .collect();
     let mut out = String::new();
