@@ -35,6 +35,28 @@ pub struct TargetParams {
     pub checkpoint: Option<String>,
 }
 
+/// Which execution parameters a tool runs, and the seed it draws with (shared by
+/// `init_workflow`, `validate`, `tune` and the transformation tools).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SampleParams {
+    /// Seed of what the tool draws at random: the sampled execution parameters, their
+    /// inputs, the tuning search. Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub seed: Option<u64>,
+    /// Restrict inputs or tuning parameters, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
+    #[serde(default)]
+    pub set: Vec<String>,
+}
+
+/// Transformation files beyond the built-in library.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LibraryParams {
+    /// Extra folders of transformation files (`*.toml`), layered over the built-in library.
+    #[serde(default)]
+    pub library_dirs: Vec<String>,
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadRegionParams {
     /// The region: `macros` (#defines and helpers), `device` (the kernel code) or `host`
@@ -50,18 +72,16 @@ pub struct ListTransformationsParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub backend: Option<String>,
-    /// Extra folders of transformation files (`*.toml`), layered over the built-in library.
-    #[serde(default)]
-    pub library_dirs: Vec<String>,
+    #[serde(flatten)]
+    pub library: LibraryParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ShowTransformationParams {
     /// The transformation's name, e.g. `TB-Tiling` (case and punctuation are forgiven).
     pub name: String,
-    /// Extra folders of transformation files, layered over the built-in library.
-    #[serde(default)]
-    pub library_dirs: Vec<String>,
+    #[serde(flatten)]
+    pub library: LibraryParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -71,10 +91,6 @@ pub struct InitWorkflowParams {
     /// The initial kernel context folder; its outputs are the reference every later
     /// checkpoint is validated against.
     pub context: String,
-    /// Seed of the reference inputs and of the search. Default 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seed: Option<u64>,
     /// Tune the root checkpoint so later checkpoints report a speedup over it. Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "bool")]
@@ -83,10 +99,8 @@ pub struct InitWorkflowParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "usize")]
     pub budget: Option<usize>,
-    /// Restrict inputs or tuning parameters for the reference and the tuning, as
-    /// `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
-    #[serde(default)]
-    pub set: Vec<String>,
+    #[serde(flatten)]
+    pub sampling: SampleParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -116,10 +130,8 @@ pub struct ApplySettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "usize")]
     pub samples: Option<usize>,
-    /// Seed of the validation sample and of the tuning search. Default 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seed: Option<u64>,
+    #[serde(flatten)]
+    pub sampling: SampleParams,
     /// Tuning budget: configurations to evaluate per input configuration. Default: all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "usize")]
@@ -128,12 +140,8 @@ pub struct ApplySettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "f64")]
     pub time_limit_s: Option<f64>,
-    /// Restrict validation and tuning, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
-    #[serde(default)]
-    pub set: Vec<String>,
-    /// Extra folders of transformation files, layered over the built-in library.
-    #[serde(default)]
-    pub library_dirs: Vec<String>,
+    #[serde(flatten)]
+    pub library: LibraryParams,
     /// Where no GPU is: compile-check the result on the sampled execution parameters
     /// instead of validating and tuning it, and record the checkpoint as `deferred`;
     /// `peak replay` validates and tunes it where the GPU is. Default false.
@@ -193,13 +201,8 @@ pub struct ValidateParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "usize")]
     pub samples: Option<usize>,
-    /// Seed of the sample and of each sample's fresh random inputs. Default 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seed: Option<u64>,
-    /// Restrict inputs or tuning parameters, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=256"].
-    #[serde(default)]
-    pub set: Vec<String>,
+    #[serde(flatten)]
+    pub sampling: SampleParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -223,13 +226,8 @@ pub struct TuneParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "usize")]
     pub top: Option<usize>,
-    /// Seed of the search. Default 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seed: Option<u64>,
-    /// Restrict inputs or tuning parameters, as `NAME=VALUE` or `NAME=V1,V2`. Example: ["n=512"].
-    #[serde(default)]
-    pub set: Vec<String>,
+    #[serde(flatten)]
+    pub sampling: SampleParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -255,7 +255,7 @@ impl PeakServer {
     #[tool(annotations(read_only_hint = true))]
     async fn list_transformations(&self, Parameters(p): Parameters<ListTransformationsParams>) -> ToolResult {
         self.quick(move |settings| {
-            let library = library(settings, &p.library_dirs)?;
+            let library = library(settings, &p.library.library_dirs)?;
             let backend: Option<peak_transform::Backend> = p.backend.as_deref().map(|b| b.parse().map_err(|e: String| anyhow!(e))).transpose()?;
             let list: Vec<_> = library.list().iter().filter(|t| backend.is_none_or(|b| t.applies_to(b))).collect();
             let data: Vec<Value> = list.iter().map(|t| render::transformation_summary(t)).collect();
@@ -269,7 +269,7 @@ impl PeakServer {
     #[tool(annotations(read_only_hint = true))]
     async fn show_transformation(&self, Parameters(p): Parameters<ShowTransformationParams>) -> ToolResult {
         self.quick(move |settings| {
-            let library = library(settings, &p.library_dirs)?;
+            let library = library(settings, &p.library.library_dirs)?;
             let t = library.get(&p.name)?;
             Ok(Answer::ok(library.show(t), render::transformation_summary(t)))
         })
@@ -307,11 +307,11 @@ impl PeakServer {
     async fn init_workflow(&self, Parameters(p): Parameters<InitWorkflowParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
             let options = InitOptions {
-                seed: p.seed.unwrap_or(1),
+                seed: p.sampling.seed.unwrap_or(1),
                 measure: p.measure.unwrap_or(true),
                 budget: p.budget,
                 time_limit: None,
-                set: p.set,
+                set: p.sampling.set,
                 cache_dir: settings.cache_dir.clone(),
                 ..InitOptions::default()
             };
@@ -419,8 +419,8 @@ impl PeakServer {
                 (None, Some(wf)) => Reference::materialize(wf, "root")?,
                 (None, None) => bail!("validate needs a reference: give `against` (a context folder), or use `workflow` to validate against its root"),
             };
-            let space = restricted(&target.ctx, &p.set)?;
-            let chosen = samples(&space, p.samples.unwrap_or(16), p.seed.unwrap_or(1));
+            let space = restricted(&target.ctx, &p.sampling.set)?;
+            let chosen = samples(&space, p.samples.unwrap_or(16), p.sampling.seed.unwrap_or(1));
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
             let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(reference.context().clone(), ReferenceStore::new(cache_dir.join("references"))))];
             let mut workers = (settings.workers)();
@@ -446,7 +446,7 @@ impl PeakServer {
                 Some(wf) => Some(Reference::materialize(wf, "root")?),
                 None => None,
             };
-            let space = restricted(&target.ctx, &p.set)?;
+            let space = restricted(&target.ctx, &p.sampling.set)?;
             let strategy: StrategyKind = p.strategy.as_deref().unwrap_or("auto").parse().map_err(|e: String| anyhow!("strategy: {e}"))?;
             let top = p.top.unwrap_or(5).max(1);
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
@@ -463,7 +463,7 @@ impl PeakServer {
                     budget: p.budget,
                     time_limit: p.time_limit_s.map(Duration::from_secs_f64),
                     top_k: top,
-                    seed: p.seed.unwrap_or(1),
+                    seed: p.sampling.seed.unwrap_or(1),
                     start_from: Vec::new(),
                 },
                 timeout: None,
@@ -660,11 +660,11 @@ fn apply_options(settings: &Settings, transformation: String, executor: String, 
         executor,
         retries: s.retries.unwrap_or(defaults.retries),
         samples: s.samples.unwrap_or(defaults.samples),
-        seed: s.seed.unwrap_or(defaults.seed),
+        seed: s.sampling.seed.unwrap_or(defaults.seed),
         budget: s.budget,
         time_limit: s.time_limit_s.map(Duration::from_secs_f64),
-        set: s.set,
-        library_dirs: settings.library_dirs.iter().cloned().chain(s.library_dirs.into_iter().map(PathBuf::from)).collect(),
+        set: s.sampling.set,
+        library_dirs: settings.library_dirs.iter().cloned().chain(s.library.library_dirs.into_iter().map(PathBuf::from)).collect(),
         cache_dir: settings.cache_dir.clone(),
         defer: s.defer.then_some(peak_apply::Defer { arch: s.arch }),
         // The sanitizer settings keep their defaults (auto, 16 samples, winner checked).
