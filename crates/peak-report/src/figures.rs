@@ -29,6 +29,11 @@ const GRID: RGBColor = RGBColor(0xe6, 0xe8, 0xec);
 const GOOD: RGBColor = RGBColor(0x3d, 0x9a, 0x5b);
 const BAD: RGBColor = RGBColor(0xd0, 0x4a, 0x4a);
 
+/// A bar chart's row: its label and its stacked (value, colour) segments.
+type Row = (String, Vec<(f64, RGBColor)>);
+/// A line of figure 2: the series name and its (step, speedup, transformation) points.
+type Line<'a> = (&'a str, Vec<(usize, f64, &'a str)>);
+
 /// One figure: the SVG, with its title also inside it as `<title>`.
 #[derive(Debug, Clone)]
 pub struct Figure {
@@ -83,7 +88,7 @@ fn ratio_label(v: &f64) -> String {
 /// Figure 2: speedup over the root per step, one line per series.
 pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
     let (id, title) = ("fig-speedup", "Speedup over the root per step (paper fig. 2)");
-    let lines: Vec<(&str, Vec<(usize, f64, &str)>)> = w
+    let lines: Vec<Line> = w
         .series
         .iter()
         .map(|s| (s.name.as_str(), s.steps.iter().filter_map(|st| Some((st.index, st.speedup_over_root?, st.transformation.as_str()))).collect()))
@@ -159,7 +164,7 @@ pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
 
 /// Horizontal bars, one per labelled row (the first on top); `segments` are (value,
 /// colour) stacked from `origin`. Row labels are drawn beside the plot, one per row.
-fn bars(rows: &[(String, Vec<(f64, RGBColor)>)], origin: f64, x_range: (f64, f64), x_desc: &str, x_fmt: &dyn Fn(&f64) -> String, legend: &[(&str, RGBColor)], baseline: Option<f64>) -> Result<String> {
+fn bars(rows: &[Row], origin: f64, x_range: (f64, f64), x_desc: &str, x_fmt: &dyn Fn(&f64) -> String, legend: &[(&str, RGBColor)], baseline: Option<f64>) -> Result<String> {
     let n = rows.len().max(1);
     let label_len = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8) as u32;
     let height = 100 + 32 * n as u32 + if legend.is_empty() { 0 } else { 36 };
@@ -241,7 +246,7 @@ fn distinct_steps(w: &WorkflowReport) -> Vec<(String, &Step)> {
 /// Figure 3: speedup of each step over its parent.
 pub fn speedup_over_previous(w: &WorkflowReport) -> Result<Figure> {
     let (id, title) = ("fig-previous", "Speedup over the previous step (paper fig. 3)");
-    let rows: Vec<(String, Vec<(f64, RGBColor)>)> = distinct_steps(w)
+    let rows: Vec<Row> = distinct_steps(w)
         .into_iter()
         .filter_map(|(label, st)| {
             let s = st.speedup_over_previous?;
@@ -282,7 +287,7 @@ pub fn success(w: &WorkflowReport) -> Result<Figure> {
         return empty(id, title, "no attempts recorded");
     }
     let colors = outcome_colors();
-    let rows: Vec<(String, Vec<(f64, RGBColor)>)> = w
+    let rows: Vec<Row> = w
         .success
         .iter()
         .map(|r| {
@@ -323,7 +328,7 @@ pub fn depth(w: &WorkflowReport) -> Result<Figure> {
     };
     let legend: Vec<(&str, RGBColor)> = validators.iter().enumerate().map(|(i, v)| (*v, PALETTE[i % PALETTE.len()])).collect();
     let color_of = |v: &str| legend.iter().find(|(n, _)| *n == v).map(|c| c.1).unwrap_or(INK);
-    let (rows, note): (Vec<(String, Vec<(f64, RGBColor)>)>, String) = if known.is_empty() {
+    let (rows, note): (Vec<Row>, String) = if known.is_empty() {
         // The sample is not recorded: show which validator caught what.
         let rows = validators
             .iter()
@@ -346,7 +351,7 @@ pub fn depth(w: &WorkflowReport) -> Result<Figure> {
 pub fn time(w: &WorkflowReport) -> Result<Figure> {
     let (id, title) = ("fig-time", "Time per step: validation, transformation, tuning (paper table 5)");
     let legend = [("validation", PALETTE[0]), ("transformation (executor)", PALETTE[1]), ("performance (tuning)", PALETTE[2])];
-    let rows: Vec<(String, Vec<(f64, RGBColor)>)> = w
+    let rows: Vec<Row> = w
         .time
         .rows
         .iter()
