@@ -146,6 +146,14 @@ fn json_holds_the_same_series_as_the_tables_and_the_log() {
     }
 }
 
+#[test]
+fn a_missing_workflow_is_a_usage_error() {
+    let env = Env::new();
+    let out = env.peak(&["report", s(&env.path("nowhere"))]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such workflow folder or bundle file"));
+}
+
 /// Values of `name="..."` attributes.
 fn attributes<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
     let key = format!(" {name}=\"");

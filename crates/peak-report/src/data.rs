@@ -422,13 +422,19 @@ fn executor_name(r: &AttemptRecord) -> String {
 
 /// Tries grouped into apply runs: per executor, transformation and parent, in time order,
 /// a run ends at a success, and a try whose repair count does not grow starts a new run.
+/// Rows come in the order their first try was recorded.
 fn success_rows(records: &[&AttemptRecord]) -> Vec<SuccessRow> {
     let mut rows: BTreeMap<(String, String), SuccessRow> = BTreeMap::new();
+    let mut order: Vec<(String, String)> = Vec::new();
     let mut open_run: HashMap<(String, String, Option<String>), u32> = HashMap::new();
     for r in records {
         let a = &r.attempt;
         let executor = executor_name(r);
-        let row = rows.entry((executor.clone(), a.transformation.clone())).or_insert_with(|| SuccessRow {
+        let row_key = (executor.clone(), a.transformation.clone());
+        if !rows.contains_key(&row_key) {
+            order.push(row_key.clone());
+        }
+        let row = rows.entry(row_key).or_insert_with(|| SuccessRow {
             executor: executor.clone(),
             transformation: a.transformation.clone(),
             applies: 0,
@@ -461,7 +467,7 @@ fn success_rows(records: &[&AttemptRecord]) -> Vec<SuccessRow> {
             row.failed += 1;
         }
     }
-    rows.into_values().collect()
+    order.into_iter().filter_map(|k| rows.remove(&k)).collect()
 }
 
 /// The validator that reports an outcome, or `None` when the outcome is not a validation's.
