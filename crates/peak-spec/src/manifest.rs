@@ -177,7 +177,9 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::Hip, Backend::Opencl, Backend::Hlsl];
+    /// Every backend, in the order `peak info` lists them. (Their `Ord` is the declaration
+    /// order, which keys the transformation library's maps.)
+    pub const ALL: [Backend; 4] = [Backend::Opencl, Backend::Cuda, Backend::Hip, Backend::Hlsl];
 
     pub fn name(self) -> &'static str {
         match self {
