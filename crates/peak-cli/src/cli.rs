@@ -444,38 +444,53 @@ pub struct SetArgs {
     pub set: Vec<String>,
 }
 
+/// Timing one context in-process: `peak run` and `peak baseline`.
+#[derive(Debug, Args, Clone)]
+pub struct TimingArgs {
+    /// Untimed runs before timing (for `baseline`, on each side).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// Timed runs; the median is reported (for `baseline`, each side's, and compared).
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+    /// Salt for the random inputs (0: the manifest's seeds as written).
+    #[arg(long, default_value_t = 0)]
+    pub data_seed: u64,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The context folder (holding peak.toml).
     pub context: PathBuf,
     #[command(flatten)]
     pub set: SetArgs,
-    /// Untimed runs before timing.
-    #[arg(long, default_value_t = 3)]
-    pub warmup: usize,
-    /// Timed runs; the median is reported.
-    #[arg(long, default_value_t = 20)]
-    pub reps: usize,
-    /// Salt for the random inputs (0: the manifest's seeds as written).
-    #[arg(long, default_value_t = 0)]
-    pub data_seed: u64,
+    #[command(flatten)]
+    pub timing: TimingArgs,
     #[arg(long)]
     pub json: bool,
 }
 
-#[derive(Debug, Args)]
-pub struct CheckArgs {
+/// A candidate checked against a reference on sampled execution parameters: `peak check`
+/// and `peak validate`.
+#[derive(Debug, Args, Clone)]
+pub struct CandidateArgs {
     /// The candidate context.
     pub context: PathBuf,
-    /// The reference context whose outputs are taken as right.
+    /// The reference context whose outputs are taken as right (in a workflow, the initial kernel).
     #[arg(long)]
     pub against: PathBuf,
     /// How many execution parameters to sample from the candidate's space.
     #[arg(long, default_value_t = 16)]
     pub samples: usize,
-    /// Seed of the sample and of the random inputs.
+    /// Seed of the sample and of each sample's random inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub candidate: CandidateArgs,
     #[command(flatten)]
     pub set: SetArgs,
     #[arg(long)]
@@ -507,15 +522,8 @@ pub struct BaselineArgs {
     pub context: PathBuf,
     #[command(flatten)]
     pub set: SetArgs,
-    /// Untimed runs before timing, for each side.
-    #[arg(long, default_value_t = 3)]
-    pub warmup: usize,
-    /// Timed runs for each side; the medians are compared.
-    #[arg(long, default_value_t = 20)]
-    pub reps: usize,
-    /// Salt for the random inputs (0: the manifest's seeds as written).
-    #[arg(long, default_value_t = 0)]
-    pub data_seed: u64,
+    #[command(flatten)]
+    pub timing: TimingArgs,
     /// Evict the L2 cache before each timed run, on both sides.
     #[arg(long)]
     pub flush_cache: bool,
@@ -525,17 +533,8 @@ pub struct BaselineArgs {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// The candidate context.
-    pub context: PathBuf,
-    /// The reference context whose outputs are taken as right (in a workflow, the initial kernel).
-    #[arg(long)]
-    pub against: PathBuf,
-    /// How many execution parameters to sample from the candidate's space.
-    #[arg(long, default_value_t = 16)]
-    pub samples: usize,
-    /// Seed of the sample and of each sample's fresh inputs.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub candidate: CandidateArgs,
     /// Also run compute-sanitizer tools (CUDA): memcheck, racecheck, initcheck, synccheck.
     #[arg(long, value_name = "TOOL,...")]
     pub sanitize: Vec<String>,

@@ -29,7 +29,7 @@ pub fn run(args: BaselineArgs) -> Result<()> {
             )));
         }
     };
-    let options = RunOptions { warmup: args.warmup, repetitions: args.reps, data_seed: args.data_seed, flush_cache: args.flush_cache, ..RunOptions::default() };
+    let options = RunOptions { warmup: args.timing.warmup, repetitions: args.timing.reps, data_seed: args.timing.data_seed, flush_cache: args.flush_cache, ..RunOptions::default() };
     let report = run_baseline(&backend, &ctx, &params, &options).map_err(|e| match e {
         BaselineError::NotMatmul { .. } | BaselineError::Shape { .. } | BaselineError::Types { .. } => usage(anyhow!(e)),
         other => anyhow!("{} ({}): {other}", ctx.name(), params),

@@ -45,14 +45,14 @@ struct CheckReport {
 }
 
 pub fn run(args: CheckArgs) -> Result<()> {
-    let candidate = load_context(&args.context)?;
-    let reference = load_context(&args.against)?;
+    let candidate = load_context(&args.candidate.context)?;
+    let reference = load_context(&args.candidate.against)?;
     check_compatible(&candidate, &reference).map_err(usage)?;
     if candidate.backend() != reference.backend() {
         eprintln!("note: comparing a {} context with a {} reference", candidate.backend(), reference.backend());
     }
     let space = restricted_space(&candidate, &args.set)?;
-    let points = space.sample(args.samples, args.seed);
+    let points = space.sample(args.candidate.samples, args.candidate.seed);
     if points.is_empty() {
         return Err(usage(anyhow!("{}: no execution parameter satisfies the constraints", candidate.manifest_path().display())));
     }
@@ -62,7 +62,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
 
     let mut samples = Vec::new();
     for (i, params) in points.into_iter().enumerate() {
-        let data_seed = args.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
+        let data_seed = args.candidate.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
         let options = RunOptions { warmup: 0, repetitions: 0, check_inputs: true, data_seed, ..RunOptions::default() };
         let reference_params = reference_point(&reference, &params.inputs)?;
         let expected = runner::run(ref_backend, &reference, &reference_params, &options)

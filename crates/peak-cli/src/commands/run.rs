@@ -44,7 +44,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let params = first_point(&ctx, &space)?;
     let other_points = space.iter().take(1001).count().saturating_sub(1);
     let backend = backends::open(ctx.backend())?;
-    let options = RunOptions { warmup: args.warmup, repetitions: args.reps, data_seed: args.data_seed, ..RunOptions::default() };
+    let options = RunOptions { warmup: args.timing.warmup, repetitions: args.timing.reps, data_seed: args.timing.data_seed, ..RunOptions::default() };
     let result = runner::run(backend.as_ref(), &ctx, &params, &options).map_err(|e| anyhow!("{} ({}): {e}", ctx.name(), params))?;
     let median_ms = result.median_ms();
     let report = RunReport {
@@ -54,8 +54,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         device: backend.device().name.clone(),
         params: params.clone(),
         other_points,
-        warmup: args.warmup,
-        repetitions: args.reps,
+        warmup: args.timing.warmup,
+        repetitions: args.timing.reps,
         median_ms,
         min_ms: result.times_ms.iter().copied().reduce(f64::min),
         tflops: median_ms.and_then(|ms| ctx.flops(&params).map(|f| f / (ms * 1e-3) / 1e12)),
@@ -74,7 +74,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     match median_ms {
         Some(ms) => {
             let rate = report.tflops.map(|t| format!("  {:.3} TFLOP/s", t)).unwrap_or_default();
-            println!("  time     {} median of {} (min {}){rate}", format_ms(ms), args.reps, format_ms(report.min_ms.unwrap_or(ms)));
+            println!("  time     {} median of {} (min {}){rate}", format_ms(ms), args.timing.reps, format_ms(report.min_ms.unwrap_or(ms)));
         }
         None => println!("  time     not measured (--reps 0)"),
     }

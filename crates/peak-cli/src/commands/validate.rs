@@ -39,10 +39,10 @@ impl ValidateReporter for Lines {
 }
 
 pub fn run(args: ValidateArgs) -> Result<()> {
-    let candidate = load_context(&args.context)?;
-    let reference = load_context(&args.against)?;
+    let candidate = load_context(&args.candidate.context)?;
+    let reference = load_context(&args.candidate.against)?;
     let space = restricted_space(&candidate, &args.set)?;
-    let chosen = samples(&space, args.samples, args.seed);
+    let chosen = samples(&space, args.candidate.samples, args.candidate.seed);
     if chosen.is_empty() {
         return Err(usage(anyhow!("{}: no execution parameter satisfies the constraints (after --set)", candidate.manifest_path().display())));
     }
@@ -68,7 +68,7 @@ pub fn run(args: ValidateArgs) -> Result<()> {
 
     let report = if args.json { validate(&mut workers, &candidate, &chosen, &mut validators, &())? } else { validate(&mut workers, &candidate, &chosen, &mut validators, &Lines)? };
     if args.json {
-        print_json(&Report { reference: reference.dir.display().to_string(), seed: args.seed, report: &report })?;
+        print_json(&Report { reference: reference.dir.display().to_string(), seed: args.candidate.seed, report: &report })?;
     } else {
         let counts: Vec<String> = report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
         let word = match report.outcome {
