@@ -5,7 +5,8 @@
 # - Vulkan on the CPU (Mesa's lavapipe), the Vulkan loader, and glslang for HLSL -> SPIR-V,
 # - NVRTC and the CUDA headers from PyPI, to compile-check CUDA without a GPU,
 # - Node.js, for the MCP Inspector check,
-# - Chromium, to render `peak report --html` headless in the tests (a screenshot check).
+# - Chromium, to render `peak report --html` headless in the tests (a screenshot check),
+# - SLURM (slurmctld, slurmd, munge), for the one-node cluster the SLURM test starts.
 # Rust itself comes from rustup (https://rustup.rs) and is not installed here.
 set -euo pipefail
 
@@ -16,6 +17,7 @@ APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev clinfo
   mesa-vulkan-drivers libvulkan-dev glslang-tools vulkan-tools
   python3-pip pkg-config git
+  slurm-wlm munge
 )
 
 echo "peak: installing system packages: ${APT_PACKAGES[*]}" >&2

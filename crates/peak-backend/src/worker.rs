@@ -45,6 +45,7 @@
 mod command;
 mod compile;
 mod execute;
+pub mod launcher;
 mod outputs;
 mod pool;
 mod protocol;

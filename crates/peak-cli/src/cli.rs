@@ -10,6 +10,9 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Start workers under this command line, e.g. `srun --quiet --ntasks=1 --gres=gpu:1` or `ssh gpu-box` (else $PEAK_WORKER_LAUNCHER, else `[workers] launcher` in ~/.config/peak/config.toml).
+    #[arg(long, global = true, value_name = "COMMAND")]
+    pub worker_launcher: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

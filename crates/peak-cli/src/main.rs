@@ -47,6 +47,9 @@ impl std::error::Error for Failed {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(line) = &cli.worker_launcher {
+        peak_backend::worker::launcher::choose(line);
+    }
     let result = match cli.command {
         Command::Info(args) => commands::info::run(args),
         Command::Run(args) => commands::run::run(args),

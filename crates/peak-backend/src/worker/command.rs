@@ -13,16 +13,26 @@ pub struct WorkerCommand {
     pub env: Vec<(OsString, OsString)>,
     /// Run the worker under another program: `wrapper[0] wrapper[1..] program args`.
     pub wrapper: Vec<OsString>,
+    /// Start it elsewhere (see [`super::launcher`]): this command line comes first, before
+    /// any wrapper, so a tool wraps the worker where it runs.
+    pub launcher: Vec<OsString>,
 }
 
 impl WorkerCommand {
     pub fn new(program: impl Into<PathBuf>) -> WorkerCommand {
-        WorkerCommand { program: program.into(), args: Vec::new(), env: Vec::new(), wrapper: Vec::new() }
+        WorkerCommand { program: program.into(), args: Vec::new(), env: Vec::new(), wrapper: Vec::new(), launcher: Vec::new() }
     }
 
-    /// `<this executable> worker --backend NAME`: what the `peak` binary uses.
+    /// `<this executable> worker --backend NAME`: what the `peak` binary uses, under the
+    /// configured launcher, if any.
     pub fn peak(backend: &str) -> std::io::Result<WorkerCommand> {
-        Ok(WorkerCommand::new(std::env::current_exe()?).arg("worker").arg("--backend").arg(backend))
+        let launcher = super::launcher::configured().map_err(std::io::Error::other)?;
+        Ok(WorkerCommand::new(std::env::current_exe()?).arg("worker").arg("--backend").arg(backend).launched_by(launcher))
+    }
+
+    pub fn launched_by<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, launcher: I) -> Self {
+        self.launcher = launcher.into_iter().map(Into::into).collect();
+        self
     }
 
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
@@ -42,14 +52,15 @@ impl WorkerCommand {
 
     /// The command line, for messages.
     pub fn display(&self) -> String {
-        let mut parts: Vec<String> = self.wrapper.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let mut parts: Vec<String> = self.launcher.iter().chain(&self.wrapper).map(|a| a.to_string_lossy().into_owned()).collect();
         parts.push(self.program.display().to_string());
         parts.extend(self.args.iter().map(|a| a.to_string_lossy().into_owned()));
         parts.join(" ")
     }
 
     pub(super) fn command(&self) -> Command {
-        let mut cmd = match self.wrapper.split_first() {
+        let prefix: Vec<&OsString> = self.launcher.iter().chain(&self.wrapper).collect();
+        let mut cmd = match prefix.split_first() {
             Some((tool, rest)) => {
                 let mut cmd = Command::new(tool);
                 cmd.args(rest).arg(&self.program);

@@ -13,7 +13,7 @@ use crate::backend::DeviceInfo;
 
 use super::command::WorkerCommand;
 use super::protocol::{Failure, FailureKind, Job, Message, Request, RunReport};
-use super::supervise::{Event, Worker, describe_exit};
+use super::supervise::{Event, Worker, describe_exit, is_fault};
 
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
@@ -88,6 +88,10 @@ pub struct WorkerPool {
     pub(super) restarts: usize,
     /// What the last discarded worker wrote to stderr, for the failure it is blamed for.
     pub(super) last_stderr: Option<String>,
+    /// Jobs that already had their second run after a silent death (see `blame`).
+    pub(super) retried: Vec<u64>,
+    /// The request a death was just blamed on, while it is decided whether it runs again.
+    pub(super) culprit_request: Option<Request>,
 }
 
 impl WorkerPool {
@@ -108,6 +112,8 @@ impl WorkerPool {
             serial_until: None,
             restarts: 0,
             last_stderr: None,
+            retried: Vec::new(),
+            culprit_request: None,
         })
     }
 
@@ -207,7 +213,7 @@ impl WorkerPool {
                 Ok(Event::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = self.discard_worker();
                     let how = describe_exit(status);
-                    if let Some(answer) = self.blame(FailureKind::Crashed, &format!("the worker died ({how})")) {
+                    if let Some(answer) = self.blame(FailureKind::Crashed, &format!("the worker died ({how})"), !is_fault(status)) {
                         return Ok(Some(answer));
                     }
                 }
@@ -218,7 +224,7 @@ impl WorkerPool {
                         Some((_, elapsed)) => format!("still running after {:.1} s; the worker was killed", elapsed.as_secs_f64()),
                         None => format!("no word from the worker for {:.0} s while compiling; it was killed", self.options.compile_timeout.as_secs_f64()),
                     };
-                    if let Some(answer) = self.blame(FailureKind::TimedOut, &message) {
+                    if let Some(answer) = self.blame(FailureKind::TimedOut, &message, false) {
                         return Ok(Some(answer));
                     }
                 }

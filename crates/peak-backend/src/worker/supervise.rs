@@ -48,7 +48,12 @@ impl Tail {
 impl WorkerPool {
     /// The worker is gone: answer for the job it was running, or, when that is unknown,
     /// resend everything one job at a time until the culprit is found.
-    pub(super) fn blame(&mut self, kind: FailureKind, message: &str) -> Option<Answer> {
+    ///
+    /// A death that need not be the job's doing (`second_chance`: no fault signal, see
+    /// [`is_fault`]) may be a launcher killed on a cluster, a lost node, the OOM killer.
+    /// The job then runs once more, alone on a fresh worker, and only a second death is
+    /// blamed on it.
+    pub(super) fn blame(&mut self, kind: FailureKind, message: &str, second_chance: bool) -> Option<Answer> {
         // The running job is the culprit only if it is the oldest in flight: a job whose
         // answer is still due may have faulted asynchronously (PoCL runs kernels on its
         // own threads) after the next one started. When in doubt, resend one at a time.
@@ -64,12 +69,21 @@ impl WorkerPool {
         // Everything sent to the dead worker goes back to the front of the queue, in order.
         while let Some(request) = self.in_flight.pop_back() {
             if Some(request.id) == culprit {
+                self.culprit_request = Some(request);
                 continue;
             }
             self.queue.push_front(request);
         }
         match culprit {
+            Some(id) if second_chance && !self.retried.contains(&id) => {
+                self.retried.push(id);
+                let request = self.culprit_request.take().expect("the culprit's request was kept");
+                self.queue.push_front(request);
+                self.serial_until = Some(id);
+                None
+            }
             Some(id) => {
+                self.culprit_request = None;
                 if self.serial_until.is_some_and(|last| id >= last) {
                     self.serial_until = None;
                 }
@@ -225,6 +239,23 @@ impl Worker {
 }
 
 /// "exit status 70", "killed by signal 11 (SIGSEGV)", ...
+/// Whether a worker's end looks like its code's doing: a fault signal (a wild write, an
+/// abort), directly or as the 128 + signal exit status a launcher such as srun reports
+/// for its task, or the worker's own exit after a device fault. Anything else (killed,
+/// hung up, an unknown status) may be the launcher's or the machine's.
+pub(super) fn is_fault(status: Option<ExitStatus>) -> bool {
+    const FAULTS: [i32; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGABRT, libc::SIGILL, libc::SIGFPE];
+    let Some(status) = status else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return FAULTS.contains(&signal);
+        }
+    }
+    status.code().is_some_and(|code| code == FAULT_EXIT || FAULTS.iter().any(|s| code == 128 + s))
+}
+
 pub fn describe_exit(status: Option<ExitStatus>) -> String {
     let Some(status) = status else { return "exit status unknown".into() };
     #[cfg(unix)]

@@ -1,0 +1,108 @@
+//! Workers started through SLURM (issue 12): a one-node cluster on localhost (Debian's
+//! slurmctld, slurmd and munge, started by scripts/slurm-local.sh), `peak tune` on PoCL
+//! with every worker started by `srun`, and a worker lost mid-run (its srun killed) that
+//! costs the run nothing. Needs root, slurm-wlm and an OpenCL device; skips otherwise.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{Env, example, json, opencl_present};
+
+/// The cluster, stopped when dropped.
+struct Cluster {
+    dir: PathBuf,
+}
+
+impl Cluster {
+    fn start(test: &str, dir: &Path) -> Option<Cluster> {
+        if !opencl_present(test) {
+            return None;
+        }
+        let uid = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+        if uid != "0" {
+            eprintln!("SKIPPED {test}: starting slurmctld and slurmd needs root");
+            return None;
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local.sh");
+        let out = Command::new("bash").arg(&script).arg("start").arg(dir).output().expect("bash runs");
+        if out.status.code() == Some(3) {
+            eprintln!("SKIPPED {test}: {}", String::from_utf8_lossy(&out.stderr).trim());
+            return None;
+        }
+        assert!(out.status.success(), "the cluster did not start:\n{}", String::from_utf8_lossy(&out.stderr));
+        Some(Cluster { dir: dir.to_path_buf() })
+    }
+
+    fn conf(&self) -> PathBuf {
+        self.dir.join("slurm.conf")
+    }
+
+    /// Jobs the controller has allocated so far: one per worker started by srun.
+    fn jobs(&self) -> usize {
+        std::fs::read_to_string(self.dir.join("log/slurmctld.log")).unwrap_or_default().matches("_slurm_rpc_allocate_resources JobId=").count()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local.sh");
+        let _ = Command::new("bash").arg(&script).arg("stop").arg(&self.dir).status();
+    }
+}
+
+const LAUNCHER: &str = "srun --quiet --ntasks=1";
+
+fn tune(env: &Env, cluster: &Cluster, n: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_peak"));
+    cmd.args(["tune", &example("matmul-opencl-naive"), "--set", n, "--strategy", "exhaustive", "--json", "--worker-launcher", LAUNCHER])
+        .env("PEAK_CACHE_DIR", env.path("cache"))
+        .env("SLURM_CONF", cluster.conf());
+    cmd
+}
+
+/// One test: the two share the cluster's fixed ports, so they must not run side by side.
+#[test]
+fn workers_started_through_srun_tune_and_survive_a_lost_worker() {
+    let env = Env::new();
+    let Some(cluster) = Cluster::start("workers_started_through_srun_tune_and_survive_a_lost_worker", &env.path("slurm")) else { return };
+
+    // Every worker through srun: the tuning run is whole, and the controller saw it.
+    let out = tune(&env, &cluster, "n=128").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &json(&String::from_utf8_lossy(&out.stdout))["runs"][0];
+    assert_eq!(run["evaluations"], run["space"], "{run}");
+    assert_eq!(run["failures"], serde_json::json!({}), "{run}");
+    assert!(cluster.jobs() >= 1, "the worker was started by srun");
+
+    // A worker lost mid-run: its srun is killed once the run is under way. The job it held
+    // runs again on a new worker; no configuration is lost or blamed.
+    let jobs_before = cluster.jobs();
+    let env = Env::new();
+    let mut child = tune(&env, &cluster, "n=256").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    let killed = loop {
+        let srun = Command::new("pgrep").args(["-f", "srun --quiet --ntasks=1 .*peak worker"]).output().unwrap();
+        let pids = String::from_utf8_lossy(&srun.stdout).trim().to_string();
+        if !pids.is_empty() && started.elapsed() > Duration::from_secs(3) {
+            for pid in pids.lines() {
+                Command::new("kill").args(["-9", pid]).status().unwrap();
+            }
+            break true;
+        }
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(killed, "the run ended before its worker could be killed; make it longer");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = &json(&String::from_utf8_lossy(&out.stdout))["runs"][0];
+    assert_eq!(run["evaluations"], run["space"], "{run}");
+    assert_eq!(run["measured"], run["space"], "every configuration has its time: {run}");
+    assert_eq!(run["failures"], serde_json::json!({}), "nothing is blamed on a kernel for a lost worker: {run}");
+    assert!(cluster.jobs() >= jobs_before + 2, "a second worker was started through srun");
+}
