@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// How to start a worker: normally `peak worker --backend NAME` (this very executable),
-/// in tests another binary that calls [`serve`], under tools a wrapper command line.
+/// in tests another binary that calls [`serve`](super::serve), under tools a wrapper command line.
 #[derive(Debug, Clone)]
 pub struct WorkerCommand {
     pub program: PathBuf,

@@ -25,7 +25,7 @@ impl Workflow {
     }
 
     /// Record that an attempt began (outcome `started`); returns its id, to be passed to
-    /// [`Workflow::finish_attempt`] and [`CheckpointInput::attempt`]. A start with no end
+    /// [`Workflow::finish_attempt`] and [`CheckpointInput::attempt`](super::CheckpointInput::attempt). A start with no end
     /// marks an attempt that was cut short (see [`Workflow::resume_state`]).
     pub fn start_attempt(&mut self, mut attempt: Attempt) -> Result<String> {
         attempt.outcome = attempts::outcome::STARTED.to_string();
