@@ -29,6 +29,13 @@ const SHIPPED: &[&str] = &[
     "Warp-Specialize",
     "Warp-Tiling",
     "WGMMA",
+    // Kernel-agnostic (issue 14): reductions, softmax, transposes, stencils.
+    "Block-Reduce",
+    "Thread-Coarsen",
+    "Tile-Pad",
+    "Tile-Staging",
+    "Unroll-Accumulators",
+    "Vectorize-Access",
 ];
 
 fn sample_regions() -> Regions {
