@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Beyond MatMul on the H200: replay the CUDA workflows of the softmax, reduction, transpose
+# and stencil examples (examples/workflows/<kind>-cuda-deferred.bundle: written by the agent
+# executor and compile-checked with NVRTC, `--defer`, on a machine without a GPU). The
+# replay validates every step against the naive root (with compute-sanitizer) and tunes it
+# on this GPU; the script then writes each replayed log and
+# bench/results/h200-kernels.json (best time per step, speedup over the naive root, bytes
+# moved and GB/s of the final step).
+#
+# Here (a CPU machine with Rust):   bash bench/h200-kernels.sh build
+# There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-kernels.sh run
+# Settings: BUDGET (tuning evaluations per input size and step, default 64), KINDS (default
+# "softmax reduction transpose stencil"), SANITIZE_SAMPLES (default 4), REPLAY_ARGS (more
+# `peak replay` flags, e.g. "--set rows=4096 --set cols=1024").
+#
+# Not here yet: the issue's yardstick, `peak baseline` as % of a device-to-device copy of
+# the same bytes in the same run, and `torch.softmax` timed beside the softmax. Until then
+# the JSON reports GB/s (bytes read + written once, the ideal traffic) for each final step;
+# compare it with the H200's copy bandwidth measured separately.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build() {
+  set -e
+  cargo build --release -p peak-cli
+  mkdir -p carry/kernels
+  cp target/release/peak carry/kernels/peak
+  strip carry/kernels/peak
+  git rev-parse --short HEAD > carry/kernels/commit
+  ls -la carry/kernels
+}
+
+run() {
+  OUT="${OUT:-h200-kernels}"
+  mkdir -p "$OUT"
+  PEAK="${PEAK:-carry/kernels/peak}"
+  export PEAK_CACHE_DIR="$OUT/cache"
+  BUDGET="${BUDGET:-64}"
+  SANITIZE_SAMPLES="${SANITIZE_SAMPLES:-4}"
+  KINDS="${KINDS:-softmax reduction transpose stencil}"
+  "$PEAK" info | tee "$OUT/info.txt"
+  for kind in $KINDS; do
+    echo "== $kind"
+    # shellcheck disable=SC2086
+    "$PEAK" replay "examples/workflows/$kind-cuda-deferred.bundle" --into "$OUT/$kind" \
+      --budget "$BUDGET" --sanitize-samples "$SANITIZE_SAMPLES" ${REPLAY_ARGS:-} 2>&1 | tee "$OUT/$kind-replay.log"
+    "$PEAK" log -w "$OUT/$kind" --json > "$OUT/$kind-log.json"
+    "$PEAK" show HEAD -w "$OUT/$kind" --json > "$OUT/$kind-final.json"
+  done
+  COMMIT="$(cat carry/kernels/commit 2>/dev/null || git rev-parse --short HEAD)" OUT="$OUT" KINDS="$KINDS" python3 - <<'PY'
+import json, os, datetime
+out, kinds = os.environ["OUT"], os.environ["KINDS"].split()
+# Ideal bytes per run (f32): every input element read once, every output written once.
+traffic = {
+    "softmax": lambda p: 2 * p["rows"] * p["cols"] * 4,
+    "transpose": lambda p: 2 * p["rows"] * p["cols"] * 4,
+    "stencil": lambda p: 2 * p["h"] * p["w"] * 4,
+    "reduction": lambda p: (p["n"] + p["n"] // p["chunk"]) * 4,
+}
+result = {"commit": os.environ["COMMIT"], "date": datetime.datetime.utcnow().isoformat() + "Z",
+          "info": open(os.path.join(out, "info.txt")).read(), "kernels": {}}
+for kind in kinds:
+    try:
+        log = json.load(open(os.path.join(out, f"{kind}-log.json")))
+        final = json.load(open(os.path.join(out, f"{kind}-final.json")))
+    except (OSError, ValueError) as e:
+        result["kernels"][kind] = {"error": str(e)}
+        continue
+    steps = [{k: e.get(k) for k in ("transformation", "verdict", "best_time_ms", "speedup_over_root")} for e in reversed(log)]
+    entry = {"steps": steps}
+    best = (final.get("performance") or {}).get("best") or {}
+    inputs = (best.get("params") or {}).get("inputs") or {}
+    entry["final"] = best
+    if best.get("time_ms"):
+        try:
+            entry["final_gb_per_s"] = traffic[kind](inputs) / (best["time_ms"] * 1e-3) / 1e9
+        except KeyError:
+            pass
+    result["kernels"][kind] = entry
+os.makedirs("bench/results", exist_ok=True)
+path = "bench/results/h200-kernels.json"
+json.dump(result, open(path, "w"), indent=2)
+json.dump(result, open(os.path.join(out, "h200-kernels.json"), "w"), indent=2)
+print(json.dumps(result["kernels"], indent=2))
+PY
+}
+
+case "${1:-}" in
+  build) build ;;
+  run) run ;;
+  *) echo "usage: $0 build|run" >&2; exit 2 ;;
+esac
