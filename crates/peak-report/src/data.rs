@@ -284,7 +284,7 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
         .map(|e| e.id.short())
         .collect();
     if !unlogged.is_empty() {
-        missing.push(format!("attempts: checkpoint(s) {} have no record in the attempts log (it was not synced after them)", unlogged.join(", ")));
+        missing.push(format!("attempts: checkpoint(s) {} have no record in the attempts log the workflow carries", unlogged.join(", ")));
     }
     let executors: HashSet<&str> = ordered.iter().filter(|s| s.index > 0).filter_map(|s| s.executor.as_deref()).collect();
     if executors.iter().any(|e| matches!(*e, "agent" | "replay")) {
