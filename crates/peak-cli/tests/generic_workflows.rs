@@ -78,3 +78,30 @@ fn transpose_workflow_replays() {
 fn stencil_workflow_replays() {
     replay("stencil", &["h=256", "w=256"], &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]);
 }
+
+/// The CUDA twins' workflows (for bench/h200-kernels.sh) take the same chains, written by
+/// the agent executor and compile-checked only (`--defer`): the H200 replay validates them.
+#[test]
+fn cuda_twins_carry_the_same_chains_deferred() {
+    let env = Env::new();
+    for (kind, chain) in [
+        ("softmax", ["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"]),
+        ("reduction", ["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"]),
+        ("transpose", ["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
+        ("stencil", ["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
+    ] {
+        let wf = env.path(kind);
+        let clone = std::process::Command::new("git").args(["clone", "-q", &example(&format!("workflows/{kind}-cuda-deferred.bundle")), s(&wf)]).output().unwrap();
+        assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+        let log = env.json(&["log", "-w", s(&wf), "--json"]);
+        let log: Vec<&Value> = log.as_array().unwrap().iter().rev().collect();
+        let steps: Vec<&str> = log.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+        assert_eq!(steps[1..], chain, "{kind}");
+        for entry in &log[1..] {
+            assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{kind}: {entry}");
+        }
+        let show = env.json(&["show", "HEAD", "-w", s(&wf), "--json"]);
+        let source = show["files"]["kernel.cu"].as_str().unwrap();
+        assert!(source.contains("__global__") && source.contains("UNROLL") == (chain[2] == "Unroll-Accumulators"), "{kind}: {source}");
+    }
+}
