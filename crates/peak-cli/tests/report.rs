@@ -22,7 +22,7 @@ fn recorded() -> Vec<PathBuf> {
 }
 
 fn opencl() -> PathBuf {
-    recorded().into_iter().find(|p| s(p).contains("opencl")).unwrap()
+    recorded().into_iter().find(|p| s(p).contains("matmul-opencl")).expect("the recorded OpenCL matmul workflow")
 }
 
 /// Clone a bundle into a workflow folder, as a user would, for `peak log`.
