@@ -51,7 +51,10 @@ ReturnToService=2
 MpiDefault=none
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-NodeName=localhost CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+# Eight CPUs whatever the machine has (config_overrides lets slurmd believe it): tests
+# start several workers at once, each a one-CPU job.
+SlurmdParameters=config_overrides
+NodeName=localhost CPUs=8 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
     if ! pgrep -x munged >/dev/null; then

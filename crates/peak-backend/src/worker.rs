@@ -45,6 +45,7 @@
 mod command;
 mod compile;
 mod execute;
+mod fleet;
 pub mod launcher;
 mod outputs;
 mod pool;
@@ -55,6 +56,7 @@ mod serve;
 mod supervise;
 
 pub use command::WorkerCommand;
+pub use fleet::{Dispatch, Fleet};
 pub use outputs::output_file;
 pub use pool::{Answer, PoolOptions, WorkerError, WorkerPool};
 pub use protocol::{Failure, FailureKind, Job, Message, OutputMode, OutputReport, PROTOCOL_VERSION, ReferenceArray, Request, RunReport};

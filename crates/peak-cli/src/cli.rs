@@ -13,6 +13,9 @@ pub struct Cli {
     /// Start workers under this command line, e.g. `srun --quiet --ntasks=1 --gres=gpu:1` or `ssh gpu-box` (else $PEAK_WORKER_LAUNCHER, else `[workers] launcher` in ~/.config/peak/config.toml).
     #[arg(long, global = true, value_name = "COMMAND")]
     pub worker_launcher: Option<String>,
+    /// Tune on these GPUs, one worker each: `0,1`, or `all` (default: every GPU CUDA_VISIBLE_DEVICES lists, else every GPU; else $PEAK_DEVICES).
+    #[arg(long, global = true, value_name = "LIST")]
+    pub devices: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -50,6 +50,9 @@ fn main() -> ExitCode {
     if let Some(line) = &cli.worker_launcher {
         peak_backend::worker::launcher::choose(line);
     }
+    if let Some(list) = &cli.devices {
+        peak_backend::worker::launcher::choose_devices(list);
+    }
     let result = match cli.command {
         Command::Info(args) => commands::info::run(args),
         Command::Run(args) => commands::run::run(args),

@@ -65,9 +65,9 @@ fn tune(env: &Env, cluster: &Cluster, n: &str) -> Command {
 
 /// One test: the two share the cluster's fixed ports, so they must not run side by side.
 #[test]
-fn workers_started_through_srun_tune_and_survive_a_lost_worker() {
+fn workers_started_through_srun_tune_survive_a_lost_worker_and_spread_over_devices() {
     let env = Env::new();
-    let Some(cluster) = Cluster::start("workers_started_through_srun_tune_and_survive_a_lost_worker", &env.path("slurm")) else { return };
+    let Some(cluster) = Cluster::start("workers_started_through_srun_tune_survive_a_lost_worker_and_spread_over_devices", &env.path("slurm")) else { return };
 
     // Every worker through srun: the tuning run is whole, and the controller saw it.
     let out = tune(&env, &cluster, "n=128").output().unwrap();
@@ -105,4 +105,15 @@ fn workers_started_through_srun_tune_and_survive_a_lost_worker() {
     assert_eq!(run["measured"], run["space"], "every configuration has its time: {run}");
     assert_eq!(run["failures"], serde_json::json!({}), "nothing is blamed on a kernel for a lost worker: {run}");
     assert!(cluster.jobs() >= jobs_before + 2, "a second worker was started through srun");
+
+    // One worker per device, each through its own srun (on a real cluster, each job step
+    // gets its GPU from SLURM): both take part and the run is whole.
+    let jobs_before = cluster.jobs();
+    let env = Env::new();
+    let out = tune(&env, &cluster, "n=128").args(["--devices", "0,1"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(report["runs"][0]["evaluations"], report["runs"][0]["space"], "{report}");
+    assert_eq!(report["devices_served"].as_array().map(|d| d.len()), Some(2), "{report}");
+    assert!(cluster.jobs() >= jobs_before + 2, "each device's worker is its own srun job");
 }

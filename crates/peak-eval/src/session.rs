@@ -85,6 +85,9 @@ pub struct TuneReport {
     pub runs: Vec<TuneRun>,
     /// Worker restarts (crashes, faults, time-outs) during the run.
     pub worker_restarts: usize,
+    /// Configurations each device measured, when the run was spread over several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices_served: Vec<usize>,
 }
 
 /// Tune every input configuration of `setup.space`.
@@ -116,8 +119,7 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
                     .collect(),
             )
         };
-        let pool = workers.pool(backend)?;
-        let mut measurer = WorkerMeasurer::new(pool, absolute(&ctx.dir), setup.run.clone(), references);
+        let mut measurer = WorkerMeasurer::new(workers.dispatch(backend)?, absolute(&ctx.dir), setup.run.clone(), references);
         measurer.timeout = setup.timeout;
         measurer.prune_spills = setup.prune_spills;
         if let Some(n) = setup.in_flight {
@@ -125,7 +127,7 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
         }
         runs.push(tune(&space, &mut measurer, cache.as_mut(), &setup.options, reporter)?);
     }
-    let worker_restarts = workers.pool(backend)?.restarts();
+    let worker_restarts = workers.restarts(backend);
     Ok(TuneReport {
         context: ctx.dir.clone(),
         source_hash: identity.source_hash,
@@ -134,5 +136,6 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
         cache: cache_report,
         runs,
         worker_restarts,
+        devices_served: workers.served(backend),
     })
 }

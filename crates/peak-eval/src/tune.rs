@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
-use peak_backend::worker::{COMPILE_REPORT, Failure, Job, OutputMode, ReferenceArray, RunReport, WorkerPool};
+use peak_backend::worker::{COMPILE_REPORT, Dispatch, Failure, Job, OutputMode, ReferenceArray, RunReport};
 use peak_backend::{KernelResources, RunOptions};
 use peak_spec::ExecParams;
 use serde::{Deserialize, Serialize};
@@ -57,9 +57,10 @@ pub trait Measurer {
     fn next(&mut self) -> Result<Option<(usize, Outcome)>, EvalError>;
 }
 
-/// Measures in a worker process: compiles ahead, times on the device, checks outputs.
+/// Measures in worker processes (one, or one per device): compiles ahead, times on the
+/// device, checks outputs.
 pub struct WorkerMeasurer<'a> {
-    pool: &'a mut WorkerPool,
+    pool: &'a mut dyn Dispatch,
     context: PathBuf,
     run: RunOptions,
     references: Option<Vec<ReferenceArray>>,
@@ -75,8 +76,8 @@ pub struct WorkerMeasurer<'a> {
 impl<'a> WorkerMeasurer<'a> {
     /// `references`: compare every variant's outputs with these (the usual case); `None`
     /// times without checking.
-    pub fn new(pool: &'a mut WorkerPool, context: PathBuf, run: RunOptions, references: Option<Vec<ReferenceArray>>) -> WorkerMeasurer<'a> {
-        let in_flight = pool.options().max_in_flight;
+    pub fn new(pool: &'a mut dyn Dispatch, context: PathBuf, run: RunOptions, references: Option<Vec<ReferenceArray>>) -> WorkerMeasurer<'a> {
+        let in_flight = pool.capacity();
         WorkerMeasurer { pool, context, run, references, cutoff_factor: Some(3.0), timeout: None, prune_spills: false, in_flight, points: HashMap::new() }
     }
 }

@@ -3,27 +3,85 @@
 
 use std::collections::HashMap;
 
-use peak_backend::worker::{PoolOptions, WorkerCommand, WorkerPool};
+use peak_backend::worker::{Dispatch, Fleet, PoolOptions, WorkerCommand, WorkerPool, launcher};
 
 use crate::error::EvalError;
 
 /// Makes the command line of a worker for a backend name.
 pub type CommandFactory = Box<dyn Fn(&str) -> std::io::Result<WorkerCommand>>;
 
+/// Which devices tuning spreads over.
+enum Devices {
+    /// One worker per backend.
+    One,
+    /// As configured for the `peak` binary (`--devices`, `$PEAK_DEVICES`, every GPU).
+    Configured,
+    Listed(Vec<String>),
+}
+
 pub struct Workers {
     factory: CommandFactory,
     options: PoolOptions,
     pools: HashMap<String, WorkerPool>,
+    devices: Devices,
+    fleets: HashMap<String, Fleet>,
 }
 
 impl Workers {
     pub fn new(factory: CommandFactory, options: PoolOptions) -> Workers {
-        Workers { factory, options, pools: HashMap::new() }
+        Workers { factory, options, pools: HashMap::new(), devices: Devices::One, fleets: HashMap::new() }
     }
 
-    /// Workers started as `<this executable> worker --backend NAME`: what the `peak` binary uses.
+    /// Workers started as `<this executable> worker --backend NAME`: what the `peak` binary
+    /// uses, tuning on every configured device.
     pub fn peak(options: PoolOptions) -> Workers {
-        Workers::new(Box::new(WorkerCommand::peak), options)
+        Workers { devices: Devices::Configured, ..Workers::new(Box::new(WorkerCommand::peak), options) }
+    }
+
+    /// Tune on these devices, one worker each (values of the backend's device variable).
+    pub fn with_devices(self, devices: Vec<String>) -> Workers {
+        Workers { devices: Devices::Listed(devices), ..self }
+    }
+
+    fn devices(&self, backend: &str) -> Vec<String> {
+        match &self.devices {
+            Devices::One => Vec::new(),
+            Devices::Configured => launcher::devices(backend),
+            Devices::Listed(list) => list.clone(),
+        }
+    }
+
+    /// Where a tuning run sends its jobs: one worker per device when there are several
+    /// (the [`Fleet`] is started on first use and kept), else the backend's pool. The
+    /// pool stays the one that records references and validates.
+    pub fn dispatch(&mut self, backend: &str) -> Result<&mut dyn Dispatch, EvalError> {
+        let devices = self.devices(backend);
+        if devices.len() <= 1 {
+            return Ok(self.pool(backend)?);
+        }
+        if !self.fleets.contains_key(backend) {
+            let variable = launcher::device_variable(backend);
+            let commands = devices
+                .iter()
+                .map(|d| self.command(backend).map(|c| match variable {
+                    Some(var) => c.env(var, d),
+                    None => c,
+                }))
+                .collect::<Result<Vec<_>, _>>()?;
+            let fleet = Fleet::start(backend, commands, self.options.clone())?;
+            self.fleets.insert(backend.to_string(), fleet);
+        }
+        Ok(self.fleets.get_mut(backend).expect("inserted above"))
+    }
+
+    /// Jobs each device's worker answered, when `backend` runs on several; else empty.
+    pub fn served(&self, backend: &str) -> Vec<usize> {
+        self.fleets.get(backend).map(Fleet::served).unwrap_or_default()
+    }
+
+    /// Worker restarts for `backend` so far, every device's included.
+    pub fn restarts(&self, backend: &str) -> usize {
+        self.pools.get(backend).map_or(0, WorkerPool::restarts) + self.fleets.get(backend).map_or(0, Fleet::restarts)
     }
 
     pub fn options(&self) -> &PoolOptions {

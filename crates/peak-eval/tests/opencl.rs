@@ -42,6 +42,7 @@ fn main() {
         ("worker_times_out_a_hang_and_runs_the_next_variant", worker_times_out_a_hang_and_runs_the_next_variant),
         ("worker_survives_a_crash_and_runs_the_next_variant", worker_survives_a_crash_and_runs_the_next_variant),
         ("a_crash_among_pipelined_jobs_is_blamed_on_its_own_job", a_crash_among_pipelined_jobs_is_blamed_on_its_own_job),
+        ("a_fleet_spreads_jobs_over_its_workers_and_a_crash_costs_only_its_own", a_fleet_spreads_jobs_over_its_workers_and_a_crash_costs_only_its_own),
         ("compile_only_jobs_compile_and_plan_but_never_run", compile_only_jobs_compile_and_plan_but_never_run),
         ("every_input_set_holds_the_inputs_even_in_recycled_buffers", every_input_set_holds_the_inputs_even_in_recycled_buffers),
         ("a_correct_candidate_passes_on_every_sample", a_correct_candidate_passes_on_every_sample),
@@ -176,6 +177,31 @@ fn worker_survives_a_crash_and_runs_the_next_variant() -> Result<(), Failed> {
     ensure(failure.message.contains("SIGSEGV") || failure.message.contains("SIGBUS"), format!("the signal is not named: {}", failure.message))?;
     pool.run(once(&good.ctx))?.map_err(|f| format!("the next variant failed: {f}"))?;
     ensure(pool.restarts() == 1, format!("expected one restart, got {}", pool.restarts()))
+}
+
+fn a_fleet_spreads_jobs_over_its_workers_and_a_crash_costs_only_its_own() -> Result<(), Failed> {
+    use peak_backend::worker::{Dispatch, Fleet};
+    let (crash, good) = (candidate(WILD_WRITE), candidate(CORRECT));
+    // Two workers on the one PoCL device: enough to see jobs spread and crashes isolated.
+    let mut fleet = Fleet::start("opencl", vec![worker_command(), worker_command()], PoolOptions::default())?;
+    let points: Vec<_> = good.ctx.space().iter().collect();
+    let mut expect = std::collections::HashMap::new();
+    for (k, params) in points.iter().cycle().take(12).enumerate() {
+        let ctx = if k == 5 { &crash.ctx } else { &good.ctx };
+        let id = fleet.submit(Job::new(ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() }));
+        expect.insert(id, k == 5);
+    }
+    while let Some(answer) = fleet.next_answer()? {
+        let crashes = expect.remove(&answer.id).ok_or(format!("an answer for unknown job {}", answer.id))?;
+        match (&answer.result, crashes) {
+            (Err(f), true) => ensure(f.category == FailureKind::Crashed, format!("the wild write: {f}"))?,
+            (Ok(_), false) => {}
+            (other, _) => return Err(format!("job {} (crashes: {crashes}) got {other:?}", answer.id).into()),
+        }
+    }
+    ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))?;
+    ensure(fleet.served().iter().all(|&n| n >= 2), format!("both workers take jobs: {:?}", fleet.served()))?;
+    ensure(fleet.restarts() == 1, format!("one worker restarted, the other untouched: {} restarts", fleet.restarts()))
 }
 
 fn compile_only_jobs_compile_and_plan_but_never_run() -> Result<(), Failed> {

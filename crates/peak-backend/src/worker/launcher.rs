@@ -51,6 +51,44 @@ pub fn configured() -> Result<Vec<String>, String> {
     parse_config(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+static CHOSEN_DEVICES: OnceLock<Vec<String>> = OnceLock::new();
+pub const DEVICES_ENV: &str = "PEAK_DEVICES";
+
+/// The devices given on the command line (`--devices 0,1`, or `all`).
+pub fn choose_devices(list: &str) {
+    let _ = CHOSEN_DEVICES.set(list.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect());
+}
+
+/// The devices a tuning run spreads over, one worker each, as the values of the variable
+/// that selects a worker's device (`CUDA_VISIBLE_DEVICES` on CUDA and HIP). From
+/// `--devices` or `$PEAK_DEVICES` (`all` counts the GPUs with `nvidia-smi -L`), else
+/// every GPU `CUDA_VISIBLE_DEVICES` lists, else every GPU there is. Other backends get
+/// one worker unless devices are named (they then share the one device, which only
+/// tests want).
+pub fn devices(backend: &str) -> Vec<String> {
+    let gpu = matches!(backend, "cuda" | "hip");
+    let named = CHOSEN_DEVICES.get().cloned().or_else(|| std::env::var(DEVICES_ENV).ok().map(|v| v.split(',').map(|d| d.trim().to_string()).collect()));
+    match named {
+        Some(list) if list.len() == 1 && list[0] == "all" => if gpu { all_gpus() } else { Vec::new() },
+        Some(list) => list,
+        None if gpu => match std::env::var("CUDA_VISIBLE_DEVICES") {
+            Ok(visible) => visible.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect(),
+            Err(_) => all_gpus(),
+        },
+        None => Vec::new(),
+    }
+}
+
+/// The environment variable that gives a worker its device.
+pub fn device_variable(backend: &str) -> Option<&'static str> {
+    matches!(backend, "cuda" | "hip").then_some("CUDA_VISIBLE_DEVICES")
+}
+
+fn all_gpus() -> Vec<String> {
+    let listed = std::process::Command::new("nvidia-smi").arg("-L").output().map(|o| String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("GPU ")).count()).unwrap_or(0);
+    (0..listed).map(|i| i.to_string()).collect()
+}
+
 fn config_path() -> Option<PathBuf> {
     if let Ok(path) = std::env::var(CONFIG_ENV) {
         return Some(PathBuf::from(path));
