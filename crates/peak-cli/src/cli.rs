@@ -76,6 +76,8 @@ pub enum Command {
     Mcp(McpArgs),
     /// Let an LLM choose and apply transformations on its own, backtracking from failures and regressions.
     Auto(AutoArgs),
+    /// RQ2 at scale: apply transformations from one checkpoint with several LLM executors, N times each, on side branches; HEAD stays put.
+    Study(crate::commands::study::StudyArgs),
     /// The crash-isolated worker process validation and tuning talk to (internal).
     #[command(hide = true)]
     Worker(WorkerArgs),

@@ -82,6 +82,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => commands::profile::run(args),
         Command::Mcp(args) => commands::mcp::run(args),
         Command::Auto(args) => commands::auto::run(args),
+        Command::Study(args) => commands::study::run(args),
         Command::Worker(args) => commands::worker::run(args),
     };
     match result {

@@ -23,6 +23,7 @@ pub mod report;
 pub mod profile;
 pub mod run;
 pub mod show;
+pub mod study;
 pub mod submit;
 pub mod tag;
 pub mod transformations;

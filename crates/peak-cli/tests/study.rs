@@ -1,0 +1,163 @@
+//! `peak study` against a local fake LLM server (no LLM API is reachable from CI): two
+//! executors, two runs each, with scripted good, broken and malformed replies. The study
+//! must leave HEAD and its branch alone, count what the script made happen, record every
+//! try in the attempts log with its model, and feed `peak report`'s success figure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use peak_transform::testing::{FakeLlmServer, Scripted};
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    cache: PathBuf,
+    wf: PathBuf,
+}
+
+fn peak(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_peak"));
+    cmd.args(args).env("PEAK_CACHE_DIR", &env.cache);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("peak runs")
+}
+
+fn ok(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> String {
+    let out = peak(env, args, vars);
+    assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn fenced(path: &str) -> String {
+    format!("Here is the region.\n\n```c\n{}```\n", std::fs::read_to_string(fixture(path)).unwrap())
+}
+
+fn git(wf: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(wf).args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
+    if peak_opencl::list_devices().is_err() {
+        eprintln!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let env = Env { cache: tmp.path().join("cache"), wf: tmp.path().join("wf"), _tmp: tmp };
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/matmul-opencl-naive");
+    ok(&env, &["init", s(&env.wf), "--from", s(&example), "--set", "n=256", "--budget", "4"], &[]);
+    let head_before = git(&env.wf, &["rev-parse", "HEAD"]);
+    let branch_before = git(&env.wf, &["symbolic-ref", "--short", "HEAD"]);
+    let kernel_before = std::fs::read_to_string(env.wf.join("context/kernel.cl")).unwrap();
+
+    let good = || [Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(fenced("refactor/device.c"))];
+    let malformed = Scripted::reply(format!("{}\n{}", fenced("refactor/macros.c"), fenced("refactor/macros.c")));
+    let broken = fenced("refactor/device.c").replace("A_AT(ROW, k)", "A_AT(ROW, kk)");
+    let wrong = fenced("refactor/device.c").replace("C_AT(ROW, COL) = acc;", "C_AT(ROW, COL) = 2.0f * acc;");
+    // The study runs in order: openai:model-a twice, then anthropic:model-b twice.
+    let script: Vec<Scripted> = [
+        good().to_vec(),
+        good().to_vec(),
+        // Run 1 of model-b: a reply with two code blocks (unusable), then good regions.
+        std::iter::once(malformed).chain(good()).collect(),
+        // Run 2 of model-b: a compile error, then a wrong output; with --retries 1 it fails.
+        vec![Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(broken), Scripted::reply(wrong)],
+    ]
+    .concat();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(FakeLlmServer::start(script)).unwrap();
+    let (openai, anthropic) = (server.openai_base_url(), server.anthropic_base_url());
+    let vars = [
+        ("PEAK_OPENAI_BASE_URL", openai.as_str()),
+        ("OPENAI_API_KEY", "test-key-not-secret"),
+        ("PEAK_ANTHROPIC_BASE_URL", anthropic.as_str()),
+        ("ANTHROPIC_API_KEY", "test-key-not-secret"),
+    ];
+    let w = s(&env.wf);
+    let args = [
+        "study", "-w", w, "--from", "HEAD", "--transformations", "refactor", "--executors", "openai:model-a,anthropic:model-b", "--repeat", "2", "--retries", "1",
+        "--set", "n=256", "--samples", "2", "--budget", "2", "--json",
+    ];
+    let out = json(&ok(&env, &args, &vars));
+    assert_eq!(server.remaining(), 0, "every scripted reply was asked for: {out:#}");
+
+    // HEAD, its branch and the working folder are where they were.
+    assert_eq!(git(&env.wf, &["rev-parse", "HEAD"]), head_before);
+    assert_eq!(git(&env.wf, &["symbolic-ref", "--short", "HEAD"]), branch_before);
+    assert_eq!(std::fs::read_to_string(env.wf.join("context/kernel.cl")).unwrap(), kernel_before);
+    assert_eq!(out["head"], head_before.as_str());
+
+    let cells = out["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{out:#}");
+    let a = &cells[0];
+    assert_eq!((a["executor"].as_str(), a["runs"].as_u64(), a["successes"].as_u64(), a["first_try"].as_u64(), a["failed"].as_u64()), (Some("openai:model-a"), Some(2), Some(2), Some(2), Some(0)), "{a}");
+    let b = &cells[1];
+    assert_eq!((b["executor"].as_str(), b["runs"].as_u64(), b["successes"].as_u64(), b["after_repair"].as_u64(), b["failed"].as_u64()), (Some("anthropic:model-b"), Some(2), Some(1), Some(1), Some(1)), "{b}");
+    assert_eq!(b["failures"], serde_json::json!({"bad-reply": 1, "compile-failed": 1, "wrong-output": 1}), "{b}");
+
+    // Each run has its own branch; a success is a checkpoint there.
+    let runs = out["runs"].as_array().unwrap();
+    let branches: Vec<&str> = runs.iter().map(|r| r["branch"].as_str().unwrap()).collect();
+    assert_eq!(branches, ["study/refactor/openai-model-a/1", "study/refactor/openai-model-a/2", "study/refactor/anthropic-model-b/1", "study/refactor/anthropic-model-b/2"]);
+    for run in &runs[..3] {
+        assert_eq!(run["status"], "checkpoint", "{run}");
+        assert_eq!(git(&env.wf, &["rev-parse", run["branch"].as_str().unwrap()]), run["checkpoint"].as_str().unwrap());
+    }
+    assert_eq!(runs[2]["tries"], serde_json::json!(["unparsable-reply", "passed"]));
+    assert_eq!(runs[3]["status"], "failed");
+    assert_eq!(runs[3]["tries"], serde_json::json!(["compile-failed", "wrong-output"]));
+    assert_eq!(git(&env.wf, &["rev-parse", "study/refactor/anthropic-model-b/2"]), head_before, "a failed run's branch stays at --from");
+
+    // The attempts log holds every try with its executor and model.
+    let text = std::fs::read_to_string(env.wf.join(".git/peak/attempts.jsonl")).unwrap();
+    let tries: Vec<(String, String, String)> = text
+        .lines()
+        .map(json)
+        .filter(|r| r["outcome"] != "started")
+        .map(|r| (r["executor"].as_str().unwrap().to_string(), r["model"].as_str().unwrap_or("").to_string(), r["outcome"].as_str().unwrap().to_string()))
+        .collect();
+    let expected: Vec<(String, String, String)> = [
+        ("openai", "model-a", "passed"),
+        ("openai", "model-a", "passed"),
+        ("anthropic", "model-b", "unparsable-reply"),
+        ("anthropic", "model-b", "passed"),
+        ("anthropic", "model-b", "compile-failed"),
+        ("anthropic", "model-b", "wrong-output"),
+    ]
+    .iter()
+    .map(|(e, m, o)| (e.to_string(), m.to_string(), o.to_string()))
+    .collect();
+    assert_eq!(tries, expected);
+
+    // `peak report` counts them in its success figure.
+    let report = json(&ok(&env, &["report", w, "--json"], &[]));
+    let success = report["workflows"][0]["success"].as_array().unwrap();
+    let row = |executor: &str| success.iter().find(|r| r["executor"] == executor).unwrap_or_else(|| panic!("no {executor} row: {success:?}")).clone();
+    let a = row("openai (model-a)");
+    assert_eq!((a["applies"].as_u64(), a["first_try"].as_u64(), a["failed"].as_u64()), (Some(2), Some(2), Some(0)), "{a}");
+    let b = row("anthropic (model-b)");
+    assert_eq!((b["applies"].as_u64(), b["after_repair"].as_u64(), b["failed"].as_u64(), b["tries"].as_u64()), (Some(2), Some(1), Some(1), Some(4)), "{b}");
+
+    // The table a person reads; a second study numbers its branches on.
+    for answer in good() {
+        server.push(answer);
+    }
+    let table = ok(&env, &["study", "-w", w, "--transformations", "refactor", "--executors", "openai:model-a", "--repeat", "1", "--set", "n=256", "--samples", "2", "--budget", "2"], &vars);
+    println!("{table}");
+    assert!(table.contains("openai:model-a") && table.contains("study/refactor/openai-model-a/3"), "{table}");
+    assert_eq!(git(&env.wf, &["rev-parse", "HEAD"]), head_before);
+}
