@@ -5,18 +5,7 @@ use std::fmt::Write as _;
 use crate::data::{FAILURE_KINDS, Report, WorkflowReport};
 
 /// A time as `peak log` prints it: three significant digits.
-pub fn format_ms(ms: f64) -> String {
-    let decimals = if ms >= 100.0 {
-        0
-    } else if ms >= 10.0 {
-        1
-    } else if ms >= 1.0 {
-        2
-    } else {
-        (2 - ms.log10().floor() as i32).clamp(2, 9) as usize
-    };
-    format!("{ms:.decimals$} ms")
-}
+pub use peak_workflow::format_ms;
 
 pub(crate) fn speedup(s: Option<f64>) -> String {
     s.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into())

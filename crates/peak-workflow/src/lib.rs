@@ -120,6 +120,7 @@ pub use history::{CheckpointView, LogEntry, ResumeState, render_log};
 pub use lock::{LockHolder, LockMode};
 /// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.
 pub use time::now_rfc3339;
+pub use workflow::fmt_ms as format_ms;
 pub use workflow::{
     CONTEXT_DIR, CheckpointId, CheckpointInput, CheckpointMeta, DEFAULT_BRANCH, Head, INIT_TRANSFORMATION, ROOT_TAG, RootInput,
     Workflow,

@@ -80,8 +80,8 @@ fn main() -> ExitCode {
         "benchmark": benchmark,
         "command": command.join(" "),
         "device": device,
-        "commit": commit(cli.commit),
-        "date": utc_now(),
+        "commit": peak_bench::commit(cli.commit),
+        "date": peak_bench::date(),
         "results": results,
     });
     if let Some(dir) = cli.out.parent() {
@@ -216,44 +216,4 @@ fn time_nvcc(nvcc: &Path, arch: &Arch, request: &CompileRequest, dir: &Path) -> 
         return Err(format!("nvcc failed: {}", String::from_utf8_lossy(&output.stderr)));
     }
     Ok(ms)
-}
-
-fn commit(given: Option<String>) -> String {
-    given
-        .or_else(|| std::env::var("PEAK_COMMIT").ok())
-        .or_else(|| {
-            let out = Command::new("git").args(["rev-parse", "HEAD"]).output().ok()?;
-            out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// The current UTC time as ISO 8601, without a date library: days since the epoch to a
-/// civil date (Howard Hinnant's algorithm).
-fn utc_now() -> String {
-    utc(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0))
-}
-
-fn utc(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn dates_are_iso_8601_in_utc() {
-        assert_eq!(super::utc(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::utc(951_782_400 + 3661), "2000-02-29T01:01:01Z");
-        assert_eq!(super::utc(1_798_761_599), "2026-12-31T23:59:59Z");
-    }
 }

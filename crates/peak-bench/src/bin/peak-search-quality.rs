@@ -178,8 +178,8 @@ fn run(args: &Args) -> Result<bool, String> {
         "benchmark": "search-quality",
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "device": args.device.clone().unwrap_or_else(|| "recorded caches (see each space's device)".into()),
-        "commit": args.commit.clone().or_else(|| std::env::var("PEAK_COMMIT").ok()).or_else(git_head).unwrap_or_else(|| "unknown".into()),
-        "date": utc_now(),
+        "commit": peak_bench::commit(args.commit.clone()),
+        "date": peak_bench::date(),
         "target": format!("auto within {:.0}% of the exhaustive best using at most {:.0}% of the evaluations, in at least 90% of {} seeded runs", args.within * 100.0, args.fraction * 100.0, args.seeds),
         "seeds": args.seeds,
         "spaces": spaces,
@@ -193,23 +193,3 @@ fn run(args: &Args) -> Result<bool, String> {
     Ok(all_met)
 }
 
-fn git_head() -> Option<String> {
-    let out = std::process::Command::new("git").args(["rev-parse", "HEAD"]).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// ISO-8601 UTC time, from the days-to-civil algorithm (no date crate needed).
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}

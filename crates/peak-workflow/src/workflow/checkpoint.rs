@@ -87,7 +87,7 @@ pub(crate) fn best_time(performance: &Value) -> Option<f64> {
 }
 
 /// Milliseconds with three significant digits or so: `0.0123 ms`, `1.23 ms`, `123 ms`.
-pub(crate) fn fmt_ms(ms: f64) -> String {
+pub fn fmt_ms(ms: f64) -> String {
     let decimals = if ms >= 100.0 {
         0
     } else if ms >= 10.0 {
