@@ -89,7 +89,7 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     ];
     let w = s(&env.wf);
     let args = [
-        "study", "-w", w, "--from", "HEAD", "--transformations", "refactor", "--executors", "openai:model-a,anthropic:model-b", "--repeat", "2", "--retries", "1",
+        "study", "-w", w, "--from", "HEAD", "--transformations", "REFACTOR", "--executors", "openai:model-a,anthropic:model-b", "--repeat", "2", "--retries", "1",
         "--set", "n=256", "--samples", "2", "--budget", "2", "--json",
     ];
     let out = json(&ok(&env, &args, &vars));
@@ -104,6 +104,7 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     let cells = out["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2, "{out:#}");
     let a = &cells[0];
+    assert_eq!(a["transformation"], "Refactor", "the library's spelling, as the attempts log has it");
     assert_eq!((a["executor"].as_str(), a["runs"].as_u64(), a["successes"].as_u64(), a["first_try"].as_u64(), a["failed"].as_u64()), (Some("openai:model-a"), Some(2), Some(2), Some(2), Some(0)), "{a}");
     let b = &cells[1];
     assert_eq!((b["executor"].as_str(), b["runs"].as_u64(), b["successes"].as_u64(), b["after_repair"].as_u64(), b["failed"].as_u64()), (Some("anthropic:model-b"), Some(2), Some(1), Some(1), Some(1)), "{b}");
@@ -160,4 +161,10 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     println!("{table}");
     assert!(table.contains("openai:model-a") && table.contains("study/refactor/openai-model-a/3"), "{table}");
     assert_eq!(git(&env.wf, &["rev-parse", "HEAD"]), head_before);
+
+    // An unknown transformation is refused before any branch is made.
+    let branches = git(&env.wf, &["branch", "--list", "study/*"]);
+    let refused = peak(&env, &["study", "-w", w, "--transformations", "refactor,no-such-thing", "--executors", "openai:model-a"], &vars);
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert_eq!(git(&env.wf, &["branch", "--list", "study/*"]), branches);
 }

@@ -99,6 +99,13 @@ pub fn run(args: StudyArgs) -> Result<()> {
     if args.repeat == 0 {
         return Err(usage(anyhow!("--repeat 0: give 1 or more")));
     }
+    // Unknown names are refused before anything moves; known ones take the library's
+    // spelling, which is what the attempts log and `peak report` use.
+    let mut library = peak_transform::Library::builtin()?;
+    for dir in &args.measure.library {
+        library.add_dir(dir).map_err(|e| usage(anyhow!(e)))?;
+    }
+    let transformations = args.transformations.iter().map(|name| library.get(name).map(|t| t.name.clone()).map_err(|e| usage(anyhow!(e)))).collect::<Result<Vec<_>>>()?;
     let dir: PathBuf = super::open_workflow(&args.workflow)?.dir().to_path_buf();
     let mut wf = Workflow::open(&dir)?;
     let from = wf.resolve(&args.from).map_err(usage)?.to_string();
@@ -110,7 +117,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
 
     let progress = ApplyProgress::new(!args.json);
     let mut runs = Vec::new();
-    let result = study(&args, &dir, &from, &progress, &mut runs);
+    let result = study(&args, &transformations, &dir, &from, &progress, &mut runs);
     // Put HEAD, the branch and the working folder back, whatever happened.
     let restored = Workflow::open(&dir).and_then(|mut wf| wf.checkout(&restore_to, true));
     progress.finish();
@@ -125,9 +132,9 @@ pub fn run(args: StudyArgs) -> Result<()> {
     Ok(())
 }
 
-fn study(args: &StudyArgs, dir: &std::path::Path, from: &str, progress: &ApplyProgress, runs: &mut Vec<StudyRun>) -> Result<()> {
+fn study(args: &StudyArgs, transformations: &[String], dir: &std::path::Path, from: &str, progress: &ApplyProgress, runs: &mut Vec<StudyRun>) -> Result<()> {
     let mut workers = workers();
-    for transformation in &args.transformations {
+    for transformation in transformations {
         for executor in &args.executors {
             for repeat in 1..=args.repeat {
                 let mut wf = Workflow::open(dir)?;
