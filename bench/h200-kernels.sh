@@ -13,10 +13,9 @@
 # "softmax reduction transpose stencil"), SANITIZE_SAMPLES (default 4), REPLAY_ARGS (more
 # `peak replay` flags, e.g. "--set rows=4096 --set cols=1024").
 #
-# Not here yet: the issue's yardstick, `peak baseline` as % of a device-to-device copy of
-# the same bytes in the same run, and `torch.softmax` timed beside the softmax. Until then
-# the JSON reports GB/s (bytes read + written once, the ideal traffic) for each final step;
-# compare it with the H200's copy bandwidth measured separately.
+# The yardstick: each final kernel at its best configuration against a device-to-device
+# copy of the same bytes, in the same process (`peak baseline --against copy`, written to
+# OUT/<kind>-baseline.json). Not here yet: `torch.softmax` timed beside the softmax.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,6 +45,13 @@ run() {
       --budget "$BUDGET" --sanitize-samples "$SANITIZE_SAMPLES" ${REPLAY_ARGS:-} 2>&1 | tee "$OUT/$kind-replay.log"
     "$PEAK" log -w "$OUT/$kind" --json > "$OUT/$kind-log.json"
     "$PEAK" show HEAD -w "$OUT/$kind" --json > "$OUT/$kind-final.json"
+    # The yardstick: the final kernel at its best configuration against a device-to-device
+    # copy of the bytes it moves, in the same process (`peak baseline --against copy`).
+    sets="$(python3 -c 'import json, sys
+best = json.load(open(sys.argv[1]))["performance"]["best"]["params"]
+print(" ".join(f"--set {k}={v}" for part in (best["inputs"], best["tuning"]) for k, v in part.items()))' "$OUT/$kind-final.json")"
+    # shellcheck disable=SC2086
+    "$PEAK" baseline "$OUT/$kind/context" --against copy $sets --reps 50 --json > "$OUT/$kind-baseline.json" 2> "$OUT/$kind-baseline.err"
   done
   COMMIT="$(cat carry/kernels/commit 2>/dev/null || git rev-parse --short HEAD)" OUT="$OUT" KINDS="$KINDS" python3 - <<'PY'
 import json, os, datetime
@@ -76,6 +82,10 @@ for kind in kinds:
             entry["final_gb_per_s"] = traffic[kind](inputs) / (best["time_ms"] * 1e-3) / 1e9
         except KeyError:
             pass
+    try:
+        entry["copy_baseline"] = json.load(open(os.path.join(out, f"{kind}-baseline.json")))
+    except (OSError, ValueError) as e:
+        entry["copy_baseline"] = {"error": str(e)}
     result["kernels"][kind] = entry
 os.makedirs("bench/results", exist_ok=True)
 path = "bench/results/h200-kernels.json"

@@ -10,6 +10,7 @@ pub mod runner;
 pub mod script;
 pub mod testsuite;
 pub mod worker;
+pub mod yardstick;
 
 pub use backend::{Backend, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, KernelResources, Launch, Module, OpPhase, ScriptFunction};
 pub use error::BackendError;

@@ -28,7 +28,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Compile every variant of a CUDA or HIP context with NVRTC (no GPU needed); report registers, shared memory and spills.
     Compile(CompileArgs),
-    /// Time a matmul context's kernel and cuBLAS in the same run, on the same inputs; print % of cuBLAS.
+    /// Time a kernel and its yardstick in the same run: cuBLAS for a matmul, else a device-to-device copy of the same bytes; print the percentage.
     Baseline(BaselineArgs),
     /// Scaffold a context from an existing kernel source file: arrays and scalar inputs from its signature, a proposed launch script.
     New(NewArgs),
@@ -526,8 +526,11 @@ pub struct CompileArgs {
 
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
-    /// The context folder (holding peak.toml); a cuda or hip context with [kernel.matmul].
+    /// The context folder (holding peak.toml).
     pub context: PathBuf,
+    /// What to time the kernel against: `cublas` (a cuda or hip context with [kernel.matmul]; the default there) or `copy`, a device-to-device copy of the bytes the kernel moves (any backend; the default elsewhere).
+    #[arg(long, value_name = "cublas|copy")]
+    pub against: Option<String>,
     #[command(flatten)]
     pub set: SetArgs,
     #[command(flatten)]

@@ -1,8 +1,9 @@
-//! `peak baseline CONTEXT`: time the context's kernel and cuBLAS on the same matmul, in one
-//! process, the same way (warm-up, event-timed repetitions, median, the same inputs), and
-//! report both rates and the kernel's percentage of cuBLAS. The context must be a CUDA or
-//! HIP context with a `[kernel.matmul]` table. Exits 1 when the kernel's output disagrees
-//! with cuBLAS's.
+//! `peak baseline CONTEXT`: time the context's kernel and a yardstick in one process, the
+//! same way (warm-up, event-timed repetitions, median), and report the kernel's
+//! percentage of it. The yardstick is cuBLAS on the same matmul for a CUDA or HIP context
+//! with a `[kernel.matmul]` table (exits 1 when the kernel's output disagrees with
+//! cuBLAS's), else a device-to-device copy of the bytes the kernel moves, on any backend
+//! (`peak_backend::yardstick`).
 
 use anyhow::{Result, anyhow};
 use peak_backend::RunOptions;
@@ -15,10 +16,19 @@ use crate::cli::BaselineArgs;
 use crate::output::{format_ms, print_json};
 use crate::{Failed, usage};
 
+mod copy;
+
 pub fn run(args: BaselineArgs) -> Result<()> {
     let ctx = load_context(&args.context)?;
     let space = restricted_space(&ctx, &args.set)?;
     let params = first_point(&ctx, &space)?;
+    let cublas_fits = ctx.manifest.kernel.matmul.is_some() && matches!(ctx.backend(), Language::Cuda | Language::Hip);
+    match args.against.as_deref() {
+        None if !cublas_fits => return copy::run(&args, &ctx, &params),
+        Some("copy") => return copy::run(&args, &ctx, &params),
+        None | Some("cublas") => {}
+        Some(other) => return Err(usage(anyhow!("--against {other}: expected cublas or copy"))),
+    }
     let backend = match ctx.backend() {
         Language::Cuda => CudaBackend::new()?,
         Language::Hip => CudaBackend::hip()?,

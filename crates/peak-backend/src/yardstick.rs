@@ -1,0 +1,81 @@
+//! A speed-of-light yardstick that needs no vendor library: a memory-bound kernel is
+//! judged against a device-to-device copy of the same bytes, timed the same way (warm-up,
+//! device events, median) on the same device in the same process.
+//!
+//! "The same bytes": a kernel that reads R bytes and writes W moves R + W; a copy of
+//! (R + W) / 2 bytes moves as much (it reads and writes each byte once). Arrays count by
+//! their manifest role: inputs are read, outputs written, `inout` arrays both.
+
+use peak_spec::{Context, ExecParams};
+use serde::Serialize;
+
+use crate::backend::Backend;
+use crate::error::BackendError;
+use crate::runner::RunOptions;
+
+/// The bytes a kernel moves at one execution parameter, from its manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Traffic {
+    pub read_bytes: u64,
+    pub written_bytes: u64,
+}
+
+impl Traffic {
+    pub fn of(ctx: &Context, params: &ExecParams) -> Result<Traffic, String> {
+        let (mut read_bytes, mut written_bytes) = (0u64, 0u64);
+        for array in &ctx.manifest.arrays {
+            let count = ctx.eval_input_expr(&array.size, params).ok_or_else(|| format!("array {}: size `{}` does not evaluate at {params}", array.name, array.size))?;
+            let bytes = count.max(0) as u64 * array.dtype.size_bytes() as u64;
+            if array.output || array.inout {
+                written_bytes += bytes;
+            }
+            if !array.output || array.inout {
+                read_bytes += bytes;
+            }
+        }
+        Ok(Traffic { read_bytes, written_bytes })
+    }
+
+    pub fn total(&self) -> u64 {
+        self.read_bytes + self.written_bytes
+    }
+
+    /// The copy that moves as many bytes: half of them, read once and written once.
+    pub fn copy_bytes(&self) -> u64 {
+        self.total().div_ceil(2)
+    }
+}
+
+/// Event-timed device-to-device copies of `bytes`: `options.warmup` untimed, then
+/// `options.repetitions` timed, each alone between two events.
+pub fn time_copy(backend: &dyn Backend, bytes: usize, options: &RunOptions) -> Result<Vec<f64>, BackendError> {
+    // Whole 4-byte words: device fills and copies want them on every backend.
+    let bytes = bytes.max(4).next_multiple_of(4);
+    let src = backend.alloc(bytes)?;
+    let dst = match backend.alloc(bytes) {
+        Ok(dst) => dst,
+        Err(e) => {
+            backend.free(src);
+            return Err(e);
+        }
+    };
+    let timed = (|| {
+        backend.fill(src, &1.0f32.to_le_bytes(), bytes)?;
+        for _ in 0..options.warmup {
+            backend.copy(src, dst, bytes)?;
+        }
+        backend.synchronize()?;
+        let mut times = Vec::with_capacity(options.repetitions);
+        for _ in 0..options.repetitions {
+            let start = backend.record_event()?;
+            backend.copy(src, dst, bytes)?;
+            let end = backend.record_event()?;
+            backend.synchronize()?;
+            times.push(backend.elapsed_ms(start, end)?);
+        }
+        Ok(times)
+    })();
+    backend.free(src);
+    backend.free(dst);
+    timed
+}
