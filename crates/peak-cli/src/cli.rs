@@ -528,7 +528,7 @@ pub struct CompileArgs {
 pub struct BaselineArgs {
     /// The context folder (holding peak.toml).
     pub context: PathBuf,
-    /// What to time the kernel against: `cublas` (a cuda or hip context with [kernel.matmul]; the default there) or `copy`, a device-to-device copy of the bytes the kernel moves (any backend; the default elsewhere).
+    /// What to time the kernel against: `cublas` (a cuda or hip context with [kernel.matmul]; the default for a matmul) or `copy`, a device-to-device copy of the bytes the kernel moves (any backend; the default for other kernels).
     #[arg(long, value_name = "cublas|copy")]
     pub against: Option<String>,
     #[command(flatten)]

@@ -14,7 +14,7 @@ use peak_spec::{Context, ExecParams};
 use peak_transform::Transformation;
 use peak_workflow::{AttemptsLog, CheckpointView};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::progress::Progress;
 use crate::server::Answer;
@@ -106,17 +106,6 @@ pub fn contexts_text(dir: &Path, found: &[FoundContext]) -> String {
     out
 }
 
-pub fn transformation_summary(t: &Transformation) -> Value {
-    json!({
-        "name": t.name,
-        "description": t.description,
-        "applies_to": t.applies_to.iter().map(|b| b.name()).collect::<Vec<_>>(),
-        "requires": t.requires,
-        "tuning": t.tuning.iter().map(|p| json!({"name": p.name, "description": p.description})).collect::<Vec<_>>(),
-        "constraints": t.constraints,
-        "passes": t.passes.iter().map(|p| json!({"title": p.title, "region": p.region.name()})).collect::<Vec<_>>(),
-    })
-}
 
 pub fn transformations_text(list: &[&Transformation]) -> String {
     let mut out = String::new();

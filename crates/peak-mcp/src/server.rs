@@ -258,7 +258,7 @@ impl PeakServer {
             let library = library(settings, &p.library.library_dirs)?;
             let backend: Option<peak_transform::Backend> = p.backend.as_deref().map(|b| b.parse().map_err(|e: String| anyhow!(e))).transpose()?;
             let list: Vec<_> = library.list().iter().filter(|t| backend.is_none_or(|b| t.applies_to(b))).collect();
-            let data: Vec<Value> = list.iter().map(|t| render::transformation_summary(t)).collect();
+            let data: Vec<Value> = list.iter().map(|t| Library::summary(t, false)).collect();
             Ok(Answer::ok(render::transformations_text(&list), data))
         })
         .await
@@ -271,7 +271,7 @@ impl PeakServer {
         self.quick(move |settings| {
             let library = library(settings, &p.library.library_dirs)?;
             let t = library.get(&p.name)?;
-            Ok(Answer::ok(library.show(t), render::transformation_summary(t)))
+            Ok(Answer::ok(library.show(t), Library::summary(t, false)))
         })
         .await
     }

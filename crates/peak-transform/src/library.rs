@@ -132,6 +132,34 @@ impl Library {
         table
     }
 
+    /// A transformation as data, for `peak transformations --json` and the MCP tools.
+    /// `full` adds each pass's instructions and snippets, and the file it came from.
+    pub fn summary(transformation: &Transformation, full: bool) -> serde_json::Value {
+        let t = transformation;
+        let passes: Vec<serde_json::Value> = t
+            .passes
+            .iter()
+            .map(|p| match full {
+                true => serde_json::json!({"title": p.title, "region": p.region.name(), "instructions": p.instructions, "snippets": p.snippets}),
+                false => serde_json::json!({"title": p.title, "region": p.region.name()}),
+            })
+            .collect();
+        let mut value = serde_json::json!({
+            "name": t.name,
+            "description": t.description,
+            "applies_to": t.applies_to.iter().map(|b| b.name()).collect::<Vec<_>>(),
+            "kernels": t.kernels,
+            "requires": t.requires,
+            "tuning": t.tuning.iter().map(|p| serde_json::json!({"name": p.name, "description": p.description})).collect::<Vec<_>>(),
+            "constraints": t.constraints,
+            "passes": passes,
+        });
+        if full {
+            value["source"] = serde_json::json!(t.source);
+        }
+        value
+    }
+
     /// A human-readable description of a transformation, for `peak transformations show`.
     pub fn show(&self, transformation: &Transformation) -> String {
         let t = transformation;

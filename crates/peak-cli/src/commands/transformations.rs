@@ -1,8 +1,7 @@
 //! `peak transformations [list|show NAME]`.
 
 use anyhow::Result;
-use peak_transform::{Library, Transformation};
-use serde_json::{Value, json};
+use peak_transform::Library;
 
 use crate::cli::{TransformationsAction, TransformationsArgs};
 use crate::output::print_json;
@@ -17,25 +16,13 @@ pub fn library(dirs: &[std::path::PathBuf]) -> Result<Library> {
     Ok(library)
 }
 
-fn summary(t: &Transformation) -> Value {
-    json!({
-        "name": t.name,
-        "description": t.description,
-        "applies_to": t.applies_to.iter().map(|b| b.name()).collect::<Vec<_>>(),
-        "requires": t.requires,
-        "tuning": t.tuning.iter().map(|p| json!({"name": p.name, "description": p.description})).collect::<Vec<_>>(),
-        "constraints": t.constraints,
-        "passes": t.passes.iter().map(|p| json!({"title": p.title, "region": p.region.name(), "instructions": p.instructions, "snippets": p.snippets})).collect::<Vec<_>>(),
-        "source": t.source,
-    })
-}
 
 pub fn run(args: TransformationsArgs) -> Result<()> {
     let library = library(&args.dirs)?;
     match args.action.unwrap_or(TransformationsAction::List) {
         TransformationsAction::List => {
             if args.json {
-                return print_json(&library.list().iter().map(summary).collect::<Vec<_>>());
+                return print_json(&library.list().iter().map(|t| Library::summary(t, true)).collect::<Vec<_>>());
             }
             let width = library.list().iter().map(|t| t.name.len()).max().unwrap_or(0);
             for t in library.list() {
@@ -46,7 +33,7 @@ pub fn run(args: TransformationsArgs) -> Result<()> {
         TransformationsAction::Show { name } => {
             let t = library.get(&name).map_err(usage)?;
             if args.json {
-                return print_json(&summary(t));
+                return print_json(&Library::summary(t, true));
             }
             print!("{}", library.show(t));
         }
