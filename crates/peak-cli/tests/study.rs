@@ -3,43 +3,13 @@
 //! must leave HEAD and its branch alone, count what the script made happen, record every
 //! try in the attempts log with its model, and feed `peak report`'s success figure.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
+
+use std::path::Path;
+use std::process::Command;
 
 use peak_transform::testing::{FakeLlmServer, Scripted};
-
-struct Env {
-    _tmp: tempfile::TempDir,
-    cache: PathBuf,
-    wf: PathBuf,
-}
-
-fn peak(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_peak"));
-    cmd.args(args).env("PEAK_CACHE_DIR", &env.cache);
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("peak runs")
-}
-
-fn ok(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> String {
-    let out = peak(env, args, vars);
-    assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
+use support::{Env, example, fixture, json};
 
 fn fenced(path: &str) -> String {
     format!("Here is the region.\n\n```c\n{}```\n", std::fs::read_to_string(fixture(path)).unwrap())
@@ -56,13 +26,12 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
         eprintln!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let env = Env { cache: tmp.path().join("cache"), wf: tmp.path().join("wf"), _tmp: tmp };
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/matmul-opencl-naive");
-    ok(&env, &["init", s(&env.wf), "--from", s(&example), "--set", "n=256", "--budget", "4"], &[]);
-    let head_before = git(&env.wf, &["rev-parse", "HEAD"]);
-    let branch_before = git(&env.wf, &["symbolic-ref", "--short", "HEAD"]);
-    let kernel_before = std::fs::read_to_string(env.wf.join("context/kernel.cl")).unwrap();
+    let env = Env::new();
+    let wf = env.path("wf");
+    env.ok_with(&["init", wf.to_str().unwrap(), "--from", &example("matmul-opencl-naive"), "--set", "n=256", "--budget", "4"], &[]);
+    let head_before = git(&wf, &["rev-parse", "HEAD"]);
+    let branch_before = git(&wf, &["symbolic-ref", "--short", "HEAD"]);
+    let kernel_before = std::fs::read_to_string(wf.join("context/kernel.cl")).unwrap();
 
     let good = || [Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(fenced("refactor/device.c"))];
     let malformed = Scripted::reply(format!("{}\n{}", fenced("refactor/macros.c"), fenced("refactor/macros.c")));
@@ -87,18 +56,18 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
         ("PEAK_ANTHROPIC_BASE_URL", anthropic.as_str()),
         ("ANTHROPIC_API_KEY", "test-key-not-secret"),
     ];
-    let w = s(&env.wf);
+    let w = wf.to_str().unwrap();
     let args = [
         "study", "-w", w, "--from", "HEAD", "--transformations", "REFACTOR", "--executors", "openai:model-a,anthropic:model-b", "--repeat", "2", "--retries", "1",
         "--set", "n=256", "--samples", "2", "--budget", "2", "--json",
     ];
-    let out = json(&ok(&env, &args, &vars));
+    let out = json(&env.ok_with(&args, &vars));
     assert_eq!(server.remaining(), 0, "every scripted reply was asked for: {out:#}");
 
     // HEAD, its branch and the working folder are where they were.
-    assert_eq!(git(&env.wf, &["rev-parse", "HEAD"]), head_before);
-    assert_eq!(git(&env.wf, &["symbolic-ref", "--short", "HEAD"]), branch_before);
-    assert_eq!(std::fs::read_to_string(env.wf.join("context/kernel.cl")).unwrap(), kernel_before);
+    assert_eq!(git(&wf, &["rev-parse", "HEAD"]), head_before);
+    assert_eq!(git(&wf, &["symbolic-ref", "--short", "HEAD"]), branch_before);
+    assert_eq!(std::fs::read_to_string(wf.join("context/kernel.cl")).unwrap(), kernel_before);
     assert_eq!(out["head"], head_before.as_str());
 
     let cells = out["cells"].as_array().unwrap();
@@ -116,15 +85,15 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     assert_eq!(branches, ["study/refactor/openai-model-a/1", "study/refactor/openai-model-a/2", "study/refactor/anthropic-model-b/1", "study/refactor/anthropic-model-b/2"]);
     for run in &runs[..3] {
         assert_eq!(run["status"], "checkpoint", "{run}");
-        assert_eq!(git(&env.wf, &["rev-parse", run["branch"].as_str().unwrap()]), run["checkpoint"].as_str().unwrap());
+        assert_eq!(git(&wf, &["rev-parse", run["branch"].as_str().unwrap()]), run["checkpoint"].as_str().unwrap());
     }
     assert_eq!(runs[2]["tries"], serde_json::json!(["unparsable-reply", "passed"]));
     assert_eq!(runs[3]["status"], "failed");
     assert_eq!(runs[3]["tries"], serde_json::json!(["compile-failed", "wrong-output"]));
-    assert_eq!(git(&env.wf, &["rev-parse", "study/refactor/anthropic-model-b/2"]), head_before, "a failed run's branch stays at --from");
+    assert_eq!(git(&wf, &["rev-parse", "study/refactor/anthropic-model-b/2"]), head_before, "a failed run's branch stays at --from");
 
     // The attempts log holds every try with its executor and model.
-    let text = std::fs::read_to_string(env.wf.join(".git/peak/attempts.jsonl")).unwrap();
+    let text = std::fs::read_to_string(wf.join(".git/peak/attempts.jsonl")).unwrap();
     let tries: Vec<(String, String, String)> = text
         .lines()
         .map(json)
@@ -145,7 +114,7 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     assert_eq!(tries, expected);
 
     // `peak report` counts them in its success figure.
-    let report = json(&ok(&env, &["report", w, "--json"], &[]));
+    let report = json(&env.ok_with(&["report", w, "--json"], &[]));
     let success = report["workflows"][0]["success"].as_array().unwrap();
     let row = |executor: &str| success.iter().find(|r| r["executor"] == executor).unwrap_or_else(|| panic!("no {executor} row: {success:?}")).clone();
     let a = row("openai (model-a)");
@@ -157,14 +126,14 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     for answer in good() {
         server.push(answer);
     }
-    let table = ok(&env, &["study", "-w", w, "--transformations", "refactor", "--executors", "openai:model-a", "--repeat", "1", "--set", "n=256", "--samples", "2", "--budget", "2"], &vars);
+    let table = env.ok_with(&["study", "-w", w, "--transformations", "refactor", "--executors", "openai:model-a", "--repeat", "1", "--set", "n=256", "--samples", "2", "--budget", "2"], &vars);
     println!("{table}");
     assert!(table.contains("openai:model-a") && table.contains("study/refactor/openai-model-a/3"), "{table}");
-    assert_eq!(git(&env.wf, &["rev-parse", "HEAD"]), head_before);
+    assert_eq!(git(&wf, &["rev-parse", "HEAD"]), head_before);
 
     // An unknown transformation is refused before any branch is made.
-    let branches = git(&env.wf, &["branch", "--list", "study/*"]);
-    let refused = peak(&env, &["study", "-w", w, "--transformations", "refactor,no-such-thing", "--executors", "openai:model-a"], &vars);
+    let branches = git(&wf, &["branch", "--list", "study/*"]);
+    let refused = env.peak_with(&["study", "-w", w, "--transformations", "refactor,no-such-thing", "--executors", "openai:model-a"], &vars);
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
-    assert_eq!(git(&env.wf, &["branch", "--list", "study/*"]), branches);
+    assert_eq!(git(&wf, &["branch", "--list", "study/*"]), branches);
 }

@@ -28,12 +28,26 @@ impl Env {
     }
 
     pub fn peak(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_peak")).args(args).env("PEAK_CACHE_DIR", self.path("cache")).output().expect("peak runs")
+        self.peak_with(args, &[])
+    }
+
+    /// `peak` with extra environment variables (an LLM endpoint and its key, say).
+    pub fn peak_with(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_peak"));
+        cmd.args(args).env("PEAK_CACHE_DIR", self.path("cache"));
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("peak runs")
     }
 
     /// Run `peak`, insist it succeeds without git's branch-name hint, return its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.peak(args);
+        self.ok_with(args, &[])
+    }
+
+    pub fn ok_with(&self, args: &[&str], vars: &[(&str, &str)]) -> String {
+        let out = self.peak_with(args, vars);
         assert!(out.status.success(), "peak {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("hint: Using 'master'"), "git's hint leaked from peak {args:?}:\n{stderr}");
