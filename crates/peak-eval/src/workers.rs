@@ -16,7 +16,6 @@ enum Devices {
     One,
     /// As configured for the `peak` binary (`--devices`, `$PEAK_DEVICES`, every GPU).
     Configured,
-    Listed(Vec<String>),
 }
 
 pub struct Workers {
@@ -38,16 +37,10 @@ impl Workers {
         Workers { devices: Devices::Configured, ..Workers::new(Box::new(WorkerCommand::peak), options) }
     }
 
-    /// Tune on these devices, one worker each (values of the backend's device variable).
-    pub fn with_devices(self, devices: Vec<String>) -> Workers {
-        Workers { devices: Devices::Listed(devices), ..self }
-    }
-
     fn devices(&self, backend: &str) -> Vec<String> {
         match &self.devices {
             Devices::One => Vec::new(),
             Devices::Configured => launcher::devices(backend),
-            Devices::Listed(list) => list.clone(),
         }
     }
 

@@ -84,9 +84,15 @@ pub fn device_variable(backend: &str) -> Option<&'static str> {
     matches!(backend, "cuda" | "hip").then_some("CUDA_VISIBLE_DEVICES")
 }
 
+/// Every GPU `nvidia-smi -L` lists, asked once per process (a tuning run asks per input
+/// configuration).
 fn all_gpus() -> Vec<String> {
-    let listed = std::process::Command::new("nvidia-smi").arg("-L").output().map(|o| String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("GPU ")).count()).unwrap_or(0);
-    (0..listed).map(|i| i.to_string()).collect()
+    static GPUS: OnceLock<Vec<String>> = OnceLock::new();
+    GPUS.get_or_init(|| {
+        let listed = std::process::Command::new("nvidia-smi").arg("-L").output().map(|o| String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("GPU ")).count()).unwrap_or(0);
+        (0..listed).map(|i| i.to_string()).collect()
+    })
+    .clone()
 }
 
 fn config_path() -> Option<PathBuf> {

@@ -90,8 +90,6 @@ pub struct WorkerPool {
     pub(super) last_stderr: Option<String>,
     /// Jobs that already had their second run after a silent death (see `blame`).
     pub(super) retried: Vec<u64>,
-    /// The request a death was just blamed on, while it is decided whether it runs again.
-    pub(super) culprit_request: Option<Request>,
 }
 
 impl WorkerPool {
@@ -113,7 +111,6 @@ impl WorkerPool {
             restarts: 0,
             last_stderr: None,
             retried: Vec::new(),
-            culprit_request: None,
         })
     }
 

@@ -66,24 +66,22 @@ impl WorkerPool {
         };
         let tail = self.last_stderr.take().unwrap_or_default();
         let tail = if tail.trim().is_empty() { String::new() } else { format!("\nworker stderr:\n{}", last_lines(&tail, 20)) };
+        // A culprit on its second chance is no culprit yet: it runs again, alone, first.
+        let retry = culprit.filter(|id| second_chance && !self.retried.contains(id));
         // Everything sent to the dead worker goes back to the front of the queue, in order.
         while let Some(request) = self.in_flight.pop_back() {
-            if Some(request.id) == culprit {
-                self.culprit_request = Some(request);
+            if Some(request.id) == culprit && retry.is_none() {
                 continue;
             }
             self.queue.push_front(request);
         }
         match culprit {
-            Some(id) if second_chance && !self.retried.contains(&id) => {
+            Some(id) if retry.is_some() => {
                 self.retried.push(id);
-                let request = self.culprit_request.take().expect("the culprit's request was kept");
-                self.queue.push_front(request);
                 self.serial_until = Some(id);
                 None
             }
             Some(id) => {
-                self.culprit_request = None;
                 if self.serial_until.is_some_and(|last| id >= last) {
                     self.serial_until = None;
                 }

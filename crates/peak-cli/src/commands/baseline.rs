@@ -40,7 +40,7 @@ pub fn run(args: BaselineArgs) -> Result<()> {
             )));
         }
     };
-    let options = RunOptions { warmup: args.timing.warmup, repetitions: args.timing.reps, data_seed: args.timing.data_seed, flush_cache: args.flush_cache, ..RunOptions::default() };
+    let options = run_options(&args);
     let report = run_baseline(&backend, &ctx, &params, &options).map_err(|e| match e {
         BaselineError::NotMatmul { .. } | BaselineError::Shape { .. } | BaselineError::Types { .. } => usage(anyhow!(e)),
         other => anyhow!("{} ({}): {other}", ctx.name(), params),
@@ -73,4 +73,9 @@ pub fn run(args: BaselineArgs) -> Result<()> {
         return Err(Failed.into());
     }
     Ok(())
+}
+
+/// Timing as the flags say, the same on both sides of the ratio.
+fn run_options(args: &BaselineArgs) -> RunOptions {
+    RunOptions { warmup: args.timing.warmup, repetitions: args.timing.reps, data_seed: args.timing.data_seed, flush_cache: args.flush_cache, ..RunOptions::default() }
 }

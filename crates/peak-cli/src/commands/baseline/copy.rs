@@ -3,7 +3,7 @@
 
 use anyhow::{Result, anyhow};
 use peak_backend::yardstick::{Traffic, time_copy};
-use peak_backend::{RunOptions, runner};
+use peak_backend::runner;
 use peak_spec::{Context, ExecParams};
 use serde::Serialize;
 
@@ -32,7 +32,7 @@ struct CopyBaseline {
 pub fn run(args: &BaselineArgs, ctx: &Context, params: &ExecParams) -> Result<()> {
     let traffic = Traffic::of(ctx, params).map_err(|e| usage(anyhow!("{}: {e}", ctx.manifest_path().display())))?;
     let backend = backends::open(ctx.backend())?;
-    let options = RunOptions { warmup: args.timing.warmup, repetitions: args.timing.reps, data_seed: args.timing.data_seed, flush_cache: args.flush_cache, ..RunOptions::default() };
+    let options = super::run_options(args);
     let kernel = runner::run(backend.as_ref(), ctx, params, &options).map_err(|e| anyhow!("{} ({}): {e}", ctx.name(), params))?;
     let kernel_ms = kernel.median_ms().ok_or_else(|| anyhow!("no timed repetition (--reps 0)"))?;
     let copies = time_copy(backend.as_ref(), traffic.copy_bytes() as usize, &options).map_err(|e| anyhow!("timing the copy: {e}"))?;
