@@ -43,7 +43,8 @@ run() {
   # peak export's round trip (issue 13): the exported CUDA harness, built with nvcc, against
   # peak run on the same configuration; writes $OUT/h200-export.json. Needs nvcc.
   if [ -z "${SKIP_EXPORT:-}" ]; then
-    PEAK=carry/gpu-tests/peak OUT="$OUT" bash bench/h200-export.sh 2>&1 | tee "$OUT/export.log" || echo "h200-export: failed (see $OUT/export.log)" >&2
+    # The device's copy of the tree has no usable git history: name the build's commit.
+    PEAK_COMMIT="$(cat carry/gpu-tests/commit)" PEAK=carry/gpu-tests/peak OUT="$OUT" bash bench/h200-export.sh 2>&1 | tee "$OUT/export.log" || echo "h200-export: failed (see $OUT/export.log)" >&2
   fi
 }
 
