@@ -33,6 +33,9 @@ RESUME = os.environ.get("RESUME")
 SANITIZE_AT = os.environ.get("SANITIZE_AT", "").split()
 # More replay flags, e.g. "--library transformations" for transformations not built in.
 REPLAY_ARGS = os.environ.get("REPLAY_ARGS", "").split()
+# After the replay, `peak retune --budget RETUNE` tunes each line's tip again, further, from
+# its top-K, and records it as a Retune checkpoint (a line is walked with small budgets).
+RETUNE = os.environ.get("RETUNE")
 
 
 def sh(*args, check=True, timeout=None):
@@ -109,6 +112,12 @@ def replay(work, out, name, branch):
         proc.wait()
         code = "timed out"
     wall = time.monotonic() - start
+    if RETUNE and code == 0:
+        print(f"retune the tip with a budget of {RETUNE}", flush=True)
+        retuned = subprocess.run([PEAK, "retune", "-w", into, "--budget", RETUNE] + [f"--sanitize-at={a}" for a in SANITIZE_AT],
+                                 stdout=subprocess.DEVNULL, start_new_session=True)
+        code = 0 if retuned.returncode == 0 else f"retune exited {retuned.returncode}"
+        wall = time.monotonic() - start
     if os.path.isdir(into):
         sh(PEAK, "bundle", into, os.path.join(out, packed))
     return into, wall, code, resumed
@@ -194,7 +203,7 @@ def main(out):
         "device": device,
         "commit": os.environ.get("PEAK_COMMIT", "unknown"),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "tuning": f"peak replay --budget {BUDGET} (auto strategy, top-128 carried forward)",
+        "tuning": f"peak replay --budget {BUDGET} (auto strategy, top-128 carried forward)" + (f"; then peak retune --budget {RETUNE} on the tip" if RETUNE else ""),
         "validation": f"16 sampled execution parameters per step; compute-sanitizer memcheck and racecheck on {SANITIZE_SAMPLES} of them and on each tuned winner, at {' '.join(SANITIZE_AT) or 'the smallest listed size'} where valid there",
         "cublas": "peak baseline: sgemm without TF32 (fp32); f16 inputs with f32 accumulation (fp16); same process, same inputs",
         "workflows": [],

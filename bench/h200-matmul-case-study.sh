@@ -10,7 +10,9 @@
 # (default: the fp32 workflow's main line, the fp16 workflow's main line and its `paper`
 # branch), SANITIZE_SAMPLES (validation samples run under compute-sanitizer, default 16),
 # PEAK_COMMIT (the commit the binary was built from); SANITIZE_AT (e.g. n=512: the size the
-# sanitizer runs at); REPLAY_ARGS (more `peak replay` flags); FINAL_ONLY=1 tunes and times
+# sanitizer runs at); REPLAY_ARGS (more `peak replay` flags); RETUNE (a budget: after the
+# replay, `peak retune` tunes each line's tip again from its top-K and records it as a
+# Retune checkpoint); FINAL_ONLY=1 tunes and times
 # only the last checkpoint of each line, without replaying it (little device time).
 # A device call has a time limit: REPLAY_TIMEOUT stops a replay after that many seconds and
 # packs it into OUT as replayed-NAME-BRANCH.bundle; a later run with RESUME=<that folder>

@@ -12,6 +12,9 @@
 //! a deferred apply (`defer`) compile-checks the candidate instead and records it as
 //! `deferred`, for `replay` to validate and tune where the GPU is.
 //!
+//! `retune` searches the current checkpoint's space again, further, and records the result
+//! as a `Retune` checkpoint (same code, better configuration), which `replay` repeats.
+//!
 //! The agent executor answers "waiting" until someone submits the region; the apply then
 //! stops and `submit` resumes it later, even from another process. Resuming simply runs
 //! the apply again: the agent's earlier replies are on disk, validation references and
@@ -22,6 +25,7 @@ mod defer;
 mod init;
 mod manifest;
 mod replay;
+mod retune;
 mod sanitize;
 mod state;
 mod winner;
@@ -33,6 +37,7 @@ pub use apply::{abandon, apply, pending, resume, submit};
 pub use defer::{Defer, is_deferred};
 pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
+pub use retune::{RETUNE, retune};
 pub use sanitize::Sanitize;
 use serde::Serialize;
 

@@ -20,6 +20,7 @@ use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle}
 
 use crate::apply::apply_with;
 use crate::init::{InitOptions, init_workflow};
+use crate::retune::{RETUNE, RetuneSettings, retune};
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, is_deferred};
 
 /// Replay the checkpoints from the root to `tip` (a branch, tag or checkpoint of `source`;
@@ -53,6 +54,17 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
     let mut replayed = Workflow::open(into)?;
     let mut outcomes = Vec::new();
     for step in &chain[done..] {
+        if step.meta.transformation == RETUNE {
+            // No executor to replay: the same search again, with the budget it was given.
+            let settings = RetuneSettings::recorded(&step.transcript).with_context(|| format!("checkpoint {}", step.id.short()))?;
+            let outcome = retune(into, &settings.over(options), "replay", workers, reporter)?;
+            match &outcome {
+                ApplyOutcome::Checkpoint { id, .. } => carry_tags(&mut replayed, &step.tags, id)?,
+                _ => bail!("replaying {RETUNE} did not reproduce checkpoint {}: {outcome:?}", step.id.short()),
+            }
+            outcomes.push(outcome);
+            continue;
+        }
         let transcript: Transcript = serde_json::from_value(step.transcript["entries"].clone())
             .map(|entries| Transcript { entries })
             .with_context(|| format!("checkpoint {}: transcript.json has no replayable entries", step.id.short()))?;

@@ -56,6 +56,8 @@ pub enum Command {
     Transformations(TransformationsArgs),
     /// Apply a transformation to the workflow's current checkpoint (LLM or agent executor).
     Apply(ApplyArgs),
+    /// Tune the current checkpoint again with a larger budget, starting from its top-K, and record the result as a `Retune` checkpoint.
+    Retune(RetuneArgs),
     /// Hand in the region the agent executor is waiting for, and resume the apply.
     Submit(SubmitArgs),
     /// Print the pass prompt the agent executor is waiting on, if any.
@@ -166,20 +168,14 @@ pub struct WorkflowArg {
     pub workflow: PathBuf,
 }
 
-/// Validation and tuning settings shared by the commands that make checkpoints.
+/// compute-sanitizer settings of the commands that record a tuned winner.
 #[derive(Debug, Args, Clone)]
-pub struct MeasureArgs {
-    /// Execution parameters sampled for validation.
-    #[arg(long, default_value_t = 16)]
-    pub samples: usize,
+pub struct SanitizeArgs {
     /// compute-sanitizer tools run on validation samples and on the tuned winner: `auto`
     /// (memcheck,racecheck on CUDA and HIP; skipped with a warning where compute-sanitizer is
     /// missing), `none`, or a list such as `memcheck,racecheck` (an error where it cannot run).
     #[arg(long, default_value = "auto", value_name = "TOOL,...|auto|none")]
     pub sanitize: peak_apply::Sanitize,
-    /// Validation samples the sanitizer runs on (at most --samples), each at the smallest input size it is valid for.
-    #[arg(long, default_value_t = 16, value_name = "N")]
-    pub sanitize_samples: usize,
     /// Record the tuned winner without running the sanitizer on it.
     #[arg(long)]
     pub no_sanitize_winner: bool,
@@ -187,6 +183,19 @@ pub struct MeasureArgs {
     /// `n=512` (smaller than the manifest's sizes: sanitized runs are 10-1000x slower).
     #[arg(long, value_name = "NAME=VALUE")]
     pub sanitize_at: Vec<String>,
+}
+
+/// Validation and tuning settings shared by the commands that make checkpoints.
+#[derive(Debug, Args, Clone)]
+pub struct MeasureArgs {
+    /// Execution parameters sampled for validation.
+    #[arg(long, default_value_t = 16)]
+    pub samples: usize,
+    #[command(flatten)]
+    pub sanitizer: SanitizeArgs,
+    /// Validation samples the sanitizer runs on (at most --samples), each at the smallest input size it is valid for.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub sanitize_samples: usize,
     /// Seed of the validation sample, the inputs and the search.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -231,6 +240,28 @@ pub struct ApplyArgs {
     pub arch: String,
     #[command(flatten)]
     pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RetuneArgs {
+    /// Configurations to evaluate per input configuration, the checkpoint's recorded
+    /// top-K among them (they are where the search starts).
+    #[arg(long, default_value_t = 512)]
+    pub budget: usize,
+    /// Stop proposing configurations after this many seconds per input configuration.
+    #[arg(long, value_name = "SECONDS")]
+    pub time: Option<f64>,
+    /// Seed of the search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub set: SetArgs,
+    #[command(flatten)]
+    pub sanitizer: SanitizeArgs,
     #[command(flatten)]
     pub workflow: WorkflowArg,
     #[arg(long)]

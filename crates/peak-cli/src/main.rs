@@ -72,6 +72,7 @@ fn main() -> ExitCode {
         Command::Fsck(args) => commands::fsck::run(args),
         Command::Transformations(args) => commands::transformations::run(args),
         Command::Apply(args) => commands::apply::run(args),
+        Command::Retune(args) => commands::retune::run(args),
         Command::Submit(args) => commands::submit::run(args),
         Command::Pending(args) => commands::pending::run(args),
         Command::Replay(args) => commands::replay::run(args),

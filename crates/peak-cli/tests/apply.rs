@@ -186,3 +186,35 @@ fn recorded_agent_workflow_replays_end_to_end() {
         assert_eq!(entry["model"], "agent", "a replay says whose responses it re-ran");
     }
 }
+
+#[test]
+fn retune_records_the_same_code_better_searched_and_replays_its_budget() {
+    let Some(env) = setup() else { return };
+    let w = s(&env.wf);
+    let done = json(&ok(&env, &["retune", "-w", w, "--set", "n=256", "--budget", "12", "--json"], &[]));
+    assert_eq!((done["status"].as_str(), done["transformation"].as_str()), (Some("checkpoint"), Some("Retune")), "{done}");
+
+    let show = json(&ok(&env, &["show", "HEAD", "-w", w, "--json"], &[]));
+    let root = json(&ok(&env, &["show", "root", "-w", w, "--json"], &[]));
+    assert_eq!(show["files"], root["files"], "a retune changes no code");
+    assert_eq!(show["transcript"]["retune"]["budget"], 12);
+    assert_eq!(show["transcript"]["producer"], "user", "the records say who asked for it");
+    let evaluated = |view: &serde_json::Value| view["performance"]["runs"][0]["evaluations"].as_u64().unwrap();
+    assert!(evaluated(&show) > evaluated(&root), "the root was tuned with 6, the retune with 12: {} vs {}", evaluated(&show), evaluated(&root));
+    let best = |view: &serde_json::Value| view["performance"]["best"]["time_ms"].as_f64().unwrap();
+    assert!(best(&show) > 0.0);
+
+    // A replay repeats the recorded search, not its own smaller budget.
+    let replayed = env.wf.with_extension("replayed");
+    ok(&env, &["replay", w, "--into", s(&replayed), "--set", "n=256", "--samples", "3", "--budget", "4"], &[]);
+    let log = json(&ok(&env, &["log", "-w", s(&replayed), "--json"], &[]));
+    assert_eq!(log[0]["transformation"], "Retune");
+    let again = json(&ok(&env, &["show", "HEAD", "-w", s(&replayed), "--json"], &[]));
+    assert!(evaluated(&again) > 4, "replayed with the recorded budget (12), not --budget 4: {}", evaluated(&again));
+
+    // Not while an apply waits for its regions.
+    assert_eq!(json(&ok(&env, &[&["apply", "refactor", "-w", w, "--json"][..], &FAST].concat(), &[]))["status"], "waiting");
+    let busy = peak(&env, &["retune", "-w", w], &[]);
+    assert!(!busy.status.success());
+    assert!(String::from_utf8_lossy(&busy.stderr).contains("in progress"), "{}", String::from_utf8_lossy(&busy.stderr));
+}

@@ -180,6 +180,23 @@ pub struct ApplyTransformationParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct RetuneParams {
+    /// Path of the workflow folder. Its current checkpoint is tuned again.
+    pub workflow: String,
+    /// Configurations to evaluate per input configuration, the checkpoint's recorded
+    /// top-K among them. Default 512.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    pub budget: Option<usize>,
+    /// Stop tuning after this many seconds per input configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
+    pub time_limit_s: Option<f64>,
+    #[serde(flatten)]
+    pub sampling: SampleParams,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct SubmitRegionParams {
     /// Path of the workflow folder with a transformation waiting for a region.
     pub workflow: String,

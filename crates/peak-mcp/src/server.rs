@@ -405,6 +405,31 @@ impl PeakServer {
         .await
     }
 
+    /// Tune the workflow's current checkpoint again with a larger budget (default 512),
+    /// starting from its recorded top-K, sanitize the winner, and record the result as a
+    /// `Retune` checkpoint: the same code, a better configuration. For the tip of a line
+    /// walked with small budgets. Takes minutes; sends progress.
+    #[tool(annotations(destructive_hint = false))]
+    async fn retune(&self, Parameters(p): Parameters<RetuneParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
+        self.run(&meta, &peer, move |settings, progress| {
+            let defaults = ApplyOptions::default();
+            let options = ApplyOptions {
+                transformation: peak_apply::RETUNE.into(),
+                seed: p.sampling.seed.unwrap_or(defaults.seed),
+                budget: Some(p.budget.unwrap_or(512)),
+                time_limit: p.time_limit_s.map(Duration::from_secs_f64),
+                set: p.sampling.set,
+                cache_dir: settings.cache_dir.clone(),
+                ..defaults
+            };
+            let events = render::Events::new(progress);
+            let mut workers = (settings.workers)();
+            let outcome = peak_apply::retune(Path::new(&p.workflow), &options, "agent", &mut workers, &events)?;
+            Ok(render::outcome_answer(&p.workflow, &outcome, &events.failures()))
+        })
+        .await
+    }
+
     /// Check that a context or checkpoint computes the same outputs as a reference (by
     /// default the workflow's root) on sampled execution parameters, each with fresh random
     /// inputs, in crash-isolated workers. Every sample gets a verdict (passed,

@@ -118,6 +118,7 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
             "profile",
             "read_region",
             "report",
+            "retune",
             "show_checkpoint",
             "show_context",
             "show_transformation",

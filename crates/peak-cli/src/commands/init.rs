@@ -23,9 +23,9 @@ pub fn run(args: InitArgs) -> Result<()> {
     let options = peak_apply::InitOptions {
         seed: m.seed,
         measure: !args.no_measure,
-        sanitize: m.sanitize.clone(),
-        sanitize_winner: !m.no_sanitize_winner,
-        sanitize_at: m.sanitize_at.clone(),
+        sanitize: m.sanitizer.sanitize.clone(),
+        sanitize_winner: !m.sanitizer.no_sanitize_winner,
+        sanitize_at: m.sanitizer.sanitize_at.clone(),
         budget: m.budget,
         time_limit: m.time.map(std::time::Duration::from_secs_f64),
         set: m.set.set.clone(),

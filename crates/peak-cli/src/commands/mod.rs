@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod new;
 pub mod pending;
 pub mod replay;
+pub mod retune;
 pub mod report;
 pub mod profile;
 pub mod run;
@@ -72,10 +73,10 @@ pub fn workers() -> peak_eval::Workers {
 pub fn apply_options(m: &crate::cli::MeasureArgs) -> peak_apply::ApplyOptions {
     peak_apply::ApplyOptions {
         samples: m.samples,
-        sanitize: m.sanitize.clone(),
+        sanitize: m.sanitizer.sanitize.clone(),
         sanitize_samples: m.sanitize_samples,
-        sanitize_winner: !m.no_sanitize_winner,
-        sanitize_at: m.sanitize_at.clone(),
+        sanitize_winner: !m.sanitizer.no_sanitize_winner,
+        sanitize_at: m.sanitizer.sanitize_at.clone(),
         seed: m.seed,
         budget: m.budget,
         time_limit: m.time.map(std::time::Duration::from_secs_f64),

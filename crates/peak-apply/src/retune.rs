@@ -1,0 +1,269 @@
+//! Tuning the current checkpoint again, further, recorded as a checkpoint of its own.
+//!
+//! A line of work is walked with a small tuning budget per step: a step's ranking only has
+//! to seed the next step's search. The tip deserves more. `retune` searches the current
+//! checkpoint's space again with a larger budget, starting from its recorded top-K (so the
+//! search refines rather than restarts), sanitizes the winner as every tuned checkpoint's
+//! is, and records the result as a `Retune` checkpoint: the same code, a better
+//! configuration, and the budget and seed it took, so `peak replay` repeats the search.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+use indexmap::IndexMap;
+use peak_eval::Workers;
+use peak_spec::Context;
+use peak_workflow::{Attempt, CheckpointInput, Workflow};
+use serde_json::{Value, json};
+
+use crate::init::{Measure, measure, restricted};
+use crate::sanitize::{Plan, parse_inputs};
+use crate::state;
+use crate::winner::check_winner;
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
+
+/// The name a retune's checkpoint is recorded under (not a transformation of the library).
+pub const RETUNE: &str = "Retune";
+
+/// Tune the workflow's current checkpoint again with `options`' budget, time limit, seed
+/// and sanitizer settings, and record the result as a `Retune` checkpoint on top of it.
+/// `who` is who asked for it (`user`, `agent`, or `replay`).
+pub fn retune(
+    workflow: &Path,
+    options: &ApplyOptions,
+    who: &str,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+) -> Result<ApplyOutcome> {
+    let mut wf = Workflow::open(workflow)?;
+    let dir = wf.dir().to_path_buf();
+    if let Some(existing) = state::load(&dir)? {
+        bail!(
+            "an apply of {} is in progress in {}\nhint: finish it (`peak submit`) or abandon it (`peak apply --abandon`) first",
+            existing.transformation,
+            dir.display()
+        );
+    }
+    let head = wf.head()?;
+    let parent = wf.show(&head.id.to_string())?;
+    if parent.performance["best"].is_null() {
+        bail!(
+            "checkpoint {} ({}) has no tuning results to start from (deferred, or recorded without measuring)\nhint: replay it where the GPU is (`peak replay`), then retune there",
+            head.id.short(),
+            parent.meta.transformation
+        );
+    }
+
+    let work = dir.join(".git").join("peak").join("retune");
+    let _ = std::fs::remove_dir_all(&work);
+    let (context_dir, root_dir) = (work.join("context"), work.join("root"));
+    wf.materialize(&head.id.to_string(), &context_dir)?;
+    wf.materialize("root", &root_dir)?;
+    let (ctx, root) = (Context::load(&context_dir)?, Context::load(&root_dir)?);
+    let plan = Plan::resolve(&options.sanitize, ctx.backend())?
+        .at(parse_inputs(&options.sanitize_at, &ctx)?);
+    let space = restricted(&ctx, &options.set)?;
+
+    reporter.stage("tune");
+    let settings = Measure {
+        budget: options.budget,
+        time_limit: options.time_limit,
+        seed: options.seed,
+        start_from: recorded_rankings(&parent.performance),
+        cache_dir: options.cache_dir.clone(),
+    };
+    let mut performance = measure(
+        workers,
+        &ctx,
+        &space,
+        Some(&root),
+        &settings,
+        reporter.tuning(),
+    )?;
+    if options.sanitize_winner && plan.runs() {
+        reporter.stage("sanitize");
+    }
+    let base = Attempt {
+        transformation: RETUNE.into(),
+        executor: who.into(),
+        parent: Some(head.id.to_string()),
+        ..Attempt::default()
+    };
+    if let Some(why) = check_winner(
+        &mut *workers,
+        options.sanitize_winner.then_some(&plan),
+        &ctx,
+        &space,
+        options.seed,
+        &mut performance,
+    )? {
+        wf.record_attempt(Attempt {
+            outcome: "sanitizer-finding".into(),
+            error: Some(why.clone()),
+            ..base
+        })?;
+        let _ = std::fs::remove_dir_all(&work);
+        return Ok(ApplyOutcome::Failed {
+            transformation: RETUNE.into(),
+            attempts: 1,
+            last_outcome: "sanitizer-finding".into(),
+            last_error: why,
+        });
+    }
+
+    // The code is the parent's, already validated there; every configuration tuned here
+    // had its outputs checked against the root's, which is this step's validation.
+    let validation = json!({
+        "verdict": "passed",
+        "retune_of": head.id.to_string(),
+        "note": "same code as its parent; every tuned configuration's outputs were checked against the root's reference",
+        "elapsed_s": 0.0,
+    });
+    let transcript = json!({
+        "transformation": RETUNE,
+        "executor": who,
+        "producer": who,
+        "entries": [],
+        "retune": RetuneSettings::of(options).to_json(),
+    });
+    let best_ms = performance["best"]["time_ms"].as_f64();
+    let parent_ms = parent.performance["best"]["time_ms"].as_f64();
+    let id = wf.checkpoint(CheckpointInput {
+        parent: Some(head.id.to_string()),
+        context_dir: context_dir.clone(),
+        transformation: RETUNE.into(),
+        executor: who.into(),
+        model: None,
+        validation,
+        performance,
+        transcript,
+        attempt: None,
+        force: false,
+    })?;
+    wf.record_attempt(Attempt {
+        outcome: "passed".into(),
+        checkpoint: Some(id.to_string()),
+        ..base
+    })?;
+    let _ = std::fs::remove_dir_all(&work);
+    reporter.attempt("passed", &format!("checkpoint {}", id.short()));
+    Ok(ApplyOutcome::Checkpoint {
+        id: id.to_string(),
+        transformation: RETUNE.into(),
+        verdict: "passed".into(),
+        best_ms,
+        speedup_over_parent: best_ms.zip(parent_ms).map(|(b, p)| p / b),
+        attempts: 1,
+    })
+}
+
+/// What a retune searched with, as `transcript.json` records it for `peak replay`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetuneSettings {
+    pub budget: Option<usize>,
+    pub time_limit: Option<Duration>,
+    pub seed: u64,
+}
+
+impl RetuneSettings {
+    fn of(options: &ApplyOptions) -> RetuneSettings {
+        RetuneSettings {
+            budget: options.budget,
+            time_limit: options.time_limit,
+            seed: options.seed,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({ "budget": self.budget, "time_limit_s": self.time_limit.map(|d| d.as_secs_f64()), "seed": self.seed, "strategy": "auto" })
+    }
+
+    /// The settings a recorded retune's transcript holds.
+    pub fn recorded(transcript: &Value) -> Result<RetuneSettings> {
+        let r = &transcript["retune"];
+        if !r.is_object() {
+            return Err(anyhow!("transcript.json has no `retune` settings"));
+        }
+        Ok(RetuneSettings {
+            budget: r["budget"].as_u64().map(|b| b as usize),
+            time_limit: r["time_limit_s"].as_f64().map(Duration::from_secs_f64),
+            seed: r["seed"].as_u64().unwrap_or(1),
+        })
+    }
+
+    /// `options` with these settings in place of its own.
+    pub fn over(&self, options: &ApplyOptions) -> ApplyOptions {
+        ApplyOptions {
+            budget: self.budget,
+            time_limit: self.time_limit,
+            seed: self.seed,
+            ..options.clone()
+        }
+    }
+}
+
+/// Every configuration the checkpoint's tuning ranked, at every input size, best first and
+/// without repeats: where the search starts again.
+fn recorded_rankings(performance: &Value) -> Vec<IndexMap<String, i64>> {
+    let mut seeds: Vec<IndexMap<String, i64>> = Vec::new();
+    let runs = performance["runs"].as_array().cloned().unwrap_or_default();
+    let lists = runs
+        .iter()
+        .map(|run| &run["top_k"])
+        .chain(std::iter::once(&performance["top_k"]));
+    for entry in lists.filter_map(Value::as_array).flatten() {
+        if let Ok(tuning) =
+            serde_json::from_value::<IndexMap<String, i64>>(entry["params"]["tuning"].clone())
+            && !seeds.contains(&tuning)
+        {
+            seeds.push(tuning);
+        }
+    }
+    seeds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rankings_of_every_size_are_joined_without_repeats() {
+        let entry =
+            |x: i64| json!({"params": {"inputs": {"n": 1}, "tuning": {"X": x}}, "time_ms": 1.0});
+        let performance = json!({
+            "top_k": [entry(3), entry(1)],
+            "runs": [{"top_k": [entry(1), entry(2)]}, {"top_k": [entry(3), entry(1)]}],
+        });
+        let xs: Vec<i64> = recorded_rankings(&performance)
+            .iter()
+            .map(|t| t["X"])
+            .collect();
+        assert_eq!(xs, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn recorded_settings_round_trip_and_replace_the_replays_own() {
+        let options = ApplyOptions {
+            budget: Some(512),
+            seed: 7,
+            time_limit: Some(Duration::from_secs(90)),
+            ..ApplyOptions::default()
+        };
+        let transcript = json!({ "retune": RetuneSettings::of(&options).to_json() });
+        let settings = RetuneSettings::recorded(&transcript).unwrap();
+        assert_eq!(settings, RetuneSettings::of(&options));
+        let replay = ApplyOptions {
+            budget: Some(64),
+            seed: 1,
+            samples: 4,
+            ..ApplyOptions::default()
+        };
+        let merged = settings.over(&replay);
+        assert_eq!(
+            (merged.budget, merged.seed, merged.samples),
+            (Some(512), 7, 4)
+        );
+        assert!(RetuneSettings::recorded(&json!({"entries": []})).is_err());
+    }
+}
