@@ -5,6 +5,8 @@
 //! plan, poison the outputs, run once for the outputs, then warm up and time repetitions
 //! with device events. Everything the device allocates is freed on every path.
 
+use std::time::Instant;
+
 use peak_spec::expr::{Expr, expression_engine};
 use peak_spec::rng::mix_seed;
 use peak_spec::{Context, ExecParams, HostArray, Region};
@@ -98,6 +100,64 @@ pub struct RunResult {
     pub modified_inputs: Vec<String>,
     pub times_ms: Vec<f64>,
     pub launches: usize,
+    /// Where the run's time went (the device stages; a worker adds its own).
+    pub stages: StageTimes,
+}
+
+/// Where one run's wall time went, stage by stage, in milliseconds. The tuner adds these
+/// up over a run (`time_breakdown` in `peak tune --json`), so that the cost of each
+/// configuration beyond its kernels' own time can be seen and attacked where it is.
+///
+/// The runner fills the device stages; a worker adds the waits of its device thread, the
+/// launch script and the output comparison. A stage nobody measured stays 0, and a record
+/// written before these existed reads as all zeros.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StageTimes {
+    /// The device thread idle before this job's request arrived: the parent sent it late
+    /// (0 for a worker's first job, which has no earlier one to wait after).
+    pub request_wait_ms: f64,
+    /// The request there, the device thread waiting for its compile: compiles fell behind.
+    pub compile_wait_ms: f64,
+    /// The launch script run and its launches checked against the compiled resources.
+    pub plan_ms: f64,
+    /// The arrays made ready: inputs generated on the host (once per input configuration)
+    /// and put on the device, outputs and scratch poisoned, the plan's setup operations.
+    pub inputs_ms: f64,
+    /// The run whose outputs are judged, until the device is done with it.
+    pub check_run_ms: f64,
+    /// Outputs (and inputs, when they are checked) read back to the host.
+    pub read_back_ms: f64,
+    /// Warm-up and timed repetitions.
+    pub timing_ms: f64,
+    /// The device drained and the run's buffers given back.
+    pub release_ms: f64,
+    /// Outputs compared with their references, hashed or written, off the device thread.
+    pub compare_ms: f64,
+    /// Runs that were discarded and made again (see the worker's `serve`); their stages
+    /// are counted above.
+    pub reruns: usize,
+}
+
+impl StageTimes {
+    /// The sum of two runs' stages (a run made again counts both).
+    pub fn add(&mut self, other: &StageTimes) {
+        self.request_wait_ms += other.request_wait_ms;
+        self.compile_wait_ms += other.compile_wait_ms;
+        self.plan_ms += other.plan_ms;
+        self.inputs_ms += other.inputs_ms;
+        self.check_run_ms += other.check_run_ms;
+        self.read_back_ms += other.read_back_ms;
+        self.timing_ms += other.timing_ms;
+        self.release_ms += other.release_ms;
+        self.compare_ms += other.compare_ms;
+        self.reruns += other.reruns;
+    }
+}
+
+/// Milliseconds since `start`.
+pub fn ms_since(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e3
 }
 
 impl RunResult {
@@ -113,7 +173,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     let mid = v.len() / 2;
-    Some(if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
+    Some(if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
 }
 
 /// The most bytes one array or scratch buffer may take: a terabyte, beyond the memory of any
@@ -214,7 +274,7 @@ pub fn run_compiled(
     let arrays = size_arrays(ctx, params)?;
     let host = generate_arrays(&arrays, options.data_seed);
     let plan = plan(backend, ctx, params, &arrays)?;
-    run_prepared(backend, module, options, &Prepared { arrays: &arrays, host: &host, plan: &plan })
+    run_prepared(backend, module, options, &Prepared { arrays: &arrays, host: &host, plan: &plan, pristine: None })
 }
 
 /// Everything a run needs besides the module: the sized arrays, their initial contents
@@ -224,11 +284,18 @@ pub struct Prepared<'a> {
     pub arrays: &'a [SizedArray],
     pub host: &'a [HostArray],
     pub plan: &'a LaunchPlan,
+    /// Device buffers already holding the initial contents of the input arrays (by array
+    /// index; `None` for outputs), kept by a worker between runs of the same inputs. The
+    /// run's own buffers are filled from them by device-to-device copies instead of from
+    /// the host; the kernels never see these buffers themselves.
+    pub pristine: Option<&'a [Option<BufferId>]>,
 }
 
 /// Run with a compiled module and prepared arrays and plan.
 pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions, prepared: &Prepared) -> Result<RunResult, RunError> {
-    let Prepared { arrays, host, plan } = *prepared;
+    let Prepared { arrays, host, plan, pristine } = *prepared;
+    let mut stages = StageTimes::default();
+    let clock = Instant::now();
     let mut device = DeviceArrays { backend, sets: Vec::new(), scratch: Vec::new() };
     let sets = options.input_sets.max(1);
     for s in 0..sets {
@@ -239,6 +306,10 @@ pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions
             if array.spec.output {
                 let poison = HostArray::poison_pattern(array.spec.dtype);
                 backend.fill(id, &poison, data.bytes.len()).map_err(RunError::from_backend)?;
+            } else if let Some(source) = pristine.and_then(|p| p.get(i).copied().flatten()) {
+                // A copy on the device of bytes that came from the host earlier: the same
+                // contents, without moving them over the bus again for every run.
+                backend.copy(source, id, data.bytes.len()).map_err(RunError::from_backend)?;
             } else if s == 0 {
                 backend.write(id, &data.bytes).map_err(RunError::from_backend)?;
             } else {
@@ -261,10 +332,16 @@ pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions
         let lookup = |r: &BufRef| device.resolve(0, r);
         backend.run_op(module, op, &lookup).map_err(RunError::from_backend)?;
     }
+    // Wait for the copies and fills, so that they are not counted as the check run's.
+    backend.synchronize().map_err(RunError::from_backend)?;
+    stages.inputs_ms = ms_since(clock);
 
+    let clock = Instant::now();
     device.run_steps(module, plan, arrays, 0)?;
     backend.synchronize().map_err(RunError::from_backend)?;
+    stages.check_run_ms = ms_since(clock);
 
+    let clock = Instant::now();
     let mut outputs = Vec::new();
     let mut modified_inputs = Vec::new();
     for (i, (array, data)) in arrays.iter().zip(host).enumerate() {
@@ -280,7 +357,9 @@ pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions
             modified_inputs.push(array.spec.name.clone());
         }
     }
+    stages.read_back_ms = ms_since(clock);
 
+    let clock = Instant::now();
     let mut times_ms = Vec::with_capacity(options.repetitions);
     if options.repetitions > 0 {
         for w in 0..options.warmup {
@@ -302,7 +381,12 @@ pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions
         }
         backend.synchronize().map_err(RunError::from_backend)?;
     }
-    Ok(RunResult { outputs, modified_inputs, times_ms, launches: plan.launches() })
+    stages.timing_ms = ms_since(clock);
+
+    let clock = Instant::now();
+    drop(device);
+    stages.release_ms = ms_since(clock);
+    Ok(RunResult { outputs, modified_inputs, times_ms, launches: plan.launches(), stages })
 }
 
 /// Device buffers of one run; freed when dropped, whatever happened.

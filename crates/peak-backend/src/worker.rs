@@ -55,6 +55,7 @@ mod resources;
 mod serve;
 mod supervise;
 
+pub use crate::runner::StageTimes;
 pub use command::WorkerCommand;
 pub use fleet::{Dispatch, Fleet};
 pub use outputs::output_file;

@@ -1,5 +1,6 @@
-//! Whole-command tests of `peak info`, `run` and `check` on OpenCL (PoCL in CI), and the
-//! bad-input cases: each must give a clear error naming the file and field or line.
+//! Whole-command tests of `peak info`, `run`, `check` and `tune --json`'s time breakdown on
+//! OpenCL (PoCL in CI), and the bad-input cases: each must give a clear error naming the
+//! file and field or line.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -94,6 +95,33 @@ fn check_fails_a_kernel_that_leaves_outputs_unwritten() {
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout.contains("wrong-output") && stdout.contains("non-finite"), "{stdout}");
+}
+
+/// `peak tune --json` says, per run, where the time went: every stage present, none
+/// negative, the timed runs and the compiles not zero.
+#[test]
+fn tune_json_breaks_the_time_down() {
+    if !opencl_present() {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let naive = example("matmul-opencl-naive");
+    let args = ["tune", s(&naive), "--set", "n=64", "--set", "BLOCK_X=8", "--strategy", "exhaustive", "--reps", "3", "--cache-dir", s(cache.path()), "--json"];
+    let out = peak(&args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("--json prints JSON");
+    let run = &json["runs"][0];
+    let spent = run["time_breakdown"].as_object().unwrap_or_else(|| panic!("no time_breakdown: {run}"));
+    let stages = ["wall_s", "compile_cpu_s", "request_wait_s", "compile_wait_s", "plan_s", "inputs_s", "check_run_s", "read_back_s", "timing_s", "timed_kernels_s"];
+    for stage in stages.into_iter().chain(["release_s", "compare_s", "cache_write_s", "strategy_s"]) {
+        let seconds = spent.get(stage).and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("no {stage}: {run}"));
+        assert!(seconds >= 0.0, "{stage} = {seconds}");
+    }
+    assert_eq!(spent["answers"], run["measured"], "{run}");
+    for stage in ["wall_s", "compile_cpu_s", "check_run_s", "timing_s", "timed_kernels_s", "cache_write_s"] {
+        assert!(spent[stage].as_f64().unwrap() > 0.0, "{stage} is zero: {run}");
+    }
 }
 
 fn assert_usage_error(out: &Output, needles: &[&str]) {

@@ -55,6 +55,78 @@ pub trait Measurer {
     fn submit(&mut self, point: usize, params: ExecParams, best_ms: Option<f64>) -> Result<(), EvalError>;
     /// The next finished measurement, `None` when nothing is in flight.
     fn next(&mut self) -> Result<Option<(usize, Outcome)>, EvalError>;
+    /// Where the measurements' time went so far, as far as the measurer knows (`wall_s`,
+    /// `cache_write_s` and `strategy_s` are the tuner's to fill).
+    fn time_spent(&self) -> TimeBreakdown {
+        TimeBreakdown::default()
+    }
+}
+
+/// Where a tuning run's time went, in seconds (`time_breakdown` in `peak tune --json`).
+///
+/// The worker's device thread runs one configuration at a time, so its stages, from
+/// `request_wait_s` to `release_s`, add up to about `wall_s` on one device (less the
+/// start and the last answers). Compiles and comparisons run on other threads beside it:
+/// their sums can exceed the wall, and they cost the wall only through `compile_wait_s`
+/// (the device thread waiting for a compile) and the finishers keeping up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimeBreakdown {
+    /// The run, end to end (as `elapsed_s`).
+    pub wall_s: f64,
+    /// Compiler time summed over the worker's compile threads (one per core).
+    pub compile_cpu_s: f64,
+    /// The device thread idle, waiting for the tuner to send the next configuration.
+    pub request_wait_s: f64,
+    /// The device thread waiting for a configuration's compile to finish.
+    pub compile_wait_s: f64,
+    /// Launch scripts run and launches checked against the compiled resources.
+    pub plan_s: f64,
+    /// Arrays made ready on the device: inputs generated and uploaded or copied, outputs
+    /// and scratch poisoned.
+    pub inputs_s: f64,
+    /// The runs whose outputs are checked, each until the device was done.
+    pub check_run_s: f64,
+    /// Outputs read back to the host.
+    pub read_back_s: f64,
+    /// Warm-up and timed repetitions, as the device thread saw them.
+    pub timing_s: f64,
+    /// Of `timing_s`, the timed repetitions themselves (the sum of the device's event times).
+    pub timed_kernels_s: f64,
+    /// The device drained and the buffers given back after each configuration.
+    pub release_s: f64,
+    /// Outputs compared with the reference, on the worker's finisher threads.
+    pub compare_s: f64,
+    /// Results appended to the results cache, each written and flushed to disk.
+    pub cache_write_s: f64,
+    /// The search strategy choosing configurations and learning from their times.
+    pub strategy_s: f64,
+    /// Worker answers the sums come from (a configuration that failed before it ran
+    /// reports no stages).
+    pub answers: usize,
+    /// Configurations run a second time, from the host's inputs, after failing their output
+    /// check on inputs the worker kept on the device (both runs are counted above).
+    pub reruns: usize,
+}
+
+impl TimeBreakdown {
+    /// Count one worker answer.
+    pub fn add(&mut self, report: &RunReport) {
+        let s = &report.stages;
+        self.compile_cpu_s += report.compile_ms / 1e3;
+        self.request_wait_s += s.request_wait_ms / 1e3;
+        self.compile_wait_s += s.compile_wait_ms / 1e3;
+        self.plan_s += s.plan_ms / 1e3;
+        self.inputs_s += s.inputs_ms / 1e3;
+        self.check_run_s += s.check_run_ms / 1e3;
+        self.read_back_s += s.read_back_ms / 1e3;
+        self.timing_s += s.timing_ms / 1e3;
+        self.timed_kernels_s += report.times_ms.iter().sum::<f64>() / 1e3;
+        self.release_s += s.release_ms / 1e3;
+        self.compare_s += s.compare_ms / 1e3;
+        self.answers += 1;
+        self.reruns += s.reruns;
+    }
 }
 
 /// Measures in worker processes (one, or one per device): compiles ahead, times on the
@@ -71,6 +143,7 @@ pub struct WorkerMeasurer<'a> {
     pub prune_spills: bool,
     pub in_flight: usize,
     points: HashMap<u64, usize>,
+    spent: TimeBreakdown,
 }
 
 impl<'a> WorkerMeasurer<'a> {
@@ -78,7 +151,18 @@ impl<'a> WorkerMeasurer<'a> {
     /// times without checking.
     pub fn new(pool: &'a mut dyn Dispatch, context: PathBuf, run: RunOptions, references: Option<Vec<ReferenceArray>>) -> WorkerMeasurer<'a> {
         let in_flight = pool.capacity();
-        WorkerMeasurer { pool, context, run, references, cutoff_factor: Some(3.0), timeout: None, prune_spills: false, in_flight, points: HashMap::new() }
+        WorkerMeasurer {
+            pool,
+            context,
+            run,
+            references,
+            cutoff_factor: Some(3.0),
+            timeout: None,
+            prune_spills: false,
+            in_flight,
+            points: HashMap::new(),
+            spent: TimeBreakdown::default(),
+        }
     }
 }
 
@@ -102,7 +186,14 @@ impl Measurer for WorkerMeasurer<'_> {
     fn next(&mut self) -> Result<Option<(usize, Outcome)>, EvalError> {
         let Some(answer) = self.pool.next_answer()? else { return Ok(None) };
         let point = self.points.remove(&answer.id).ok_or_else(|| EvalError::Replay(format!("an answer for unknown job {}", answer.id)))?;
+        if let Ok(report) = &answer.result {
+            self.spent.add(report);
+        }
         Ok(Some((point, outcome(answer.result, self.references.is_some())?)))
+    }
+
+    fn time_spent(&self) -> TimeBreakdown {
+        self.spent.clone()
     }
 }
 
@@ -243,6 +334,9 @@ pub struct TuneRun {
     pub measured_per_s: f64,
     /// A sentence on why the winner won.
     pub why: String,
+    /// Where the time went (zeros in reports written before it was measured).
+    #[serde(default)]
+    pub time_breakdown: TimeBreakdown,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,6 +381,8 @@ pub fn tune(
     let mut outstanding = 0usize;
     let mut timed_out = false;
     let mut exhausted = false;
+    let mut cache_write = Duration::ZERO;
+    let mut strategy_time = Duration::ZERO;
     loop {
         while !exhausted && issued < target && outstanding < measurer.capacity() {
             if options.time_limit.is_some_and(|limit| clock.elapsed() >= limit) {
@@ -294,7 +390,10 @@ pub fn tune(
                 break;
             }
             let seeded = if issued < seed_limit { std::iter::from_fn(|| seeds.pop_front()).find(|&p| history.is_free(p)) } else { None };
-            let Some(point) = seeded.or_else(|| strategy.propose(space, &history)) else {
+            let clock = Instant::now();
+            let proposed = seeded.or_else(|| strategy.propose(space, &history));
+            strategy_time += clock.elapsed();
+            let Some(point) = proposed else {
                 exhausted = true;
                 break;
             };
@@ -303,7 +402,9 @@ pub fn tune(
             let hit = cache.as_ref().and_then(|c| c.get(&space.inputs, &tuning)).map(|r| r.outcome.clone());
             match hit {
                 Some(outcome) => {
+                    let clock = Instant::now();
                     strategy.observe(space, &history, point, outcome.cost());
+                    strategy_time += clock.elapsed();
                     history.record(point, outcome.cost());
                     state.account(point, &outcome, true, reporter);
                 }
@@ -322,9 +423,13 @@ pub fn tune(
         };
         outstanding -= 1;
         if let Some(cache) = cache.as_deref_mut() {
+            let clock = Instant::now();
             cache.insert(Record { inputs: space.inputs.clone(), tuning: space.tuning(point), outcome: outcome.clone(), at: now() })?;
+            cache_write += clock.elapsed();
         }
+        let clock = Instant::now();
         strategy.observe(space, &history, point, outcome.cost());
+        strategy_time += clock.elapsed();
         history.record(point, outcome.cost());
         state.account(point, &outcome, false, reporter);
     }
@@ -335,7 +440,8 @@ pub fn tune(
     } else {
         StopReason::Budget
     };
-    Ok(state.finish(strategy.name(), stopped))
+    let spent = TimeBreakdown { cache_write_s: cache_write.as_secs_f64(), strategy_s: strategy_time.as_secs_f64(), ..measurer.time_spent() };
+    Ok(state.finish(strategy.name(), stopped, spent))
 }
 
 /// The evaluations random and auto search get when no budget is given: a tenth of the
@@ -431,7 +537,7 @@ impl<'a> State<'a> {
         });
     }
 
-    fn finish(self, strategy: &str, stopped: StopReason) -> TuneRun {
+    fn finish(self, strategy: &str, stopped: StopReason, spent: TimeBreakdown) -> TuneRun {
         let elapsed_s = self.clock.elapsed().as_secs_f64();
         let per_s = |n: usize| if elapsed_s > 0.0 { n as f64 / elapsed_s } else { 0.0 };
         let why = explain(&self.top, self.evaluations);
@@ -455,6 +561,7 @@ impl<'a> State<'a> {
             evaluations_per_s: per_s(self.evaluations),
             measured_per_s: per_s(self.measured),
             why,
+            time_breakdown: TimeBreakdown { wall_s: elapsed_s, ..spent },
         }
     }
 }

@@ -4,6 +4,9 @@
 //! set it *is* the worker (`peak worker --backend opencl` in the product), and with
 //! `PEAK_EVAL_TEST_TUNE` set it is a tuning run the kill -9 test can shoot. Otherwise it
 //! runs the tests through libtest-mimic, so `cargo test` filters and reports as usual.
+//! With `PEAK_EVAL_TEST_WORKER=damage-every:N` or `damage-once:FILE` the worker zeroes the
+//! device copies of the inputs it keeps between jobs (see [`Damaging`]), as a kernel
+//! writing far outside its own buffers could.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -25,9 +28,10 @@ const WORKER_ENV: &str = "PEAK_EVAL_TEST_WORKER";
 const TUNE_ENV: &str = "PEAK_EVAL_TEST_TUNE";
 
 fn main() {
-    if std::env::var_os(WORKER_ENV).is_some() {
+    if let Ok(how) = std::env::var(WORKER_ENV) {
         match peak_opencl::OpenClBackend::new() {
-            Ok(backend) => peak_backend::worker::serve(&backend).expect("worker i/o"),
+            Ok(backend) if how == "opencl" => peak_backend::worker::serve(&backend).expect("worker i/o"),
+            Ok(backend) => peak_backend::worker::serve(&Damaging::new(backend, &how)).expect("worker i/o"),
             Err(e) => peak_backend::worker::refuse(&e.to_string()).expect("worker i/o"),
         }
         return;
@@ -58,6 +62,8 @@ fn main() {
         ("tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache", tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache),
         ("a_tuning_run_killed_with_sigkill_resumes_without_remeasuring", a_tuning_run_killed_with_sigkill_resumes_without_remeasuring),
         ("a_corrupted_cache_is_rejected", a_corrupted_cache_is_rejected),
+        ("damaged_kept_inputs_never_fail_a_correct_variant", damaged_kept_inputs_never_fail_a_correct_variant),
+        ("a_hang_on_damaged_kept_inputs_gets_a_second_chance", a_hang_on_damaged_kept_inputs_gets_a_second_chance),
     ];
     let trials = tests
         .into_iter()
@@ -81,6 +87,12 @@ fn worker_command() -> WorkerCommand {
 
 fn workers(run_timeout: Duration) -> Workers {
     Workers::new(Box::new(|_backend: &str| Ok(worker_command())), PoolOptions { run_timeout, ..PoolOptions::default() })
+}
+
+/// Workers whose backend damages the inputs they keep on the device (see [`Damaging`]).
+fn damaging_workers(run_timeout: Duration, how: String) -> Workers {
+    let command = move |_backend: &str| Ok(WorkerCommand::new(std::env::current_exe().expect("test binary path")).env(WORKER_ENV, &how));
+    Workers::new(Box::new(command), PoolOptions { run_timeout, ..PoolOptions::default() })
 }
 
 fn ensure(cond: bool, message: impl Into<String>) -> Result<(), Failed> {
@@ -445,6 +457,7 @@ fn setup<'a>(ctx: &'a Context, space: &'a peak_spec::Space, cache: &'a Path, str
     }
 }
 
+/// Also checks that the run says where its time went (`time_breakdown`).
 fn tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache() -> Result<(), Failed> {
     let t = tunable("1, 8, 32");
     let cache = tempfile::tempdir().unwrap();
@@ -453,6 +466,18 @@ fn tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache() -> Result<(
     let first = tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
     let run = &first.runs[0];
     ensure(run.space == 12 && run.evaluations == 12 && run.measured == 12 && run.cached == 0, format!("{run:?}"))?;
+    let spent = &run.time_breakdown;
+    let device_thread = [spent.request_wait_s, spent.compile_wait_s, spent.plan_s, spent.inputs_s, spent.check_run_s, spent.read_back_s, spent.timing_s, spent.release_s];
+    let beside = [spent.compile_cpu_s, spent.timed_kernels_s, spent.compare_s, spent.cache_write_s, spent.strategy_s];
+    ensure(device_thread.iter().chain(&beside).all(|s| s.is_finite() && *s >= 0.0), format!("a stage is negative: {spent:?}"))?;
+    // Only wrong variants are run again (a failed check on kept inputs is not believed), once.
+    ensure(spent.answers == 12 && spent.reruns <= 6, format!("every configuration answers once: {spent:?}"))?;
+    ensure(spent.wall_s > 0.0 && (spent.wall_s - run.elapsed_s).abs() < 1e-9, format!("{spent:?}"))?;
+    ensure(spent.compile_cpu_s > 0.0 && spent.inputs_s > 0.0 && spent.check_run_s > 0.0 && spent.compare_s > 0.0, format!("{spent:?}"))?;
+    ensure(spent.timing_s > 0.0 && spent.timed_kernels_s > 0.0 && spent.cache_write_s > 0.0, format!("{spent:?}"))?;
+    // The device thread runs one configuration at a time: its stages fit in the wall.
+    let device_thread: f64 = device_thread.iter().sum();
+    ensure(device_thread <= spent.wall_s * 1.05, format!("the device thread's stages exceed the wall: {device_thread} > {}", spent.wall_s))?;
     ensure(run.stopped == StopReason::Exhausted, format!("{:?}", run.stopped))?;
     // The reference is the first configuration (REPEAT=1, WRONG=0); WRONG=1 variants are wrong.
     ensure(run.failures.get("wrong-output") == Some(&6), format!("{:?}", run.failures))?;
@@ -464,6 +489,7 @@ fn tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache() -> Result<(
     let again = tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
     let run2 = &again.runs[0];
     ensure(run2.measured == 0 && run2.cached == 12, format!("nothing may be measured twice: {run2:?}"))?;
+    ensure(run2.time_breakdown.answers == 0 && run2.time_breakdown.cache_write_s == 0.0, format!("cache hits cost no stage: {:?}", run2.time_breakdown))?;
     ensure(run2.best.as_ref().map(|b| &b.tuning) == Some(&best.tuning), "the cached winner differs")?;
     ensure(again.cache.as_ref().map(|c| c.loaded) == Some(12), "the cache report is wrong")
 }
@@ -540,4 +566,130 @@ fn a_corrupted_cache_is_rejected() -> Result<(), Failed> {
         Ok(_) => return Err("a corrupted cache was used".into()),
     }
     ensure(std::fs::read_to_string(&file)? == text, "the corrupted cache was modified")
+}
+
+// ----------------------------------------------------------------------------------------
+// Inputs kept on the device between jobs.
+// ----------------------------------------------------------------------------------------
+
+/// The OpenCL backend, with one fault added: it zeroes a worker's kept copy of an input
+/// array (see `InputCache` in peak-backend) just before a job copies from it, as a kernel
+/// of an earlier job writing far past its own buffers could have. A kept copy is told
+/// from other buffers by its use: written from the host once, then the source of copies
+/// in more than one job (a launch between them). `damage-every:N` damages every Nth such
+/// copy; `damage-once:FILE` the first, in the first worker that finds FILE absent (it
+/// creates it), so the workers after it run clean.
+struct Damaging {
+    inner: peak_opencl::OpenClBackend,
+    /// Buffers copied from since they were last written, with the launch count then.
+    sources: std::sync::Mutex<std::collections::HashMap<peak_backend::BufferId, usize>>,
+    launches: std::sync::atomic::AtomicUsize,
+    eligible: std::sync::atomic::AtomicUsize,
+    every: usize,
+    once: Option<PathBuf>,
+}
+
+impl Damaging {
+    fn new(inner: peak_opencl::OpenClBackend, how: &str) -> Damaging {
+        let (every, once) = match how.split_once(':') {
+            Some(("damage-every", n)) => (n.parse().expect("damage-every:N"), None),
+            Some(("damage-once", file)) => (1, Some(PathBuf::from(file))),
+            _ => panic!("unknown worker kind {how}"),
+        };
+        Damaging { inner, sources: Default::default(), launches: Default::default(), eligible: Default::default(), every, once }
+    }
+
+    fn damages_now(&self, src: peak_backend::BufferId) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        let launches = self.launches.load(SeqCst);
+        let first_use = *self.sources.lock().unwrap().entry(src).or_insert(launches);
+        if first_use == launches {
+            return false;
+        }
+        let n = self.eligible.fetch_add(1, SeqCst) + 1;
+        match &self.once {
+            None => n.is_multiple_of(self.every),
+            Some(file) => n == 1 && std::fs::OpenOptions::new().write(true).create_new(true).open(file).is_ok(),
+        }
+    }
+}
+
+impl peak_backend::Backend for Damaging {
+    fn device(&self) -> &peak_backend::DeviceInfo {
+        self.inner.device()
+    }
+    fn compile(&self, request: &peak_backend::CompileRequest) -> Result<peak_backend::Module, peak_backend::BackendError> {
+        self.inner.compile(request)
+    }
+    fn alloc(&self, bytes: usize) -> Result<peak_backend::BufferId, peak_backend::BackendError> {
+        self.inner.alloc(bytes)
+    }
+    fn free(&self, buffer: peak_backend::BufferId) {
+        self.inner.free(buffer)
+    }
+    fn write(&self, buffer: peak_backend::BufferId, data: &[u8]) -> Result<(), peak_backend::BackendError> {
+        self.sources.lock().unwrap().remove(&buffer);
+        self.inner.write(buffer, data)
+    }
+    fn read(&self, buffer: peak_backend::BufferId, out: &mut [u8]) -> Result<(), peak_backend::BackendError> {
+        self.inner.read(buffer, out)
+    }
+    fn copy(&self, src: peak_backend::BufferId, dst: peak_backend::BufferId, bytes: usize) -> Result<(), peak_backend::BackendError> {
+        if self.damages_now(src) {
+            self.inner.write(src, &vec![0u8; bytes])?;
+        }
+        self.inner.copy(src, dst, bytes)
+    }
+    fn fill(&self, buffer: peak_backend::BufferId, pattern: &[u8], bytes: usize) -> Result<(), peak_backend::BackendError> {
+        self.sources.lock().unwrap().remove(&buffer);
+        self.inner.fill(buffer, pattern, bytes)
+    }
+    fn launch(&self, module: &peak_backend::Module, launch: &peak_backend::Launch) -> Result<(), peak_backend::BackendError> {
+        self.launches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.launch(module, launch)
+    }
+    fn record_event(&self) -> Result<peak_backend::EventId, peak_backend::BackendError> {
+        self.inner.record_event()
+    }
+    fn elapsed_ms(&self, start: peak_backend::EventId, end: peak_backend::EventId) -> Result<f64, peak_backend::BackendError> {
+        self.inner.elapsed_ms(start, end)
+    }
+    fn synchronize(&self) -> Result<(), peak_backend::BackendError> {
+        self.inner.synchronize()
+    }
+}
+
+/// Kept inputs that a wild write damaged fail the next variants' comparisons; each such
+/// variant is run again from the host's inputs, so the verdicts are those of an undamaged
+/// run: the same winner, and exactly the wrong variants failed.
+fn damaged_kept_inputs_never_fail_a_correct_variant() -> Result<(), Failed> {
+    let t = tunable("1, 8, 32");
+    let cache = tempfile::tempdir().unwrap();
+    let space = t.ctx.space();
+    let mut workers = damaging_workers(Duration::from_secs(60), "damage-every:3".into());
+    let report = tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
+    let run = &report.runs[0];
+    ensure(run.failures.get("wrong-output") == Some(&6) && run.failures.len() == 1, format!("only the WRONG = 1 variants may fail: {:?}", run.failures))?;
+    ensure(run.top.len() == 6 && run.top.iter().all(|e| e.tuning["WRONG"] == 0), format!("{:?}", run.top))?;
+    let best = run.best.as_ref().ok_or("no winner")?;
+    ensure(best.tuning["REPEAT"] == 1, format!("winner {:?}", best.tuning))?;
+    ensure(run.time_breakdown.reruns > 0, format!("the damage was never caught: {:?}", run.time_breakdown))?;
+    ensure(report.worker_restarts == 0, "a damaged input needs no new worker")
+}
+
+/// A variant that hangs on damaged kept inputs (here: loops until its input holds ones) is
+/// not blamed: the parent runs it again, alone, on a fresh worker, where it passes.
+fn a_hang_on_damaged_kept_inputs_gets_a_second_chance() -> Result<(), Failed> {
+    let ones = ARRAYS.replacen("init = \"random\"\nseed = 1", "init = \"ones\"\nseed = 1", 1);
+    let device = vadd("if (a[i] != 1.0f) { while (1) { out[i] += 1.0f; } }\n out[i] = a[i] + 2.0f * b[i];");
+    let fussy = context("n = { values = [4097] }", &ones, "[tuning]\nBS = { values = [16, 32, 64, 128, 256] }\n", &device, HOST);
+    let cache = tempfile::tempdir().unwrap();
+    let marker = cache.path().join("damaged");
+    let space = fussy.ctx.space();
+    let mut workers = damaging_workers(Duration::from_secs(5), format!("damage-once:{}", marker.display()));
+    let report = tune_context(&mut workers, &setup(&fussy.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
+    let run = &report.runs[0];
+    ensure(marker.exists(), "the worker never damaged its kept inputs")?;
+    ensure(run.measured == 5 && run.failures.is_empty() && run.top.len() == 5, format!("no variant may be blamed for the damage: {:?} {:?}", run.failures, run.failure_examples))?;
+    ensure(report.worker_restarts == 1, format!("{} worker restarts, expected the one after the hang", report.worker_restarts))
 }

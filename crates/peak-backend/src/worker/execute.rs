@@ -6,62 +6,159 @@ use std::time::Instant;
 
 use peak_spec::{Context, ExecParams, HostArray};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, BufferId};
 use crate::plan::LaunchPlan;
-use crate::runner::{self, RunError, SizedArray};
+use crate::runner::{self, RunError, SizedArray, StageTimes, ms_since};
 
 use super::compile::Compiled;
-use super::protocol::{Failure, FailureKind, Job, RunReport};
+use super::protocol::{Failure, FailureKind, Job, OutputMode, RunReport};
 use super::resources::{COMPILE_REPORT, check_resources};
 
-/// The host arrays of the last input configuration. Generating them costs tens of
-/// milliseconds at matmul sizes, more than a fast kernel runs, and a tuning run uses the
-/// same inputs for every variant.
+/// The arrays of the last input configuration, on the host and, once a run needed them,
+/// on the device. Generating them costs tens of milliseconds at matmul sizes, more than a
+/// fast kernel runs, and moving them to the device costs milliseconds more for every run;
+/// a tuning run uses the same inputs for every variant.
 #[derive(Default)]
 pub(super) struct InputCache {
     last: Option<(String, Arc<HostInputs>)>,
+    /// Device copies of the last configuration's input arrays (by array index, `None` for
+    /// outputs), written from the host once. A run fills its own buffers from them with
+    /// device-to-device copies, so no kernel is ever given one of these.
+    pristine: Option<Vec<Option<BufferId>>>,
 }
 
 /// The arrays of one input configuration, sized, and their initial contents.
 type HostInputs = (Vec<SizedArray>, Vec<HostArray>);
 
 impl InputCache {
-    fn get(&mut self, ctx: &Context, params: &ExecParams, data_seed: u64) -> Result<Arc<HostInputs>, RunError> {
-        let key = format!(
+    fn key(ctx: &Context, params: &ExecParams, data_seed: u64) -> String {
+        format!(
             "{}\0{}\0{:?}\0{data_seed}",
             ctx.source_path().display(),
             serde_json::to_string(&ctx.manifest.arrays).unwrap_or_default(),
             params.inputs
-        );
+        )
+    }
+
+    /// Whether a run of `job` would take its inputs from device copies an earlier run made.
+    pub(super) fn holds_copies_for(&self, ctx: &Context, job: &Job) -> bool {
+        self.pristine.is_some()
+            && matches!(job.outputs, OutputMode::Compare { .. })
+            && self.last.as_ref().is_some_and(|(k, _)| *k == Self::key(ctx, &job.params, job.options.data_seed))
+    }
+
+    fn get(&mut self, backend: &dyn Backend, ctx: &Context, params: &ExecParams, data_seed: u64) -> Result<Arc<HostInputs>, RunError> {
+        let key = Self::key(ctx, params, data_seed);
         if let Some((k, arrays)) = &self.last
             && *k == key
         {
             return Ok(arrays.clone());
         }
+        // Other inputs (or another seed): the device copies hold the old contents.
+        self.forget_device_copies(backend);
         let sized = runner::size_arrays(ctx, params)?;
         let host = runner::generate_arrays(&sized, data_seed);
         let arrays = Arc::new((sized, host));
         self.last = Some((key, arrays.clone()));
         Ok(arrays)
     }
+
+    /// Device copies of `inputs` (the configuration [`InputCache::get`] returned last), and
+    /// whether they were made by an earlier run: such copies have lived through other
+    /// kernels, and only they can have been damaged by one. `None` where they would take
+    /// more than an eighth of the device's memory or cannot be allocated: the run then
+    /// writes from the host, as it always may.
+    fn device_copies(&mut self, backend: &dyn Backend, inputs: &HostInputs) -> Option<(Vec<Option<BufferId>>, bool)> {
+        if let Some(copies) = &self.pristine {
+            return Some((copies.clone(), true));
+        }
+        let (sized, host) = inputs;
+        let bytes: u64 = sized.iter().zip(host).filter(|(a, _)| !a.spec.output).map(|(_, h)| h.bytes.len() as u64).sum();
+        if bytes > backend.device().global_memory_bytes / 8 {
+            return None;
+        }
+        let mut copies: Vec<Option<BufferId>> = Vec::with_capacity(sized.len());
+        for (array, data) in sized.iter().zip(host) {
+            if array.spec.output {
+                copies.push(None);
+                continue;
+            }
+            let written = backend.alloc(data.bytes.len()).and_then(|id| {
+                copies.push(Some(id));
+                backend.write(id, &data.bytes)
+            });
+            if written.is_err() {
+                copies.into_iter().flatten().for_each(|id| backend.free(id));
+                return None;
+            }
+        }
+        self.pristine = Some(copies.clone());
+        Some((copies, false))
+    }
+
+    /// Drop the device copies; the next run that wants them writes them again.
+    pub(super) fn forget_device_copies(&mut self, backend: &dyn Backend) {
+        for id in self.pristine.take().into_iter().flatten().flatten() {
+            backend.free(id);
+        }
+    }
+}
+
+/// How a run's input buffers are filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum InputSource {
+    /// From the worker's device copies where it has them (see [`InputCache`]).
+    Kept,
+    /// From the host, as for a run made again because kept copies may have been damaged.
+    Host,
 }
 
 /// A run that finished on the device, waiting for its outputs to be judged.
 pub(super) struct Executed {
     pub(super) result: runner::RunResult,
+    pub(super) ctx: Arc<Context>,
     pub(super) compiled: Arc<Compiled>,
     pub(super) start: Instant,
+    /// The inputs came from device copies an earlier run had made (see [`InputCache`]).
+    pub(super) inputs_kept: bool,
 }
 
-pub(super) fn execute(backend: &dyn Backend, ctx: &Context, compiled: &Arc<Compiled>, job: &Job, inputs: &mut InputCache) -> Result<Executed, Failure> {
+/// Run `job` on the device. `waits` are the device thread's waits before it (the stages
+/// the runner cannot see), added to the run's own stages.
+pub(super) fn execute(
+    backend: &dyn Backend,
+    ctx: &Arc<Context>,
+    compiled: &Arc<Compiled>,
+    job: &Job,
+    inputs: &mut InputCache,
+    source: InputSource,
+    waits: StageTimes,
+) -> Result<Executed, Failure> {
     let start = Instant::now();
     let fail = |e: RunError| Failure::from(&e);
-    let arrays = inputs.get(ctx, &job.params, job.options.data_seed).map_err(fail)?;
+    let clock = Instant::now();
+    let arrays = inputs.get(backend, ctx, &job.params, job.options.data_seed).map_err(fail)?;
+    let host_ms = ms_since(clock);
     let (sized, host) = (&arrays.0, &arrays.1);
+    let clock = Instant::now();
     let plan = checked_plan(backend, ctx, compiled, job, sized)?;
-    let prepared = runner::Prepared { arrays: sized, host, plan: &plan };
-    let result = runner::run_prepared(backend, &compiled.module, &job.options, &prepared).map_err(fail)?;
-    Ok(Executed { result, compiled: compiled.clone(), start })
+    let plan_ms = ms_since(clock);
+    // Kept copies only where outputs are compared: a copy a wild write damaged then shows
+    // as a failed comparison, and the run is made again from the host (see `serve`). A
+    // digest, or outputs written as a reference, would carry the damage unseen.
+    let clock = Instant::now();
+    let copies = match (source, &job.outputs) {
+        (InputSource::Kept, OutputMode::Compare { .. }) => inputs.device_copies(backend, &arrays),
+        _ => None,
+    };
+    let copies_ms = ms_since(clock);
+    let inputs_kept = copies.as_ref().is_some_and(|(_, earlier)| *earlier);
+    let prepared = runner::Prepared { arrays: sized, host, plan: &plan, pristine: copies.as_ref().map(|(ids, _)| ids.as_slice()) };
+    let mut result = runner::run_prepared(backend, &compiled.module, &job.options, &prepared).map_err(fail)?;
+    result.stages.add(&waits);
+    result.stages.plan_ms += plan_ms;
+    result.stages.inputs_ms += host_ms + copies_ms;
+    Ok(Executed { result, ctx: ctx.clone(), compiled: compiled.clone(), start, inputs_kept })
 }
 
 /// The launch script's plan, once the compiled kernels' resources are known to fit it.
@@ -88,5 +185,6 @@ pub(super) fn check_compiled(backend: &dyn Backend, ctx: &Context, compiled: &Co
         compile_log: compiled.module.log.clone(),
         compile_ms: compiled.compile_ms,
         run_ms: start.elapsed().as_secs_f64() * 1e3,
+        stages: StageTimes::default(),
     })
 }

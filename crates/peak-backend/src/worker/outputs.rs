@@ -4,14 +4,18 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use peak_spec::{HostArray, compare};
+
+use crate::runner::ms_since;
 
 use super::execute::Executed;
 use super::protocol::{OutputMode, OutputReport, RunReport};
 
 pub(super) fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<ReferenceCache>) -> RunReport {
-    let Executed { result, compiled, start } = executed;
+    let clock = Instant::now();
+    let Executed { result, compiled, start, .. } = executed;
     let mut outputs = Vec::with_capacity(result.outputs.len());
     for (name, array) in result.outputs {
         let mut report = OutputReport { name: name.clone(), dtype: array.dtype, elements: array.len(), digest: None, hex: None, comparison: None, compare_error: None };
@@ -51,6 +55,8 @@ pub(super) fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<R
         }
         outputs.push(report);
     }
+    let mut stages = result.stages;
+    stages.compare_ms += ms_since(clock);
     RunReport {
         outputs,
         modified_inputs: result.modified_inputs,
@@ -60,6 +66,7 @@ pub(super) fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<R
         compile_log: compiled.module.log.clone(),
         compile_ms: compiled.compile_ms,
         run_ms: start.elapsed().as_secs_f64() * 1e3,
+        stages,
     }
 }
 
@@ -96,4 +103,10 @@ impl ReferenceCache {
         }
         Ok(bytes)
     }
+}
+
+/// Whether a run's outputs failed their comparison, or inputs it must not change changed:
+/// what damaged inputs would show as.
+pub(super) fn looks_wrong(report: &RunReport) -> bool {
+    !report.modified_inputs.is_empty() || report.outputs.iter().any(|o| o.comparison.as_ref().is_some_and(|c| !c.passed))
 }

@@ -80,8 +80,8 @@ pub struct WorkerPool {
     pub(super) queue: VecDeque<Request>,
     /// Sent to the current worker, oldest first; answers come in this order.
     pub(super) in_flight: VecDeque<Request>,
-    /// The job now running on the device, and since when.
-    pub(super) started: Option<(u64, Instant)>,
+    /// The job now running on the device.
+    pub(super) started: Option<Running>,
     pub(super) last_progress: Instant,
     /// After an unattributable death: send one job at a time until this id is answered.
     pub(super) serial_until: Option<u64>,
@@ -90,6 +90,15 @@ pub struct WorkerPool {
     pub(super) last_stderr: Option<String>,
     /// Jobs that already had their second run after a silent death (see `blame`).
     pub(super) retried: Vec<u64>,
+}
+
+/// The job a worker said it started.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Running {
+    pub(super) id: u64,
+    pub(super) since: Instant,
+    /// It runs on inputs the worker kept from earlier jobs (see `Message::Started`).
+    pub(super) kept_inputs: bool,
 }
 
 impl WorkerPool {
@@ -163,7 +172,7 @@ impl WorkerPool {
             }
             self.pump()?;
             let deadline = match self.started {
-                Some((id, since)) => since + self.timeout_of(id),
+                Some(running) => running.since + self.timeout_of(running.id),
                 None => self.last_progress + self.options.compile_timeout,
             };
             let wait = deadline.saturating_duration_since(Instant::now());
@@ -172,20 +181,21 @@ impl WorkerPool {
                 Ok(Event::Message(message)) => {
                     self.last_progress = Instant::now();
                     match *message {
-                        Message::Started { id } => {
+                        Message::Started { id, kept_inputs } => {
                             // The worker may start a job while it still judges the outputs
                             // of earlier ones, so this need not be the oldest in flight.
                             if !self.in_flight.iter().any(|r| r.id == id) {
                                 return Err(self.protocol(format!("`started` for job {id}, which is not in flight")));
                             }
-                            self.started = Some((id, Instant::now()));
+                            self.started = Some(Running { id, since: Instant::now(), kept_inputs });
                         }
                         Message::Done { id, result } => {
                             if self.in_flight.front().map(|r| r.id) != Some(id) {
                                 return Err(self.protocol(format!("an answer for job {id}, which is not next in line")));
                             }
-                            self.in_flight.pop_front();
-                            if self.started.is_some_and(|(running, _)| running == id) {
+                            let request = self.in_flight.pop_front().expect("the front was checked");
+                            let running = self.started.filter(|r| r.id == id);
+                            if running.is_some() {
                                 self.started = None;
                             }
                             if self.serial_until.is_some_and(|last| id >= last) {
@@ -197,6 +207,14 @@ impl WorkerPool {
                                 self.discard_worker();
                                 while let Some(request) = self.in_flight.pop_back() {
                                     self.queue.push_front(request);
+                                }
+                                // On inputs an earlier job could have damaged, the fault is
+                                // no proof: the job runs once more, first and alone.
+                                if running.is_some_and(|r| r.kept_inputs) && !self.retried.contains(&id) {
+                                    self.retried.push(id);
+                                    self.serial_until = Some(id);
+                                    self.queue.push_front(request);
+                                    continue;
                                 }
                             }
                             return Ok(Some(Answer { id, result }));
@@ -215,7 +233,7 @@ impl WorkerPool {
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    let running = self.started.map(|(id, since)| (id, since.elapsed()));
+                    let running = self.started.map(|r| (r.id, r.since.elapsed()));
                     self.discard_worker();
                     let message = match running {
                         Some((_, elapsed)) => format!("still running after {:.1} s; the worker was killed", elapsed.as_secs_f64()),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{DeviceInfo, KernelResources};
 use crate::error::BackendError;
-use crate::runner::{RunError, RunOptions, median};
+use crate::runner::{RunError, RunOptions, StageTimes, median};
 
 /// Bumped whenever a message changes shape; the parent refuses a worker of another version.
 pub const PROTOCOL_VERSION: u32 = 2;
@@ -85,7 +85,14 @@ pub struct Request {
 pub enum Message {
     Ready { protocol: u32, pid: u32, device: DeviceInfo },
     Unavailable { message: String },
-    Started { id: u64 },
+    Started {
+        id: u64,
+        /// The job's inputs come from device copies the worker kept from an earlier job,
+        /// which a wild write in that job may have damaged: a fault or a hang is then not
+        /// proof against this job, and the parent gives it a second run on a fresh worker.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        kept_inputs: bool,
+    },
     Done { id: u64, result: Result<RunReport, Failure> },
 }
 
@@ -106,6 +113,10 @@ pub struct RunReport {
     pub compile_ms: f64,
     /// Wall time of the whole run: upload, runs, read-back.
     pub run_ms: f64,
+    /// Where the time went, stage by stage. Absent in answers of older workers (and
+    /// records made from them), which then read as zeros.
+    #[serde(default)]
+    pub stages: StageTimes,
 }
 
 impl RunReport {

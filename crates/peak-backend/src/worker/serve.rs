@@ -1,15 +1,20 @@
 //! The worker side: `peak worker` serves requests from stdin through a pipeline of
 //! compile, run, finish and send threads.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufWriter, Write};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::time::Instant;
+
+use peak_spec::Context;
 
 use crate::backend::Backend;
+use crate::runner::{StageTimes, ms_since};
 
-use super::compile::{ModuleCache, Prepared, prepare};
-use super::execute::{Executed, InputCache, check_compiled, execute};
-use super::outputs::{ReferenceCache, finish};
+use super::compile::{Compiled, ModuleCache, Prepared, prepare};
+use super::execute::{Executed, InputCache, InputSource, check_compiled, execute};
+use super::outputs::{ReferenceCache, finish, looks_wrong};
 use super::protocol::{FAULT_EXIT, Failure, FailureKind, Message, PROTOCOL_VERSION, Request, RunReport};
 use super::recycler::Recycler;
 
@@ -26,6 +31,14 @@ pub fn refuse(reason: &str) -> std::io::Result<()> {
 /// never waits for the host: compile (one thread per core), run (one thread: the device
 /// runs one job at a time), finish (comparing or hashing outputs, a few threads), and send
 /// (one thread, answering strictly in request order).
+///
+/// The run thread fills each job's input buffers from device copies of the inputs that it
+/// keeps while the inputs stay the same ([`InputCache`]), instead of from the host. Those
+/// copies outlive the job, so a kernel writing far outside its own buffers could damage
+/// them for the jobs after it. Where that would show, it is not believed: a job whose
+/// outputs fail their comparison on kept inputs is run again from the host, with the kept
+/// copies dropped, and only that run's answer counts; a job that faults or hangs on kept
+/// inputs says so in `started`, and the parent gives it a second run on a fresh worker.
 pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
     let out = Mutex::new(protocol_stdout()?);
     let send = |message: &Message| {
@@ -42,7 +55,7 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
     let finishers = (cores / 4).clamp(1, 4);
     let (compile_tx, compile_rx) = mpsc::channel::<Arc<WorkerJob>>();
     let compile_rx = Mutex::new(compile_rx);
-    let (run_tx, run_rx) = mpsc::channel::<Arc<WorkerJob>>();
+    let runs = RunQueue::default();
     let (finish_tx, finish_rx) = mpsc::channel::<(Arc<WorkerJob>, Executed)>();
     let finish_rx = Mutex::new(finish_rx);
     let (send_tx, send_rx) = mpsc::channel::<Arc<WorkerJob>>();
@@ -59,30 +72,66 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
                 }
             });
         }
+        let runs = &runs;
         scope.spawn(move || {
             let recycler = Recycler::new(backend);
             let mut inputs = InputCache::default();
-            for job in run_rx {
-                let (ctx, compiled) = match job.prepared.take() {
-                    Err(failure) => {
-                        job.finished.fill(Err(failure));
-                        continue;
+            // When the device thread last finished a job: what it waits after that is the
+            // next job's (none for the first, which has nothing to wait after).
+            let mut idle_since: Option<Instant> = None;
+            while let Some(next) = runs.next() {
+                let request_wait_ms = idle_since.map_or(0.0, ms_since);
+                let (job, ctx, compiled, source, mut waits) = match next {
+                    Next::New(job) => {
+                        let clock = Instant::now();
+                        let prepared = job.prepared.take();
+                        let waits = StageTimes { request_wait_ms, compile_wait_ms: ms_since(clock), ..StageTimes::default() };
+                        let (ctx, compiled) = match prepared {
+                            Err(failure) => {
+                                job.finished.fill(Err(failure));
+                                idle_since = Some(Instant::now());
+                                continue;
+                            }
+                            Ok(prepared) => prepared,
+                        };
+                        if job.request.job.compile_only {
+                            job.finished.fill(check_compiled(&recycler, &ctx, &compiled, &job.request.job));
+                            idle_since = Some(Instant::now());
+                            continue;
+                        }
+                        (job, ctx, compiled, InputSource::Kept, waits)
                     }
-                    Ok(prepared) => prepared,
+                    Next::Again(again) => {
+                        // The kept copies may be what went wrong: the next jobs write new ones.
+                        inputs.forget_device_copies(&recycler);
+                        (again.job, again.ctx, again.compiled, InputSource::Host, again.earlier)
+                    }
                 };
-                if job.request.job.compile_only {
-                    job.finished.fill(check_compiled(&recycler, &ctx, &compiled, &job.request.job));
-                    continue;
+                if source == InputSource::Host {
+                    waits.reruns += 1;
+                    waits.request_wait_ms += request_wait_ms;
                 }
-                send(&Message::Started { id: job.request.id });
-                match execute(&recycler, &ctx, &compiled, &job.request.job, &mut inputs) {
+                let kept_inputs = source == InputSource::Kept && inputs.holds_copies_for(&ctx, &job.request.job);
+                send(&Message::Started { id: job.request.id, kept_inputs });
+                let executed = execute(&recycler, &ctx, &compiled, &job.request.job, &mut inputs, source, waits);
+                idle_since = Some(Instant::now());
+                match executed {
                     Ok(executed) => {
+                        if executed.inputs_kept {
+                            runs.judging();
+                        }
                         let _ = finish_tx.send((job, executed));
                     }
                     Err(failure) => {
                         let fault = failure.category == FailureKind::Crashed;
                         job.finished.fill(Err(failure));
                         if fault {
+                            if runs.owed() {
+                                // An earlier job may still need running again, which this
+                                // device cannot do now; dying unanswered makes the parent
+                                // resend them all one at a time, each on a fresh worker.
+                                std::process::exit(FAULT_EXIT);
+                            }
                             // Nothing more runs on a device that faulted; the sender exits
                             // once this answer is out.
                             break;
@@ -90,13 +139,24 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
                     }
                 }
             }
+            inputs.forget_device_copies(&recycler);
         });
         for _ in 0..finishers {
             scope.spawn(|| {
                 loop {
                     let next = finish_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     let Ok((job, executed)) = next else { break };
-                    job.finished.fill(Ok(finish(executed, &job.request.job.outputs, &references)));
+                    let inputs_kept = executed.inputs_kept;
+                    let (ctx, compiled) = (executed.ctx.clone(), executed.compiled.clone());
+                    let report = finish(executed, &job.request.job.outputs, &references);
+                    if inputs_kept && looks_wrong(&report) {
+                        runs.again(Again { job, ctx, compiled, earlier: report.stages });
+                        continue;
+                    }
+                    job.finished.fill(Ok(report));
+                    if inputs_kept {
+                        runs.judged();
+                    }
                 }
             });
         }
@@ -121,7 +181,7 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
                 Ok(request) => {
                     let job = Arc::new(WorkerJob { request, prepared: Slot::default(), finished: Slot::default() });
                     let _ = compile_tx.send(job.clone());
-                    let _ = run_tx.send(job.clone());
+                    runs.push(job.clone());
                     let _ = send_tx.send(job);
                 }
                 Err(e) => {
@@ -132,10 +192,101 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
             }
         }
         drop(compile_tx);
-        drop(run_tx);
+        runs.close();
         drop(send_tx);
     });
     Ok(())
+}
+
+/// A job to run again from the host: its outputs failed their comparison on inputs copied
+/// from the worker's kept device copies, which a kernel before it may have damaged.
+struct Again {
+    job: Arc<WorkerJob>,
+    ctx: Arc<Context>,
+    compiled: Arc<Compiled>,
+    /// The first run's stages, counted with the second's.
+    earlier: StageTimes,
+}
+
+enum Next {
+    New(Arc<WorkerJob>),
+    Again(Again),
+}
+
+/// The run thread's work: new jobs in request order, and jobs to run again, which go
+/// first (the sender is waiting for them).
+#[derive(Default)]
+struct RunQueue {
+    state: Mutex<RunQueueState>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct RunQueueState {
+    new: VecDeque<Arc<WorkerJob>>,
+    again: VecDeque<Again>,
+    /// No more requests will come.
+    closed: bool,
+    /// Jobs run on kept inputs whose outputs are still being judged: each may come back.
+    judging: usize,
+}
+
+impl RunQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RunQueueState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, job: Arc<WorkerJob>) {
+        self.lock().new.push_back(job);
+        self.ready.notify_all();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_all();
+    }
+
+    fn judging(&self) {
+        self.lock().judging += 1;
+    }
+
+    fn judged(&self) {
+        let mut state = self.lock();
+        state.judging = state.judging.saturating_sub(1);
+        drop(state);
+        self.ready.notify_all();
+    }
+
+    fn again(&self, again: Again) {
+        let mut state = self.lock();
+        state.judging = state.judging.saturating_sub(1);
+        state.again.push_back(again);
+        drop(state);
+        self.ready.notify_all();
+    }
+
+    /// Whether a job may still come back to be run again.
+    fn owed(&self) -> bool {
+        let state = self.lock();
+        state.judging > 0 || !state.again.is_empty()
+    }
+
+    /// The next job to run; `None` once the requests have ended and nothing can come back.
+    fn next(&self) -> Option<Next> {
+        let mut state = self.lock();
+        loop {
+            if let Some(again) = state.again.pop_front() {
+                return Some(Next::Again(again));
+            }
+            if let Some(job) = state.new.pop_front() {
+                return Some(Next::New(job));
+            }
+            if state.closed && state.judging == 0 {
+                return None;
+            }
+            state = self.ready.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 /// A value one thread fills and another waits for.

@@ -58,12 +58,17 @@ impl WorkerPool {
         // answer is still due may have faulted asynchronously (PoCL runs kernels on its
         // own threads) after the next one started. When in doubt, resend one at a time.
         let oldest = self.in_flight.front().map(|r| r.id);
-        let culprit = match self.started.take() {
-            Some((id, _)) if Some(id) == oldest => Some(id),
+        let running = self.started.take();
+        let culprit = match running {
+            Some(r) if Some(r.id) == oldest => Some(r.id),
             Some(_) => None,
             None if self.in_flight.len() == 1 => oldest,
             None => None,
         };
+        // A job that ran on inputs the worker kept from earlier jobs may have met damage
+        // one of them did (a fault on a damaged index, a hang on a damaged loop bound; see
+        // `Message::Started`): it too runs again, alone, before it is blamed.
+        let second_chance = second_chance || running.is_some_and(|r| r.kept_inputs);
         let tail = self.last_stderr.take().unwrap_or_default();
         let tail = if tail.trim().is_empty() { String::new() } else { format!("\nworker stderr:\n{}", last_lines(&tail, 20)) };
         // A culprit on its second chance is no culprit yet: it runs again, alone, first.
