@@ -15,13 +15,17 @@ USES = {
     "async_copy": "__shared__ float s[32]; PEAK_ASYNC_COPY(s[threadIdx.x], A, threadIdx.x, threadIdx.x < n); PEAK_ASYNC_COMMIT(); PEAK_ASYNC_WAIT(0); __syncthreads(); C[0] = s[0];",
     "mma_sync": "__shared__ __align__(16) unsigned short s[16 * 16]; unsigned a[4], b[4]; float d[4] = {}; peak_ldmatrix_a(a, s); peak_ldmatrix_b(b, s); peak_mma_16816(d, a, b); C[0] = d[0];",
     "tma": "__shared__ __align__(128) float box[64]; __shared__ unsigned long long bar; if (threadIdx.x == 0) { peak_mbar_init(&bar, 1); peak_fence_mbar_init(); } __syncthreads(); if (threadIdx.x == 0) { peak_mbar_arrive_expect_tx(&bar, 256); peak_tma_load_2d(box, &tmap, 0, 0, &bar); } peak_mbar_wait(&bar, 0); C[0] = box[0];",
+    "tma_store": "__shared__ __align__(1024) unsigned char box[64 * 128]; *reinterpret_cast<float*>(box + peak_swizzle_128b(threadIdx.x % 64, 4 * (threadIdx.x / 64))) = A[0]; peak_fence_proxy_async(); peak_bar_sync(1, blockDim.x); if (threadIdx.x == 0) { peak_tma_store_2d(&tmap, 0, 0, box); peak_tma_store_wait(); } C[0] = 0.0f;",
     "wgmma": "__shared__ __align__(1024) unsigned short s[64 * 64]; float d[64]; unsigned long long desc = peak_wgmma_desc(s, 16, 1024); peak_wgmma_fence(); peak_wgmma_m64n128k16(d, desc, desc, 0); peak_wgmma_commit(); peak_wgmma_wait<0>(); C[0] = d[0];",
 }
 
 failed = 0
 for name, use in USES.items():
     text = (SNIPPETS / f"{name}.cu").read_text()
-    tma_param = ", const __grid_constant__ PeakTensorMap tmap" if name == "tma" else ""
+    # tma_store builds on tma's types and helpers, as a kernel that uses it already has them.
+    if name == "tma_store":
+        text = (SNIPPETS / "tma.cu").read_text() + text
+    tma_param = ", const __grid_constant__ PeakTensorMap tmap" if name in ("tma", "tma_store") else ""
     source = f'{text}\nextern "C" __global__ void k(const float* A, float* C, int n{tma_param}) {{ {use} }}\n'
     try:
         module = cupy.RawModule(code=source, options=("--gpu-architecture=sm_90a", "--std=c++17"))
