@@ -24,6 +24,7 @@ const SHIPPED: &[&str] = &[
     "Thread-Tiling",
     "TMA-Multicast",
     "TMA-Pipeline",
+    "TMA-Store",
     "Transpose",
     "Vectorize",
     "Warp-Specialize",
