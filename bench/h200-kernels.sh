@@ -13,9 +13,12 @@
 # "softmax reduction transpose stencil"), SANITIZE_SAMPLES (default 4), REPLAY_ARGS (more
 # `peak replay` flags, e.g. "--set rows=4096 --set cols=1024").
 #
-# The yardstick: each final kernel at its best configuration against a device-to-device
-# copy of the same bytes, in the same process (`peak baseline --against copy`, written to
-# OUT/<kind>-baseline.json). Not here yet: `torch.softmax` timed beside the softmax.
+# The yardsticks, at every input size the final step was tuned for: the final kernel at its
+# best configuration against a device-to-device copy of the same bytes, in the same process
+# (`peak baseline --against copy`, OUT/<kind>-<i>-baseline.json), and the library call the
+# example context names (`[kernel] library` in examples/<kind>-cuda/peak.toml, e.g.
+# torch.softmax), timed with PyTorch in the same device run (bench/library_time.py,
+# OUT/<kind>-<i>-library.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,13 +48,21 @@ run() {
       --budget "$BUDGET" --sanitize-samples "$SANITIZE_SAMPLES" ${REPLAY_ARGS:-} 2>&1 | tee "$OUT/$kind-replay.log"
     "$PEAK" log -w "$OUT/$kind" --json > "$OUT/$kind-log.json"
     "$PEAK" show HEAD -w "$OUT/$kind" --json > "$OUT/$kind-final.json"
-    # The yardstick: the final kernel at its best configuration against a device-to-device
-    # copy of the bytes it moves, in the same process (`peak baseline --against copy`).
-    sets="$(python3 -c 'import json, sys
-best = json.load(open(sys.argv[1]))["performance"]["best"]["params"]
-print(" ".join(f"--set {k}={v}" for part in (best["inputs"], best["tuning"]) for k, v in part.items()))' "$OUT/$kind-final.json")"
-    # shellcheck disable=SC2086
-    "$PEAK" baseline "$OUT/$kind/context" --against copy $sets --reps 50 --json > "$OUT/$kind-baseline.json" 2> "$OUT/$kind-baseline.err"
+    # One line per tuned input size: "<input --set flags>|<tuning --set flags>".
+    python3 -c 'import json, sys
+for run in json.load(open(sys.argv[1]))["performance"]["runs"]:
+    if run.get("best"):
+        p = run["best"]["params"]
+        flags = lambda part: " ".join(f"--set {k}={v}" for k, v in part.items())
+        print(flags(p["inputs"]) + "|" + flags(p["tuning"]))' "$OUT/$kind-final.json" > "$OUT/$kind-sizes.txt"
+    i=0
+    while IFS='|' read -r inputs tuning; do
+      # shellcheck disable=SC2086
+      "$PEAK" baseline "$OUT/$kind/context" --against copy $inputs $tuning --reps 50 --json > "$OUT/$kind-$i-baseline.json" 2> "$OUT/$kind-$i-baseline.err"
+      # shellcheck disable=SC2086
+      python3 bench/library_time.py "examples/$kind-cuda" $inputs > "$OUT/$kind-$i-library.json" 2> "$OUT/$kind-$i-library.err"
+      i=$((i + 1))
+    done < "$OUT/$kind-sizes.txt"
   done
   COMMIT="$(cat carry/kernels/commit 2>/dev/null || git rev-parse --short HEAD)" OUT="$OUT" KINDS="$KINDS" python3 - <<'PY'
 import json, os, datetime
@@ -70,11 +81,23 @@ for kind in kinds:
     steps = [{k: e.get(k) for k in ("transformation", "verdict", "best_time_ms", "speedup_over_root")} for e in reversed(log)]
     entry = {"steps": steps}
     entry["final"] = (final.get("performance") or {}).get("best") or {}
-    # Bytes moved, GB/s and % of copy bandwidth: peak baseline --against copy, same run.
-    try:
-        entry["copy_baseline"] = json.load(open(os.path.join(out, f"{kind}-baseline.json")))
-    except (OSError, ValueError) as e:
-        entry["copy_baseline"] = {"error": str(e)}
+    # Per tuned input size: bytes moved, GB/s and % of copy bandwidth (peak baseline
+    # --against copy), and the library call's time (bench/library_time.py), same device run.
+    entry["sizes"] = []
+    i = 0
+    while os.path.exists(os.path.join(out, f"{kind}-{i}-baseline.json")):
+        row = {}
+        for part, name in (("copy_baseline", "baseline"), ("library", "library")):
+            try:
+                row[part] = json.load(open(os.path.join(out, f"{kind}-{i}-{name}.json")))
+            except (OSError, ValueError) as e:
+                row[part] = {"error": str(e), "stderr": open(os.path.join(out, f"{kind}-{i}-{name}.err")).read()[-2000:]}
+        kernel_ms = row["copy_baseline"].get("kernel_ms")
+        library_ms = row["library"].get("median_ms")
+        if kernel_ms and library_ms:
+            row["speedup_over_library"] = library_ms / kernel_ms
+        entry["sizes"].append(row)
+        i += 1
     result["kernels"][kind] = entry
 os.makedirs("bench/results", exist_ok=True)
 path = "bench/results/h200-kernels.json"

@@ -189,6 +189,7 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, choices: &Impor
             domain: choices.domain.clone(),
             description: choices.description.clone(),
             roles: IndexMap::new(),
+            library: None,
         },
         inputs: scalars.iter().map(|s| (s.to_string(), Domain::values(choices.inputs[*s].clone()))).collect(),
         arrays: arrays.clone(),

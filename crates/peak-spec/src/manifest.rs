@@ -99,6 +99,12 @@ pub struct KernelSection {
     /// A transformation's name for a parameter (its role) -> this context's name for it.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub roles: IndexMap<String, String>,
+    /// A library call computing the same outputs, for benchmark scripts to time beside the
+    /// kernel in the same run: a Python expression over `torch`, the arrays (1-D tensors on
+    /// the GPU, by name) and the scalar inputs, e.g. `torch.softmax(X.view(rows, cols), 1)`.
+    /// peak itself never runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
 }
 
 impl KernelSection {

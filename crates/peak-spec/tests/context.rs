@@ -214,6 +214,11 @@ fn kind_description_and_roles_are_read_and_checked() {
     );
     let plain = Manifest::parse("peak.toml", MANIFEST).unwrap();
     assert_eq!(plain.kernel.domain(), None, "no declaration, no kind");
+    assert_eq!(plain.kernel.library, None);
+    let named = Manifest::parse("peak.toml", &with("library = \"torch.matmul(A.view(n, n), A.view(n, n))\"")).unwrap();
+    assert_eq!(named.kernel.library.as_deref(), Some("torch.matmul(A.view(n, n), A.view(n, n))"));
+    let err = Manifest::parse("peak.toml", &with("libary = \"x\"")).unwrap_err().to_string();
+    assert!(err.contains("libary"), "a misspelt key is named: {err}");
     assert!(plain.describe_kernel().contains("The context does not describe it"));
 
     let err = Manifest::parse("peak.toml", &with("domain = \"two words\"")).unwrap_err().to_string();
