@@ -68,7 +68,17 @@ for run in json.load(open(sys.argv[1]))["performance"]["runs"]:
 import json, os, datetime
 out, kinds = os.environ["OUT"], os.environ["KINDS"].split()
 info = open(os.path.join(out, "info.txt")).read()
-device = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.strip().startswith("cuda") and ":" in line), info.strip().splitlines()[0] if info.strip() else "unknown")
+# The GPU's name as the yardstick runs report it (peak info lists every backend).
+def baseline_device():
+    for kind in kinds:
+        for name in sorted(os.listdir(out)):
+            if name.startswith(f"{kind}-") and name.endswith("-baseline.json"):
+                try:
+                    return json.load(open(os.path.join(out, name)))["device"]
+                except (OSError, ValueError, KeyError):
+                    pass
+    return "unknown"
+device = baseline_device()
 result = {"benchmark": "h200-kernels", "command": "bash bench/h200-kernels.sh run", "device": device, "commit": os.environ["COMMIT"],
           "date": datetime.datetime.utcnow().isoformat() + "Z", "info": info, "kernels": {}}
 for kind in kinds:
@@ -91,7 +101,8 @@ for kind in kinds:
             try:
                 row[part] = json.load(open(os.path.join(out, f"{kind}-{i}-{name}.json")))
             except (OSError, ValueError) as e:
-                row[part] = {"error": str(e), "stderr": open(os.path.join(out, f"{kind}-{i}-{name}.err")).read()[-2000:]}
+                err = os.path.join(out, f"{kind}-{i}-{name}.err")
+                row[part] = {"error": str(e), "stderr": open(err).read()[-2000:] if os.path.exists(err) else "not run (the device call ended first)"}
         kernel_ms = row["copy_baseline"].get("kernel_ms")
         library_ms = row["library"].get("median_ms")
         if kernel_ms and library_ms:
