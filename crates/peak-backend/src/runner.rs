@@ -114,10 +114,11 @@ pub struct RunResult {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StageTimes {
-    /// The device thread idle before this job's request arrived: the parent sent it late
-    /// (0 for a worker's first job, which has no earlier one to wait after).
+    /// The device thread idle before this job, with no request outstanding: the parent
+    /// sent it late (0 for a worker's first job, which has no earlier one to wait after).
     pub request_wait_ms: f64,
-    /// The request there, the device thread waiting for its compile: compiles fell behind.
+    /// Requests there but none compiled, the device thread waiting for a compile to end:
+    /// compiles fell behind.
     pub compile_wait_ms: f64,
     /// The launch script run and its launches checked against the compiled resources.
     pub plan_ms: f64,

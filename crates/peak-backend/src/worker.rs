@@ -23,15 +23,18 @@
 //!
 //! Requests are pipelined: the worker compiles up to one request per core at once
 //! (`Backend::compile` is `Send + Sync`) while it runs them on the device one at a time,
-//! in order. A request whose run faults is answered `crashed`, then the worker exits: the
-//! device context is not trusted after a fault.
+//! in the order their compiles end, and answers each as soon as it is done. Answers come
+//! in any order; the parent matches them by id. A request whose run faults is answered
+//! `crashed` (after the requests that ran before it), then the worker exits: the device
+//! context is not trusted after a fault.
 //!
 //! ## Attribution
 //!
-//! A death while a request is `started` is that request's. A death (or silence past the
-//! compile time-out) with nothing started happened while compiling, where several
-//! requests are in flight at once; the pool then resends them one at a time until the
-//! culprit shows itself, so no innocent variant is ever blamed.
+//! A death while a request is `started` is that request's, when no other request that
+//! started on that worker is still unanswered. A death (or silence past the compile
+//! time-out) with nothing started happened while compiling, where several requests are in
+//! flight at once; the pool then resends them one at a time until the culprit shows
+//! itself, so no innocent variant is ever blamed.
 //!
 //! ## Process hygiene
 //!

@@ -68,7 +68,9 @@ pub trait Measurer {
 /// `request_wait_s` to `release_s`, add up to about `wall_s` on one device (less the
 /// start and the last answers). Compiles and comparisons run on other threads beside it:
 /// their sums can exceed the wall, and they cost the wall only through `compile_wait_s`
-/// (the device thread waiting for a compile) and the finishers keeping up.
+/// (the device thread waiting, with no configuration compiled yet; it runs each one as
+/// soon as its compile ends, whatever the order they were sent in) and the finishers
+/// keeping up.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TimeBreakdown {
@@ -78,7 +80,8 @@ pub struct TimeBreakdown {
     pub compile_cpu_s: f64,
     /// The device thread idle, waiting for the tuner to send the next configuration.
     pub request_wait_s: f64,
-    /// The device thread waiting for a configuration's compile to finish.
+    /// The device thread waiting for a compile to finish: configurations sent, none of
+    /// them compiled yet.
     pub compile_wait_s: f64,
     /// Launch scripts run and launches checked against the compiled resources.
     pub plan_s: f64,

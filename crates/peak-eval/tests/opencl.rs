@@ -6,7 +6,8 @@
 //! runs the tests through libtest-mimic, so `cargo test` filters and reports as usual.
 //! With `PEAK_EVAL_TEST_WORKER=damage-every:N` or `damage-once:FILE` the worker zeroes the
 //! device copies of the inputs it keeps between jobs (see [`Damaging`]), as a kernel
-//! writing far outside its own buffers could.
+//! writing far outside its own buffers could; with `slow-compile:MS` it takes MS longer to
+//! compile a source that names `PEAK_TEST_SLOW_COMPILE`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -46,6 +47,8 @@ fn main() {
         ("worker_times_out_a_hang_and_runs_the_next_variant", worker_times_out_a_hang_and_runs_the_next_variant),
         ("worker_survives_a_crash_and_runs_the_next_variant", worker_survives_a_crash_and_runs_the_next_variant),
         ("a_crash_among_pipelined_jobs_is_blamed_on_its_own_job", a_crash_among_pipelined_jobs_is_blamed_on_its_own_job),
+        ("jobs_run_and_answer_in_the_order_their_compiles_end", jobs_run_and_answer_in_the_order_their_compiles_end),
+        ("a_crash_that_runs_before_an_earlier_job_is_blamed_on_its_own_job", a_crash_that_runs_before_an_earlier_job_is_blamed_on_its_own_job),
         ("a_fleet_spreads_jobs_over_its_workers_and_a_crash_costs_only_its_own", a_fleet_spreads_jobs_over_its_workers_and_a_crash_costs_only_its_own),
         ("compile_only_jobs_compile_and_plan_but_never_run", compile_only_jobs_compile_and_plan_but_never_run),
         ("every_input_set_holds_the_inputs_even_in_recycled_buffers", every_input_set_holds_the_inputs_even_in_recycled_buffers),
@@ -212,6 +215,13 @@ fn a_fleet_spreads_jobs_over_its_workers_and_a_crash_costs_only_its_own() -> Res
         }
     }
     ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))?;
+    // A worker runs jobs as their compiles end, so the crash (a module of its own) may have
+    // been its lane's last job, and a lane replaces a dead worker only when it has work:
+    // give each lane some more.
+    let more: Vec<u64> = points.iter().take(4).map(|params| fleet.submit(Job::new(good.ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() }))).collect();
+    while let Some(answer) = fleet.next_answer()? {
+        ensure(more.contains(&answer.id) && answer.result.is_ok(), format!("job {} got {:?}", answer.id, answer.result))?;
+    }
     ensure(fleet.served().iter().all(|&n| n >= 2), format!("both workers take jobs: {:?}", fleet.served()))?;
     ensure(fleet.restarts() == 1, format!("one worker restarted, the other untouched: {} restarts", fleet.restarts()))
 }
@@ -244,16 +254,89 @@ fn a_crash_among_pipelined_jobs_is_blamed_on_its_own_job() -> Result<(), Failed>
         let id = pool.submit(Job::new(ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() }));
         expect.push((id, k == 2));
     }
-    for (id, crashes) in expect {
-        let answer = pool.next_answer()?.ok_or("an answer is missing")?;
-        ensure(answer.id == id, format!("answers out of order: got {} expected {id}", answer.id))?;
+    // Answers come as jobs finish, not in submission order: match them by id.
+    let mut expect: std::collections::HashMap<u64, bool> = expect.into_iter().collect();
+    while let Some(answer) = pool.next_answer()? {
+        let id = answer.id;
+        let crashes = expect.remove(&id).ok_or(format!("an answer for unknown or answered job {id}"))?;
         match (crashes, &answer.result) {
             (true, Err(f)) if f.category == FailureKind::Crashed => {}
             (false, Ok(_)) => {}
             (_, other) => return Err(format!("job {id} (crashing: {crashes}) got {other:?}").into()),
         }
     }
-    ensure(pool.next_answer()?.is_none(), "extra answers")
+    ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))
+}
+
+/// A pool whose worker compiles a source naming `PEAK_TEST_SLOW_COMPILE` slowly (see
+/// [`Damaging`]), on two compile threads: one for the slow job, one for the rest.
+fn slow_compile_pool(run_timeout: Duration) -> WorkerPool {
+    let command = WorkerCommand::new(std::env::current_exe().expect("test binary path")).env(WORKER_ENV, "slow-compile:1500").env("PEAK_COMPILE_THREADS", "2");
+    WorkerPool::start("opencl", command, PoolOptions { run_timeout, ..PoolOptions::default() }).expect("worker starts")
+}
+
+/// A correct candidate whose compile takes 1.5 s longer in [`slow_compile_pool`]'s worker.
+fn slow_candidate() -> Ctx {
+    candidate(&format!("/* PEAK_TEST_SLOW_COMPILE */ {CORRECT}"))
+}
+
+/// The first job's compile is slow: the jobs after it, compiled meanwhile, run and are
+/// answered before it instead of waiting behind it, and every answer carries its own id.
+fn jobs_run_and_answer_in_the_order_their_compiles_end() -> Result<(), Failed> {
+    let (slow, good) = (slow_candidate(), candidate(CORRECT));
+    let mut pool = slow_compile_pool(Duration::from_secs(60));
+    let job = |ctx: &Context, params: &peak_spec::ExecParams| Job {
+        outputs: OutputMode::Bytes,
+        ..Job::new(ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() })
+    };
+    // The slow job has the largest output, so an answer given under another job's id shows.
+    let (large, small): (Vec<_>, Vec<_>) = good.ctx.space().iter().partition(|p| p.inputs["n"] == 4097);
+    let first = pool.submit(job(&slow.ctx, &large[0]));
+    let mut expect = std::collections::HashMap::from([(first, large[0].clone())]);
+    for params in small.iter().take(4) {
+        expect.insert(pool.submit(job(&good.ctx, params)), params.clone());
+    }
+    let mut order = Vec::new();
+    while let Some(answer) = pool.next_answer()? {
+        let params = expect.remove(&answer.id).ok_or(format!("an answer for unknown or answered job {}", answer.id))?;
+        let report = answer.result.map_err(|f| format!("job {}: {f}", answer.id))?;
+        // The answer is this job's: its output has this job's size.
+        let n = usize::try_from(params.inputs["n"]).unwrap();
+        ensure(report.outputs.len() == 1 && report.outputs[0].elements == n, format!("job {} (n = {n}) got another job's outputs: {:?}", answer.id, report.outputs))?;
+        order.push(answer.id);
+    }
+    ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))?;
+    ensure(order.last() == Some(&first), format!("the slowly compiled job {first} should be answered last, after the jobs compiled meanwhile: {order:?}"))?;
+    ensure(pool.restarts() == 0, format!("no worker should have died, {} did", pool.restarts()))
+}
+
+/// A job that crashes the worker while an earlier-submitted job still compiles is blamed
+/// alone, at once (the earlier job never ran, so it is no suspect): one restart, no
+/// one-at-a-time resending, and every other job is run again and passes.
+fn a_crash_that_runs_before_an_earlier_job_is_blamed_on_its_own_job() -> Result<(), Failed> {
+    let (slow, crash, good) = (slow_candidate(), candidate(WILD_WRITE), candidate(CORRECT));
+    let mut pool = slow_compile_pool(Duration::from_secs(60));
+    let points: Vec<_> = good.ctx.space().iter().collect();
+    let job = |ctx: &Context, k: usize| Job::new(ctx.dir.clone(), points[k].clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() });
+    let first = pool.submit(job(&slow.ctx, 0));
+    let crashing = pool.submit(job(&crash.ctx, 1));
+    let mut expect = std::collections::HashMap::from([(first, false), (crashing, true)]);
+    for k in 2..5 {
+        expect.insert(pool.submit(job(&good.ctx, k)), false);
+    }
+    let mut order = Vec::new();
+    while let Some(answer) = pool.next_answer()? {
+        let crashes = expect.remove(&answer.id).ok_or(format!("an answer for unknown or answered job {}", answer.id))?;
+        match (crashes, &answer.result) {
+            (true, Err(f)) if f.category == FailureKind::Crashed => {}
+            (false, Ok(_)) => {}
+            (_, other) => return Err(format!("job {} (crashing: {crashes}) got {other:?}", answer.id).into()),
+        }
+        order.push(answer.id);
+    }
+    ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))?;
+    ensure(order.first() == Some(&crashing) && order.last() == Some(&first), format!("the crash runs (and is answered) first, the slow compile last: {order:?}"))?;
+    ensure(pool.restarts() == 1, format!("the culprit is known at once: one restart expected, {} happened", pool.restarts()))
 }
 
 /// The worker keeps freed buffers for the next job and fills the second input set by a
@@ -578,7 +661,8 @@ fn a_corrupted_cache_is_rejected() -> Result<(), Failed> {
 /// from other buffers by its use: written from the host once, then the source of copies
 /// in more than one job (a launch between them). `damage-every:N` damages every Nth such
 /// copy; `damage-once:FILE` the first, in the first worker that finds FILE absent (it
-/// creates it), so the workers after it run clean.
+/// creates it), so the workers after it run clean. `slow-compile:MS` damages nothing, and
+/// sleeps MS before compiling a source that names `PEAK_TEST_SLOW_COMPILE`.
 struct Damaging {
     inner: peak_opencl::OpenClBackend,
     /// Buffers copied from since they were last written, with the launch count then.
@@ -587,16 +671,18 @@ struct Damaging {
     eligible: std::sync::atomic::AtomicUsize,
     every: usize,
     once: Option<PathBuf>,
+    slow_compile: Option<Duration>,
 }
 
 impl Damaging {
     fn new(inner: peak_opencl::OpenClBackend, how: &str) -> Damaging {
-        let (every, once) = match how.split_once(':') {
-            Some(("damage-every", n)) => (n.parse().expect("damage-every:N"), None),
-            Some(("damage-once", file)) => (1, Some(PathBuf::from(file))),
+        let (every, once, slow_compile) = match how.split_once(':') {
+            Some(("damage-every", n)) => (n.parse().expect("damage-every:N"), None, None),
+            Some(("damage-once", file)) => (1, Some(PathBuf::from(file)), None),
+            Some(("slow-compile", ms)) => (0, None, Some(Duration::from_millis(ms.parse().expect("slow-compile:MS")))),
             _ => panic!("unknown worker kind {how}"),
         };
-        Damaging { inner, sources: Default::default(), launches: Default::default(), eligible: Default::default(), every, once }
+        Damaging { inner, sources: Default::default(), launches: Default::default(), eligible: Default::default(), every, once, slow_compile }
     }
 
     fn damages_now(&self, src: peak_backend::BufferId) -> bool {
@@ -608,6 +694,7 @@ impl Damaging {
         }
         let n = self.eligible.fetch_add(1, SeqCst) + 1;
         match &self.once {
+            None if self.every == 0 => false,
             None => n.is_multiple_of(self.every),
             Some(file) => n == 1 && std::fs::OpenOptions::new().write(true).create_new(true).open(file).is_ok(),
         }
@@ -619,6 +706,9 @@ impl peak_backend::Backend for Damaging {
         self.inner.device()
     }
     fn compile(&self, request: &peak_backend::CompileRequest) -> Result<peak_backend::Module, peak_backend::BackendError> {
+        if let Some(delay) = self.slow_compile.filter(|_| request.source.contains("PEAK_TEST_SLOW_COMPILE")) {
+            std::thread::sleep(delay);
+        }
         self.inner.compile(request)
     }
     fn alloc(&self, bytes: usize) -> Result<peak_backend::BufferId, peak_backend::BackendError> {

@@ -18,7 +18,7 @@ pub mod rng;
 pub mod space;
 
 pub use context::{Context, MANIFEST_FILE};
-pub use data::{Comparison, HostArray, compare, default_tolerance};
+pub use data::{Comparison, HostArray, compare, compare_bytes, default_tolerance};
 pub use error::SpecError;
 pub use manifest::{ArraySpec, Backend, DType, Domain, Init, Manifest};
 pub use regions::{Region, Regions};

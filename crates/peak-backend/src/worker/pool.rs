@@ -1,5 +1,5 @@
 //! The parent side: [`WorkerPool`] queues jobs, keeps a few in flight so compiles overlap
-//! the device's work, and answers them in submission order.
+//! the device's work, and answers each as the worker finishes it (match answers by id).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -68,7 +68,8 @@ pub struct Answer {
 }
 
 /// Runs jobs in a worker process for one device, restarting it after a crash, a fault or
-/// a time-out. Jobs are answered in the order they were submitted.
+/// a time-out. Jobs are answered in the order the worker finishes them, which need not be
+/// the order they were submitted: a job whose compile ends first runs first.
 pub struct WorkerPool {
     pub(super) command: WorkerCommand,
     pub(super) options: PoolOptions,
@@ -78,10 +79,14 @@ pub struct WorkerPool {
     pub(super) next_id: u64,
     /// Submitted, not yet sent to the current worker.
     pub(super) queue: VecDeque<Request>,
-    /// Sent to the current worker, oldest first; answers come in this order.
+    /// Sent to the current worker and not yet answered, in submission order (answers may
+    /// come in any order).
     pub(super) in_flight: VecDeque<Request>,
     /// The job now running on the device.
     pub(super) started: Option<Running>,
+    /// Jobs in flight that the current worker said it started, in the order it started
+    /// them: the jobs that have been on the device and are not yet answered.
+    pub(super) ran: Vec<u64>,
     pub(super) last_progress: Instant,
     /// After an unattributable death: send one job at a time until this id is answered.
     pub(super) serial_until: Option<u64>,
@@ -115,6 +120,7 @@ impl WorkerPool {
             queue: VecDeque::new(),
             in_flight: VecDeque::new(),
             started: None,
+            ran: Vec::new(),
             last_progress: Instant::now(),
             serial_until: None,
             restarts: 0,
@@ -161,7 +167,7 @@ impl WorkerPool {
         }
     }
 
-    /// The next answer, in submission order; `None` when nothing is pending.
+    /// The next answer, in the order the worker finishes jobs; `None` when nothing is pending.
     pub fn next_answer(&mut self) -> Result<Option<Answer>, WorkerError> {
         loop {
             if self.pending() == 0 {
@@ -182,18 +188,24 @@ impl WorkerPool {
                     self.last_progress = Instant::now();
                     match *message {
                         Message::Started { id, kept_inputs } => {
-                            // The worker may start a job while it still judges the outputs
-                            // of earlier ones, so this need not be the oldest in flight.
+                            // The worker runs jobs in the order their compiles end, and may
+                            // start one while it still judges the outputs of others, so this
+                            // may be any job in flight.
                             if !self.in_flight.iter().any(|r| r.id == id) {
                                 return Err(self.protocol(format!("`started` for job {id}, which is not in flight")));
                             }
                             self.started = Some(Running { id, since: Instant::now(), kept_inputs });
+                            // A job run again (see `serve`) starts twice; it ran once.
+                            self.ran.retain(|&r| r != id);
+                            self.ran.push(id);
                         }
                         Message::Done { id, result } => {
-                            if self.in_flight.front().map(|r| r.id) != Some(id) {
-                                return Err(self.protocol(format!("an answer for job {id}, which is not next in line")));
-                            }
-                            let request = self.in_flight.pop_front().expect("the front was checked");
+                            // Answers come as jobs finish, in any order.
+                            let Some(at) = self.in_flight.iter().position(|r| r.id == id) else {
+                                return Err(self.protocol(format!("an answer for job {id}, which is not in flight")));
+                            };
+                            let request = self.in_flight.remove(at).expect("the position was found");
+                            self.ran.retain(|&r| r != id);
                             let running = self.started.filter(|r| r.id == id);
                             if running.is_some() {
                                 self.started = None;
@@ -203,8 +215,11 @@ impl WorkerPool {
                             }
                             if matches!(&result, Err(f) if f.category == FailureKind::Crashed) {
                                 // The worker exits after a fault; do not wait to find out,
-                                // and give its other jobs to the next one.
+                                // and give its other jobs to the next one. It answers the
+                                // jobs that ran before the fault first, so none of these has
+                                // been on the device.
                                 self.discard_worker();
+                                self.ran.clear();
                                 while let Some(request) = self.in_flight.pop_back() {
                                     self.queue.push_front(request);
                                 }

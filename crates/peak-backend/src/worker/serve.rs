@@ -1,5 +1,5 @@
 //! The worker side: `peak worker` serves requests from stdin through a pipeline of
-//! compile, run, finish and send threads.
+//! compile, run and finish threads, answering each request as soon as it is done.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -15,7 +15,7 @@ use crate::runner::{StageTimes, ms_since};
 use super::compile::{Compiled, ModuleCache, Prepared, prepare};
 use super::execute::{Executed, InputCache, InputSource, check_compiled, execute};
 use super::outputs::{ReferenceCache, finish, looks_wrong};
-use super::protocol::{FAULT_EXIT, Failure, FailureKind, Message, PROTOCOL_VERSION, Request, RunReport};
+use super::protocol::{FAULT_EXIT, FailureKind, Message, PROTOCOL_VERSION, Request};
 use super::recycler::Recycler;
 
 /// Tell the parent the backend could not open, then return (the caller exits).
@@ -27,10 +27,15 @@ pub fn refuse(reason: &str) -> std::io::Result<()> {
 /// Serve requests from stdin until it closes. Called by `peak worker --backend NAME`
 /// (and by test binaries that stand in for it) with the opened backend.
 ///
-/// Inside, a request passes through four stages, each on its own threads so the device
+/// Inside, a request passes through three stages, each on its own threads so the device
 /// never waits for the host: compile (one thread per core), run (one thread: the device
-/// runs one job at a time), finish (comparing or hashing outputs, a few threads), and send
-/// (one thread, answering strictly in request order).
+/// runs one job at a time), and finish (comparing or hashing outputs, a few threads). A
+/// compile thread hands each job to the run thread as soon as it is compiled, so the run
+/// thread takes jobs in the order their compiles end, not the order they were asked for,
+/// and never idles behind a slow compile while a later job is ready. Each job is answered
+/// as soon as it is done (by the run thread for a failure, a compile error or a
+/// `compile_only` job, by a finisher otherwise), so answers come in any order; the
+/// parent matches them by id.
 ///
 /// The run thread fills each job's input buffers from device copies of the inputs that it
 /// keeps while the inputs stay the same ([`InputCache`]), instead of from the host. Those
@@ -39,6 +44,12 @@ pub fn refuse(reason: &str) -> std::io::Result<()> {
 /// outputs fail their comparison on kept inputs is run again from the host, with the kept
 /// copies dropped, and only that run's answer counts; a job that faults or hangs on kept
 /// inputs says so in `started`, and the parent gives it a second run on a fresh worker.
+///
+/// A job that faults the device runs nothing after it. The jobs that ran before it are
+/// judged and answered first (their runs were sound, and the parent stops listening once
+/// it hears of the fault), then the fault, then the worker exits with [`FAULT_EXIT`]. If
+/// one of them must be run again, which this device cannot do now, the worker exits
+/// without answering the fault, and the parent resends its jobs one at a time.
 pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
     let out = Mutex::new(protocol_stdout()?);
     let send = |message: &Message| {
@@ -53,90 +64,83 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let compilers = std::env::var("PEAK_COMPILE_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(cores).max(1);
     let finishers = (cores / 4).clamp(1, 4);
-    let (compile_tx, compile_rx) = mpsc::channel::<Arc<WorkerJob>>();
+    let (compile_tx, compile_rx) = mpsc::channel::<Request>();
     let compile_rx = Mutex::new(compile_rx);
     let runs = RunQueue::default();
-    let (finish_tx, finish_rx) = mpsc::channel::<(Arc<WorkerJob>, Executed)>();
+    let (finish_tx, finish_rx) = mpsc::channel::<(Request, Executed)>();
     let finish_rx = Mutex::new(finish_rx);
-    let (send_tx, send_rx) = mpsc::channel::<Arc<WorkerJob>>();
     let modules = Mutex::new(ModuleCache::default());
     let references = Mutex::new(ReferenceCache::default());
 
     std::thread::scope(|scope| {
+        let runs = &runs;
         for _ in 0..compilers {
             scope.spawn(|| {
                 loop {
                     let next = compile_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(job) = next else { break };
-                    job.prepared.fill(prepare(backend, &job.request.job, &modules));
+                    let Ok(request) = next else { break };
+                    let prepared = prepare(backend, &request.job, &modules);
+                    runs.compiled(request, prepared);
                 }
             });
         }
-        let runs = &runs;
         scope.spawn(move || {
             let recycler = Recycler::new(backend);
             let mut inputs = InputCache::default();
             // When the device thread last finished a job: what it waits after that is the
             // next job's (none for the first, which has nothing to wait after).
             let mut idle_since: Option<Instant> = None;
-            while let Some(next) = runs.next() {
-                let request_wait_ms = idle_since.map_or(0.0, ms_since);
-                let (job, ctx, compiled, source, mut waits) = match next {
-                    Next::New(job) => {
-                        let clock = Instant::now();
-                        let prepared = job.prepared.take();
-                        let waits = StageTimes { request_wait_ms, compile_wait_ms: ms_since(clock), ..StageTimes::default() };
+            while let Some((next, idle)) = runs.next(idle_since) {
+                let waits = StageTimes { request_wait_ms: idle.request_ms, compile_wait_ms: idle.compile_ms, ..StageTimes::default() };
+                let (request, ctx, compiled, source, mut waits) = match next {
+                    Next::New(request, prepared) => {
                         let (ctx, compiled) = match prepared {
                             Err(failure) => {
-                                job.finished.fill(Err(failure));
+                                send(&Message::Done { id: request.id, result: Err(failure) });
                                 idle_since = Some(Instant::now());
                                 continue;
                             }
                             Ok(prepared) => prepared,
                         };
-                        if job.request.job.compile_only {
-                            job.finished.fill(check_compiled(&recycler, &ctx, &compiled, &job.request.job));
+                        if request.job.compile_only {
+                            let result = check_compiled(&recycler, &ctx, &compiled, &request.job);
+                            send(&Message::Done { id: request.id, result });
                             idle_since = Some(Instant::now());
                             continue;
                         }
-                        (job, ctx, compiled, InputSource::Kept, waits)
+                        (request, ctx, compiled, InputSource::Kept, waits)
                     }
                     Next::Again(again) => {
                         // The kept copies may be what went wrong: the next jobs write new ones.
                         inputs.forget_device_copies(&recycler);
-                        (again.job, again.ctx, again.compiled, InputSource::Host, again.earlier)
+                        let mut earlier = again.earlier;
+                        earlier.add(&waits);
+                        (again.request, again.ctx, again.compiled, InputSource::Host, earlier)
                     }
                 };
                 if source == InputSource::Host {
                     waits.reruns += 1;
-                    waits.request_wait_ms += request_wait_ms;
                 }
-                let kept_inputs = source == InputSource::Kept && inputs.holds_copies_for(&ctx, &job.request.job);
-                send(&Message::Started { id: job.request.id, kept_inputs });
-                let executed = execute(&recycler, &ctx, &compiled, &job.request.job, &mut inputs, source, waits);
+                let kept_inputs = source == InputSource::Kept && inputs.holds_copies_for(&ctx, &request.job);
+                send(&Message::Started { id: request.id, kept_inputs });
+                let executed = execute(&recycler, &ctx, &compiled, &request.job, &mut inputs, source, waits);
                 idle_since = Some(Instant::now());
                 match executed {
                     Ok(executed) => {
-                        if executed.inputs_kept {
-                            runs.judging();
-                        }
-                        let _ = finish_tx.send((job, executed));
+                        runs.finishing(executed.inputs_kept);
+                        let _ = finish_tx.send((request, executed));
                     }
-                    Err(failure) => {
-                        let fault = failure.category == FailureKind::Crashed;
-                        job.finished.fill(Err(failure));
-                        if fault {
-                            if runs.owed() {
-                                // An earlier job may still need running again, which this
-                                // device cannot do now; dying unanswered makes the parent
-                                // resend them all one at a time, each on a fresh worker.
-                                std::process::exit(FAULT_EXIT);
-                            }
-                            // Nothing more runs on a device that faulted; the sender exits
-                            // once this answer is out.
-                            break;
+                    Err(failure) if failure.category == FailureKind::Crashed => {
+                        // Nothing more runs on a device that faulted. The jobs that ran
+                        // before it are answered first; if one of them must run again,
+                        // which this device cannot do, dying unanswered makes the parent
+                        // resend them all one at a time, each on a fresh worker.
+                        if !runs.settle() {
+                            send(&Message::Done { id: request.id, result: Err(failure) });
                         }
+                        std::process::exit(FAULT_EXIT);
                     }
+                    Err(failure) => send(&Message::Done { id: request.id, result: Err(failure) }),
                 }
             }
             inputs.forget_device_copies(&recycler);
@@ -145,31 +149,19 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
             scope.spawn(|| {
                 loop {
                     let next = finish_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok((job, executed)) = next else { break };
+                    let Ok((request, executed)) = next else { break };
                     let inputs_kept = executed.inputs_kept;
                     let (ctx, compiled) = (executed.ctx.clone(), executed.compiled.clone());
-                    let report = finish(executed, &job.request.job.outputs, &references);
+                    let report = finish(executed, &request.job.outputs, &references);
                     if inputs_kept && looks_wrong(&report) {
-                        runs.again(Again { job, ctx, compiled, earlier: report.stages });
+                        runs.again(Again { request, ctx, compiled, earlier: report.stages });
                         continue;
                     }
-                    job.finished.fill(Ok(report));
-                    if inputs_kept {
-                        runs.judged();
-                    }
+                    send(&Message::Done { id: request.id, result: Ok(report) });
+                    runs.finished(inputs_kept);
                 }
             });
         }
-        scope.spawn(|| {
-            for job in send_rx {
-                let result = job.finished.take();
-                let fault = matches!(&result, Err(f) if f.category == FailureKind::Crashed);
-                send(&Message::Done { id: job.request.id, result });
-                if fault {
-                    std::process::exit(FAULT_EXIT);
-                }
-            }
-        });
 
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
@@ -179,10 +171,8 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
             }
             match serde_json::from_str::<Request>(&line) {
                 Ok(request) => {
-                    let job = Arc::new(WorkerJob { request, prepared: Slot::default(), finished: Slot::default() });
-                    let _ = compile_tx.send(job.clone());
-                    runs.push(job.clone());
-                    let _ = send_tx.send(job);
+                    runs.requested();
+                    let _ = compile_tx.send(request);
                 }
                 Err(e) => {
                     // The parent speaks another dialect; say so where a person will see it.
@@ -193,7 +183,6 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
         }
         drop(compile_tx);
         runs.close();
-        drop(send_tx);
     });
     Ok(())
 }
@@ -201,7 +190,7 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
 /// A job to run again from the host: its outputs failed their comparison on inputs copied
 /// from the worker's kept device copies, which a kernel before it may have damaged.
 struct Again {
-    job: Arc<WorkerJob>,
+    request: Request,
     ctx: Arc<Context>,
     compiled: Arc<Compiled>,
     /// The first run's stages, counted with the second's.
@@ -209,12 +198,23 @@ struct Again {
 }
 
 enum Next {
-    New(Arc<WorkerJob>),
+    /// A request whose compile has ended (or failed).
+    New(Request, Prepared),
     Again(Again),
 }
 
-/// The run thread's work: new jobs in request order, and jobs to run again, which go
-/// first (the sender is waiting for them).
+/// How long the run thread waited for its next job, split by what it waited for.
+#[derive(Debug, Default, Clone, Copy)]
+struct Idle {
+    /// Nothing asked for: the parent had sent no request that was not already run.
+    request_ms: f64,
+    /// Requests there, none compiled yet: compiles fell behind.
+    compile_ms: f64,
+}
+
+/// The run thread's work: jobs whose compiles have ended, in the order they ended, and jobs
+/// to run again, which go first (their answers are the oldest owed). Compile threads hand
+/// jobs in, and it keeps the counts the run thread's waits and its end depend on.
 #[derive(Default)]
 struct RunQueue {
     state: Mutex<RunQueueState>,
@@ -223,11 +223,15 @@ struct RunQueue {
 
 #[derive(Default)]
 struct RunQueueState {
-    new: VecDeque<Arc<WorkerJob>>,
+    new: VecDeque<(Request, Prepared)>,
     again: VecDeque<Again>,
+    /// Requests read and not yet compiled.
+    compiling: usize,
     /// No more requests will come.
     closed: bool,
-    /// Jobs run on kept inputs whose outputs are still being judged: each may come back.
+    /// Jobs run and handed to the finishers, not yet answered.
+    finishing: usize,
+    /// Of those, jobs run on kept inputs: each may come back to be run again.
     judging: usize,
 }
 
@@ -236,92 +240,93 @@ impl RunQueue {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn push(&self, job: Arc<WorkerJob>) {
-        self.lock().new.push_back(job);
+    fn update(&self, change: impl FnOnce(&mut RunQueueState)) {
+        change(&mut self.lock());
         self.ready.notify_all();
+    }
+
+    /// A request arrived; its compile starts.
+    fn requested(&self) {
+        self.update(|s| s.compiling += 1);
+    }
+
+    /// A request's compile ended: the run thread may take it.
+    fn compiled(&self, request: Request, prepared: Prepared) {
+        self.update(|s| {
+            s.compiling = s.compiling.saturating_sub(1);
+            s.new.push_back((request, prepared));
+        });
     }
 
     fn close(&self) {
-        self.lock().closed = true;
-        self.ready.notify_all();
+        self.update(|s| s.closed = true);
     }
 
-    fn judging(&self) {
-        self.lock().judging += 1;
-    }
-
-    fn judged(&self) {
+    /// A job ran and goes to the finishers.
+    fn finishing(&self, inputs_kept: bool) {
         let mut state = self.lock();
-        state.judging = state.judging.saturating_sub(1);
-        drop(state);
-        self.ready.notify_all();
+        state.finishing += 1;
+        state.judging += usize::from(inputs_kept);
     }
 
+    /// A finisher answered a job.
+    fn finished(&self, inputs_kept: bool) {
+        self.update(|s| {
+            s.finishing = s.finishing.saturating_sub(1);
+            if inputs_kept {
+                s.judging = s.judging.saturating_sub(1);
+            }
+        });
+    }
+
+    /// A finisher sends a job back to be run again from the host.
     fn again(&self, again: Again) {
-        let mut state = self.lock();
-        state.judging = state.judging.saturating_sub(1);
-        state.again.push_back(again);
-        drop(state);
-        self.ready.notify_all();
+        self.update(|s| {
+            s.finishing = s.finishing.saturating_sub(1);
+            s.judging = s.judging.saturating_sub(1);
+            s.again.push_back(again);
+        });
     }
 
-    /// Whether a job may still come back to be run again.
-    fn owed(&self) -> bool {
-        let state = self.lock();
-        state.judging > 0 || !state.again.is_empty()
+    /// Wait until every job handed to the finishers is answered or back to be run again;
+    /// whether one came back.
+    fn settle(&self) -> bool {
+        let mut state = self.lock();
+        while state.finishing > 0 {
+            state = self.ready.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        !state.again.is_empty()
     }
 
-    /// The next job to run; `None` once the requests have ended and nothing can come back.
-    fn next(&self) -> Option<Next> {
+    /// The next job to run and how long the run thread waited for it since `idle_since`
+    /// (its wait for requests not counted before its first job); `None` once the requests
+    /// have ended and nothing can come back.
+    fn next(&self, idle_since: Option<Instant>) -> Option<(Next, Idle)> {
         let mut state = self.lock();
+        let mut idle = Idle::default();
+        let mut clock = idle_since.unwrap_or_else(Instant::now);
+        let mut compiles_behind = state.compiling > 0;
         loop {
+            let waited = ms_since(clock);
+            clock = Instant::now();
+            if compiles_behind {
+                idle.compile_ms += waited;
+            } else if idle_since.is_some() {
+                idle.request_ms += waited;
+            }
             if let Some(again) = state.again.pop_front() {
-                return Some(Next::Again(again));
+                return Some((Next::Again(again), idle));
             }
-            if let Some(job) = state.new.pop_front() {
-                return Some(Next::New(job));
+            if let Some((request, prepared)) = state.new.pop_front() {
+                return Some((Next::New(request, prepared), idle));
             }
-            if state.closed && state.judging == 0 {
+            if state.closed && state.compiling == 0 && state.judging == 0 {
                 return None;
             }
+            compiles_behind = state.compiling > 0;
             state = self.ready.wait(state).unwrap_or_else(|p| p.into_inner());
         }
     }
-}
-
-/// A value one thread fills and another waits for.
-pub(super) struct Slot<T> {
-    value: Mutex<Option<T>>,
-    ready: Condvar,
-}
-
-impl<T> Default for Slot<T> {
-    fn default() -> Self {
-        Slot { value: Mutex::new(None), ready: Condvar::new() }
-    }
-}
-
-impl<T> Slot<T> {
-    pub(super) fn fill(&self, value: T) {
-        *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
-        self.ready.notify_all();
-    }
-
-    pub(super) fn take(&self) -> T {
-        let mut value = self.value.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some(v) = value.take() {
-                return v;
-            }
-            value = self.ready.wait(value).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
-
-pub(super) struct WorkerJob {
-    pub(super) request: Request,
-    pub(super) prepared: Slot<Prepared>,
-    pub(super) finished: Slot<Result<RunReport, Failure>>,
 }
 
 /// Move the real stdout to a private descriptor and send descriptor 1 to stderr, so that
@@ -353,4 +358,93 @@ fn write_message(out: &mut impl Write, message: &Message) -> std::io::Result<()>
     line.push('\n');
     out.write_all(line.as_bytes())?;
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use peak_spec::ExecParams;
+
+    use super::*;
+    use crate::runner::RunOptions;
+    use crate::worker::protocol::{Failure, Job};
+
+    fn request(id: u64) -> Request {
+        Request { id, job: Job::new("/nowhere", ExecParams::default(), RunOptions::default()) }
+    }
+
+    fn failed() -> Prepared {
+        Err(Failure::new(FailureKind::CompileFailed, "no compiler here"))
+    }
+
+    fn id(next: &Next) -> u64 {
+        match next {
+            Next::New(request, _) => request.id,
+            Next::Again(again) => again.request.id,
+        }
+    }
+
+    #[test]
+    fn jobs_go_to_the_run_thread_in_the_order_their_compiles_end() {
+        let runs = RunQueue::default();
+        (1..=3).for_each(|_| runs.requested());
+        runs.close();
+        for id in [3, 1, 2] {
+            runs.compiled(request(id), failed());
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| runs.next(None)).map(|(next, _)| id(&next)).collect();
+        assert_eq!(order, [3, 1, 2]);
+    }
+
+    #[test]
+    fn a_wait_for_a_pending_compile_counts_as_compile_wait() {
+        let runs = RunQueue::default();
+        runs.requested();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(60));
+                runs.compiled(request(1), failed());
+                runs.close();
+            });
+            let (next, idle) = runs.next(Some(Instant::now())).expect("the job comes");
+            assert_eq!(id(&next), 1);
+            assert!(idle.compile_ms >= 50.0 && idle.request_ms < 10.0, "{idle:?}");
+        });
+        assert!(runs.next(None).is_none(), "closed, nothing compiling, nothing owed");
+    }
+
+    #[test]
+    fn the_run_thread_ends_only_when_no_job_can_come_back() {
+        let runs = RunQueue::default();
+        runs.finishing(true);
+        runs.close();
+        let clock = Instant::now();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(60));
+                runs.finished(true);
+            });
+            assert!(runs.next(None).is_none());
+        });
+        assert!(clock.elapsed() >= Duration::from_millis(50), "it ended while a job on kept inputs was still judged");
+    }
+
+    #[test]
+    fn a_fault_waits_until_the_jobs_that_ran_before_it_are_answered() {
+        let runs = RunQueue::default();
+        runs.finishing(false);
+        runs.finishing(false);
+        let clock = Instant::now();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for _ in 0..2 {
+                    std::thread::sleep(Duration::from_millis(30));
+                    runs.finished(false);
+                }
+            });
+            assert!(!runs.settle(), "nothing came back to be run again");
+        });
+        assert!(clock.elapsed() >= Duration::from_millis(50), "it did not wait for both answers");
+    }
 }

@@ -54,13 +54,17 @@ impl WorkerPool {
     /// The job then runs once more, alone on a fresh worker, and only a second death is
     /// blamed on it.
     pub(super) fn blame(&mut self, kind: FailureKind, message: &str, second_chance: bool) -> Option<Answer> {
-        // The running job is the culprit only if it is the oldest in flight: a job whose
-        // answer is still due may have faulted asynchronously (PoCL runs kernels on its
-        // own threads) after the next one started. When in doubt, resend one at a time.
+        // The running job is the culprit only if no other job that has been on the device
+        // is still unanswered: such a job may have faulted asynchronously (PoCL runs
+        // kernels on its own threads) after the next one started. The worker runs jobs in
+        // the order their compiles end, so a job sent earlier may not have run yet; jobs
+        // that never started (compiling, or compiled and waiting) count as the jobs after
+        // the running one always did. When in doubt, resend one at a time.
         let oldest = self.in_flight.front().map(|r| r.id);
         let running = self.started.take();
+        let ran = std::mem::take(&mut self.ran);
         let culprit = match running {
-            Some(r) if Some(r.id) == oldest => Some(r.id),
+            Some(r) if ran.iter().all(|&id| id == r.id) => Some(r.id),
             Some(_) => None,
             None if self.in_flight.len() == 1 => oldest,
             None => None,
@@ -111,6 +115,7 @@ impl WorkerPool {
         self.worker = Some(worker);
         self.restarts += 1;
         self.started = None;
+        self.ran.clear();
         self.last_progress = Instant::now();
         Ok(())
     }
