@@ -55,6 +55,14 @@ pub fn retune(
         );
     }
 
+    if let Some(sizes) = exhausted(&parent.performance) {
+        bail!(
+            "checkpoint {} ({}) already measured every configuration of its space ({sizes}): a retune has nothing left to search",
+            head.id.short(),
+            parent.meta.transformation
+        );
+    }
+
     let work = dir.join(".git").join("peak").join("retune");
     let _ = std::fs::remove_dir_all(&work);
     let (context_dir, root_dir) = (work.join("context"), work.join("root"));
@@ -203,6 +211,22 @@ impl RetuneSettings {
     }
 }
 
+/// "60 at n=2048, 60 at n=4096" when every input configuration's search evaluated its whole
+/// space, else `None`.
+fn exhausted(performance: &Value) -> Option<String> {
+    let runs = performance["runs"].as_array().filter(|runs| !runs.is_empty())?;
+    let mut sizes = Vec::new();
+    for run in runs {
+        let (evaluated, space) = (run["evaluations"].as_u64()?, run["space"].as_u64()?);
+        if evaluated < space {
+            return None;
+        }
+        let inputs: Vec<String> = run["inputs"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect()).unwrap_or_default();
+        sizes.push(format!("{space} at {}", inputs.join(" ")));
+    }
+    Some(sizes.join(", "))
+}
+
 /// Every configuration the checkpoint's tuning ranked, at every input size, best first and
 /// without repeats: where the search starts again.
 fn recorded_rankings(performance: &Value) -> Vec<IndexMap<String, i64>> {
@@ -240,6 +264,15 @@ mod tests {
             .map(|t| t["X"])
             .collect();
         assert_eq!(xs, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_space_measured_whole_has_nothing_left_to_retune() {
+        let run = |evaluations: u64, space: u64, n: u64| json!({"inputs": {"n": n}, "evaluations": evaluations, "space": space});
+        let whole = json!({"runs": [run(60, 60, 2048), run(60, 60, 4096)]});
+        assert_eq!(exhausted(&whole).as_deref(), Some("60 at n=2048, 60 at n=4096"));
+        assert_eq!(exhausted(&json!({"runs": [run(60, 60, 2048), run(64, 900, 4096)]})), None);
+        assert_eq!(exhausted(&json!({"runs": []})), None, "nothing recorded is not exhausted");
     }
 
     #[test]

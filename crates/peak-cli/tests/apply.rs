@@ -212,6 +212,12 @@ fn retune_records_the_same_code_better_searched_and_replays_its_budget() {
     let again = json(&ok(&env, &["show", "HEAD", "-w", s(&replayed), "--json"], &[]));
     assert!(evaluated(&again) > 4, "replayed with the recorded budget (12), not --budget 4: {}", evaluated(&again));
 
+    // Once the whole space (36 configurations at n=256) is measured, there is nothing left.
+    ok(&env, &["retune", "-w", w, "--set", "n=256", "--budget", "100"], &[]);
+    let done = peak(&env, &["retune", "-w", w, "--set", "n=256"], &[]);
+    assert!(!done.status.success());
+    assert!(String::from_utf8_lossy(&done.stderr).contains("36 at n=256") && String::from_utf8_lossy(&done.stderr).contains("nothing left to search"), "{}", String::from_utf8_lossy(&done.stderr));
+
     // Not while an apply waits for its regions.
     assert_eq!(json(&ok(&env, &[&["apply", "refactor", "-w", w, "--json"][..], &FAST].concat(), &[]))["status"], "waiting");
     let busy = peak(&env, &["retune", "-w", w], &[]);
