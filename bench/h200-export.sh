@@ -42,9 +42,8 @@ fi
 [ -n "$NVCC_BIN" ] || { say "no nvcc found (set NVCC)"; exit 1; }
 export PATH="$(dirname "$(command -v "$NVCC_BIN")"):$PATH"
 
-COMMIT="${PEAK_COMMIT:-$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}"
-DEVICE="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+source bench/stamp.sh
+stamp
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 : > "$WORK/rows.jsonl"

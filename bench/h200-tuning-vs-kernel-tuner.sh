@@ -55,9 +55,8 @@ run() {
   mkdir -p "$OUT"
   [ -x "$PEAK" ] || { say "no $PEAK: run \`bash bench/h200-tuning-vs-kernel-tuner.sh build\` first"; exit 1; }
   # The device's copy of the tree has no usable git history: name the build's commit.
-  COMMIT="${PEAK_COMMIT:-$(cat carry/kt/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
-  DEVICE="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-  DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  source bench/stamp.sh
+  stamp carry/kt/commit
   WORK="$(mktemp -d)"
   trap 'rm -rf "$WORK"' EXIT
   now() { date +%s.%N; }

@@ -43,9 +43,8 @@ mkdir -p "$OUT" "$OUT/h200-recordings"
 [ -x "$PEAK" ] || { say "no $PEAK: build it with cargo build --release -p peak-cli and copy it to carry/"; exit 1; }
 command -v python3 >/dev/null || { say "python3 is needed to assemble the JSON"; exit 1; }
 
-COMMIT="${PEAK_COMMIT:-$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}"
-DEVICE="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+source bench/stamp.sh
+stamp
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 now() { date +%s.%N; }

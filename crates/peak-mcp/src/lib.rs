@@ -35,6 +35,7 @@ pub mod auto;
 mod params;
 mod progress;
 mod render;
+mod resolve;
 pub mod server;
 
 pub use server::{PeakServer, Settings, WorkersFactory, run_stdio, serve_stdio};

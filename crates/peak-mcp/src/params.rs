@@ -119,6 +119,20 @@ pub struct ReportParams {
     pub html: Option<String>,
 }
 
+/// How far a tuning search goes (shared by `tune`, `retune` and the transformation tools;
+/// each tool's description gives its default budget).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchLimits {
+    /// Configurations to evaluate per input configuration (default: see the tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    pub budget: Option<usize>,
+    /// Stop proposing configurations after this many seconds per input configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
+    pub time_limit_s: Option<f64>,
+}
+
 /// How a transformation is carried out (shared by `start_transformation` and `apply_transformation`).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplySettings {
@@ -132,14 +146,8 @@ pub struct ApplySettings {
     pub samples: Option<usize>,
     #[serde(flatten)]
     pub sampling: SampleParams,
-    /// Tuning budget: configurations to evaluate per input configuration. Default: all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "usize")]
-    pub budget: Option<usize>,
-    /// Stop tuning after this many seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "f64")]
-    pub time_limit_s: Option<f64>,
+    #[serde(flatten)]
+    pub limits: SearchLimits,
     #[serde(flatten)]
     pub library: LibraryParams,
     /// Where no GPU is: compile-check the result on the sampled execution parameters
@@ -183,15 +191,8 @@ pub struct ApplyTransformationParams {
 pub struct RetuneParams {
     /// Path of the workflow folder. Its current checkpoint is tuned again.
     pub workflow: String,
-    /// Configurations to evaluate per input configuration, the checkpoint's recorded
-    /// top-K among them. Default 512.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "usize")]
-    pub budget: Option<usize>,
-    /// Stop tuning after this many seconds per input configuration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "f64")]
-    pub time_limit_s: Option<f64>,
+    #[serde(flatten)]
+    pub limits: SearchLimits,
     #[serde(flatten)]
     pub sampling: SampleParams,
 }
@@ -230,15 +231,8 @@ pub struct TuneParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub strategy: Option<String>,
-    /// Configurations to evaluate per input configuration. Default: all for exhaustive,
-    /// a tenth of the space (at least 100) otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "usize")]
-    pub budget: Option<usize>,
-    /// Stop proposing configurations after this many seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "f64")]
-    pub time_limit_s: Option<f64>,
+    #[serde(flatten)]
+    pub limits: SearchLimits,
     /// How many of the fastest configurations to report. Default 5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "usize")]

@@ -15,7 +15,7 @@ use peak_backend::worker::PoolOptions;
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::validate::{Outcome as Validation, samples};
 use peak_eval::{OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, Validator, Workers, default_cache_dir, tune_context, tuning_run_options};
-use peak_spec::{Context, ExecParams, Region, Space};
+use peak_spec::{Context, Region};
 use peak_transform::Library;
 use peak_workflow::Workflow;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use crate::params::*;
 use crate::progress::Progress;
 use crate::render;
+use crate::resolve::{Reference, Target, apply_options, bounded_count, library, restricted};
 
 /// Makes the worker processes one tool call runs kernels in. Called on the thread doing
 /// the work (a `Workers` holds child processes and stays on that thread).
@@ -329,7 +330,8 @@ impl PeakServer {
     /// you as the executor. Returns the first pass's prompt: it names the region to
     /// rewrite (macros, device or host) and how. Write the complete new region and call
     /// submit_region; repeat for every pass. When the last pass is in, peak compiles,
-    /// validates against the root and tunes the result, and records a checkpoint.
+    /// validates against the root and tunes the result (by default over the whole space),
+    /// and records a checkpoint.
     #[tool(annotations(destructive_hint = false))]
     async fn start_transformation(&self, Parameters(p): Parameters<StartTransformationParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
@@ -388,7 +390,8 @@ impl PeakServer {
 
     /// Carry a transformation out with an LLM (provider:model) from the workflow's current
     /// checkpoint: every pass, repairs after compile errors or wrong outputs, validation
-    /// against the root, tuning, and a checkpoint. Takes minutes; sends progress. Use
+    /// against the root, tuning (by default over the whole space), and a checkpoint. Takes
+    /// minutes; sends progress. Use
     /// start_transformation instead to write the regions yourself.
     #[tool(annotations(destructive_hint = false, open_world_hint = true))]
     async fn apply_transformation(&self, Parameters(p): Parameters<ApplyTransformationParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
@@ -416,8 +419,8 @@ impl PeakServer {
             let options = ApplyOptions {
                 transformation: peak_apply::RETUNE.into(),
                 seed: p.sampling.seed.unwrap_or(defaults.seed),
-                budget: Some(p.budget.unwrap_or(512)),
-                time_limit: p.time_limit_s.map(Duration::from_secs_f64),
+                budget: Some(p.limits.budget.unwrap_or(512)),
+                time_limit: p.limits.time_limit_s.map(Duration::from_secs_f64),
                 set: p.sampling.set,
                 cache_dir: settings.cache_dir.clone(),
                 ..defaults
@@ -461,8 +464,9 @@ impl PeakServer {
 
     /// Autotune a context or checkpoint: search its tuning parameters within a budget,
     /// checking every variant's outputs, and report the fastest configurations per input
-    /// configuration. Results are cached, so nothing is measured twice. Takes seconds to
-    /// minutes; sends progress. The checkpoint itself is not changed.
+    /// configuration. The default budget is the whole space for `exhaustive`, a tenth of it
+    /// (at least 100) otherwise. Results are cached, so nothing is measured twice. Takes
+    /// seconds to minutes; sends progress. The checkpoint itself is not changed.
     #[tool(annotations(read_only_hint = true))]
     async fn tune(&self, Parameters(p): Parameters<TuneParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
@@ -485,8 +489,8 @@ impl PeakServer {
                 run: tuning_run_options(),
                 options: TuneOptions {
                     strategy,
-                    budget: p.budget,
-                    time_limit: p.time_limit_s.map(Duration::from_secs_f64),
+                    budget: p.limits.budget,
+                    time_limit: p.limits.time_limit_s.map(Duration::from_secs_f64),
                     top_k: top,
                     seed: p.sampling.seed.unwrap_or(1),
                     start_from: Vec::new(),
@@ -663,116 +667,5 @@ impl ServerHandler for PeakServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("peak", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Helpers.
-// ---------------------------------------------------------------------------------------
-
-fn library(settings: &Settings, extra: &[String]) -> Result<Library> {
-    let mut library = Library::builtin()?;
-    for dir in settings.library_dirs.iter().map(PathBuf::as_path).chain(extra.iter().map(Path::new)) {
-        library.add_dir(dir)?;
-    }
-    Ok(library)
-}
-
-fn apply_options(settings: &Settings, transformation: String, executor: String, s: ApplySettings) -> ApplyOptions {
-    let defaults = ApplyOptions::default();
-    ApplyOptions {
-        transformation,
-        executor,
-        retries: s.retries.unwrap_or(defaults.retries),
-        samples: s.samples.unwrap_or(defaults.samples),
-        seed: s.sampling.seed.unwrap_or(defaults.seed),
-        budget: s.budget,
-        time_limit: s.time_limit_s.map(Duration::from_secs_f64),
-        set: s.sampling.set,
-        library_dirs: settings.library_dirs.iter().cloned().chain(s.library.library_dirs.into_iter().map(PathBuf::from)).collect(),
-        cache_dir: settings.cache_dir.clone(),
-        defer: s.defer.then_some(peak_apply::Defer { arch: s.arch }),
-        // The sanitizer settings keep their defaults (auto, 16 samples, winner checked).
-        ..defaults
-    }
-}
-
-fn restricted(ctx: &Context, set: &[String]) -> Result<Space> {
-    let mut space = ctx.space();
-    space.apply_overrides(set).map_err(|e| anyhow!("set: {e}"))?;
-    if space.iter().next().is_none() {
-        bail!("{}: no execution parameter satisfies the constraints (after `set`)", ctx.manifest_path().display());
-    }
-    Ok(space)
-}
-
-/// Counting a space walks it; past this many points the count says "more than".
-const COUNT_LIMIT: usize = 100_000;
-
-fn bounded_count(space: &Space) -> Value {
-    let n = space.iter().take(COUNT_LIMIT + 1).count();
-    if n > COUNT_LIMIT { json!(format!("more than {COUNT_LIMIT}")) } else { json!(n) }
-}
-
-/// A checkpoint's context materialized in a temporary folder, or a context folder.
-enum Reference {
-    Folder(Context),
-    Materialized { ctx: Context, _dir: tempfile::TempDir },
-}
-
-impl Reference {
-    fn materialize(wf: &Workflow, rev: &str) -> Result<Reference> {
-        let dir = tempfile::Builder::new().prefix("peak-mcp-").tempdir().context("creating a temporary folder")?;
-        let into = dir.path().join("context");
-        wf.materialize(rev, &into)?;
-        let ctx = Context::load(&into).with_context(|| format!("checkpoint {rev}"))?;
-        Ok(Reference::Materialized { ctx, _dir: dir })
-    }
-
-    fn context(&self) -> &Context {
-        match self {
-            Reference::Folder(ctx) | Reference::Materialized { ctx, .. } => ctx,
-        }
-    }
-}
-
-/// The context a tool works on, from `context` or `workflow` + `checkpoint`.
-struct Target {
-    ctx: Context,
-    /// How to name it to the model: the folder, or `workflow@checkpoint`.
-    label: String,
-    workflow: Option<Workflow>,
-    performance: Value,
-    _held: Option<Reference>,
-}
-
-impl Target {
-    fn resolve(p: &TargetParams) -> Result<Target> {
-        match (&p.context, &p.workflow) {
-            (Some(_), Some(_)) => bail!("give either `context` (a context folder) or `workflow` (with an optional `checkpoint`), not both"),
-            (None, None) => bail!("give `context` (a context folder) or `workflow` (a workflow folder, with an optional `checkpoint`)"),
-            (Some(dir), None) => {
-                if p.checkpoint.is_some() {
-                    bail!("`checkpoint` needs `workflow`");
-                }
-                let ctx = Context::load(dir)?;
-                Ok(Target { label: dir.clone(), ctx, workflow: None, performance: Value::Null, _held: None })
-            }
-            (None, Some(dir)) => {
-                let wf = Workflow::open(dir)?;
-                let rev = p.checkpoint.as_deref().unwrap_or("HEAD");
-                let id = wf.resolve(rev)?;
-                let performance = wf.show(rev)?.performance;
-                let held = Reference::materialize(&wf, rev)?;
-                let ctx = held.context().clone();
-                Ok(Target { label: format!("{dir}@{rev} ({})", id.short()), ctx, workflow: Some(wf), performance, _held: Some(held) })
-            }
-        }
-    }
-
-    /// The checkpoint's best configuration, when it has one that `space` allows.
-    fn best_params(&self, space: &Space) -> Option<ExecParams> {
-        let params: ExecParams = serde_json::from_value(self.performance.get("best")?.get("params")?.clone()).ok()?;
-        space.iter().any(|p| p == params).then_some(params)
     }
 }
