@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use indexmap::IndexMap;
+
 use peak_backend::RunOptions;
 use peak_backend::worker::ReferenceArray;
 use peak_spec::{Context, Space};
@@ -91,6 +93,27 @@ pub struct TuneReport {
 }
 
 /// Tune every input configuration of `setup.space`.
+/// How many of each earlier input configuration's fastest configurations a warm-started
+/// search tries first at the next one.
+const EARLIER_BESTS: usize = 8;
+
+/// A warm start's points for the next input configuration: the fastest few found at the
+/// sizes tuned before it (good tiles tend to stay good as the problem grows, and a parent's
+/// ranking may hold none of them), then the given points, without repeats. A cold start
+/// stays cold: its search is not a refinement.
+fn with_earlier_bests(start_from: &[IndexMap<String, i64>], earlier: &[IndexMap<String, i64>]) -> Vec<IndexMap<String, i64>> {
+    if start_from.is_empty() {
+        return Vec::new();
+    }
+    let mut points: Vec<IndexMap<String, i64>> = Vec::with_capacity(earlier.len() + start_from.len());
+    for point in earlier.iter().chain(start_from) {
+        if !points.contains(point) {
+            points.push(point.clone());
+        }
+    }
+    points
+}
+
 pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn TuneReporter) -> Result<TuneReport, EvalError> {
     let ctx = setup.context;
     let reference = setup.reference.unwrap_or(ctx);
@@ -102,7 +125,7 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
     let cache_report = cache.as_ref().map(|c| CacheReport { path: c.path().to_path_buf(), loaded: c.loaded, torn_tail: c.torn_tail });
     let store = ReferenceStore::new(setup.cache_dir.join("references"));
 
-    let mut runs = Vec::new();
+    let mut runs: Vec<TuneRun> = Vec::new();
     for inputs in input_configurations(ctx, setup.space)? {
         let space = SearchSpace::new(ctx, setup.space, &inputs)?;
         let references = if setup.no_validation {
@@ -125,7 +148,9 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
         if let Some(n) = setup.in_flight {
             measurer.in_flight = n;
         }
-        runs.push(tune(&space, &mut measurer, cache.as_mut(), &setup.options, reporter)?);
+        let earlier: Vec<IndexMap<String, i64>> = runs.iter().flat_map(|run| run.top.iter().take(EARLIER_BESTS).map(|e| e.tuning.clone())).collect();
+        let options = TuneOptions { start_from: with_earlier_bests(&setup.options.start_from, &earlier), ..setup.options.clone() };
+        runs.push(tune(&space, &mut measurer, cache.as_mut(), &options, reporter)?);
     }
     let worker_restarts = workers.restarts(backend);
     Ok(TuneReport {
@@ -138,4 +163,22 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
         worker_restarts,
         devices_served: workers.served(backend),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(x: i64) -> IndexMap<String, i64> {
+        [("X".to_string(), x)].into_iter().collect()
+    }
+
+    #[test]
+    fn a_warm_start_tries_the_earlier_sizes_bests_first_and_a_cold_one_stays_cold() {
+        let parent = [point(1), point(2)];
+        let earlier = [point(3), point(1)];
+        let xs: Vec<i64> = with_earlier_bests(&parent, &earlier).iter().map(|p| p["X"]).collect();
+        assert_eq!(xs, [3, 1, 2]);
+        assert!(with_earlier_bests(&[], &earlier).is_empty(), "a cold start is not turned into a refinement");
+    }
 }
