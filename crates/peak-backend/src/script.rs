@@ -253,8 +253,8 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
         types.extend(std::iter::repeat_n(TypeId::of::<Dynamic>(), extra));
         engine.register_raw_fn("launch", types, move |ctx, args| {
             let kernel = args[0].clone().cast::<ImmutableString>().to_string();
-            let grid = dims(&ctx, "grid", &args[1])?;
-            let block = dims(&ctx, "block", &args[2])?;
+            let grid = dims(&ctx, "grid", args[1])?;
+            let block = dims(&ctx, "block", args[2])?;
             let shared = args[3].as_int().unwrap_or(0);
             let shared_bytes = u32::try_from(shared).or_else(|_| runtime_error(&ctx, format!("shared_bytes {shared} is out of range")))?;
             let mut plan_args = Vec::with_capacity(args.len() - 4);

@@ -361,7 +361,7 @@ proptest! {
     ][..])) {
         // Sizes stay below a million elements: the runner fills arrays on the host before the
         // fake backend (which refuses more than a MiB) sees them.
-        let Some(ctx) = context(&size_a, "n * 2", &host) else { return Ok(()) };
+        let Some(ctx) = context(size_a, "n * 2", &host) else { return Ok(()) };
         let backend = Fake::new();
         let options = RunOptions { warmup: 1, repetitions: 2, input_sets: 2, check_inputs: true, ..RunOptions::default() };
         match runner::run(&backend, &ctx, &params(n, 32), &options) {

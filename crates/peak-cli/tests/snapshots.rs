@@ -235,7 +235,7 @@ fn workflow() {
     snap.filters.push((r"root checkpoint [0-9a-f]{7}\b".into(), "root checkpoint [ID]".into()));
     snap.assert("init", &["init", "wf", "--from", "naive", "--set", "n=64", "--set", "BLOCK_X=8", "--set", "BLOCK_Y=8"]);
 
-    let mut workflow = peak_workflow::Workflow::open(&snap.path("wf")).unwrap();
+    let mut workflow = peak_workflow::Workflow::open(snap.path("wf")).unwrap();
     workflow
         .checkpoint(peak_workflow::CheckpointInput {
             context_dir: snap.path("tiled"),

@@ -250,7 +250,7 @@ impl Backend for OpenClBackend {
 
     fn fill(&self, buffer: BufferId, pattern: &[u8], bytes: usize) -> Result<(), BackendError> {
         // clEnqueueFillBuffer needs a power-of-two pattern size dividing the length.
-        if !pattern.len().is_power_of_two() || bytes % pattern.len() != 0 {
+        if !pattern.len().is_power_of_two() || !bytes.is_multiple_of(pattern.len()) {
             let mut data = pattern.repeat(bytes / pattern.len().max(1) + 1);
             data.truncate(bytes);
             return self.write(buffer, &data);

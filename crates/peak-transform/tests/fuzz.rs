@@ -322,10 +322,10 @@ proptest! {
         tuning.push(ContextParam::new("BLOCK_X", "pow2 [1, 64]"));
         let ctx = PromptContext { kernel: KernelBrief::default(), regions: &current, backend: Backend::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
         let pass = 1 + pick / 7 % t.passes.len();
-        if let Ok(prompt) = library.pass_prompt(t, pass, &ctx) {
-            if let Ok(region) = prompt.accept(&text, &current) {
-                prop_assert!(!region.trim().is_empty());
-            }
+        if let Ok(prompt) = library.pass_prompt(t, pass, &ctx)
+            && let Ok(region) = prompt.accept(&text, &current)
+        {
+            prop_assert!(!region.trim().is_empty());
         }
     }
 }
