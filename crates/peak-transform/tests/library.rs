@@ -30,8 +30,9 @@ const SHIPPED: &[&str] = &[
     "Warp-Specialize",
     "Warp-Tiling",
     "WGMMA",
-    // Kernel-agnostic (issue 14): reductions, softmax, transposes, stencils.
+    // Kernel-agnostic (issue 14): reductions, softmax, attention, transposes, stencils.
     "Block-Reduce",
+    "Online-Softmax",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
