@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Beyond MatMul on the H200: replay the CUDA workflows of the softmax, reduction, transpose
-# and stencil examples (examples/workflows/<kind>-cuda-deferred.bundle: written by the agent
+# Beyond MatMul on the H200: replay the CUDA workflows of the softmax, reduction, transpose,
+# stencil and attention examples (examples/workflows/<kind>-cuda-deferred.bundle: written by the agent
 # executor and compile-checked with NVRTC, `--defer`, on a machine without a GPU). The
 # replay validates every step against the naive root (with compute-sanitizer) and tunes it
 # on this GPU; the script then writes each replayed log and
@@ -10,14 +10,14 @@
 # Here (a CPU machine with Rust):   bash bench/h200-kernels.sh build
 # There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-kernels.sh run
 # Settings: BUDGET (tuning evaluations per input size and step, default 64), KINDS (default
-# "softmax reduction transpose stencil"), SANITIZE_SAMPLES (default 4), REPLAY_ARGS (more
+# "softmax reduction transpose stencil attention"), SANITIZE_SAMPLES (default 4), REPLAY_ARGS (more
 # `peak replay` flags, e.g. "--set rows=4096 --set cols=1024").
 #
 # The yardsticks, at every input size the final step was tuned for: the final kernel at its
 # best configuration against a device-to-device copy of the same bytes, in the same process
 # (`peak baseline --against copy`, OUT/<kind>-<i>-baseline.json), and the library call the
 # example context names (`[kernel] library` in examples/<kind>-cuda/peak.toml, e.g.
-# torch.softmax), timed with PyTorch in the same device run (bench/library_time.py,
+# torch.softmax, or scaled_dot_product_attention), timed with PyTorch in the same device run (bench/library_time.py,
 # OUT/<kind>-<i>-library.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,7 @@ run() {
   export PEAK_CACHE_DIR="$OUT/cache"
   BUDGET="${BUDGET:-64}"
   SANITIZE_SAMPLES="${SANITIZE_SAMPLES:-4}"
-  KINDS="${KINDS:-softmax reduction transpose stencil}"
+  KINDS="${KINDS:-softmax reduction transpose stencil attention}"
   "$PEAK" info | tee "$OUT/info.txt"
   for kind in $KINDS; do
     echo "== $kind"

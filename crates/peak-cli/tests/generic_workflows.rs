@@ -14,6 +14,12 @@ use support::{Env, example, opencl_present, s};
 /// Replay `examples/workflows/<name>-opencl-agent.bundle` at the sizes in `sizes`, check
 /// the chain of steps (oldest first after init) and return the replayed log, newest first.
 fn replay(name: &str, sizes: &[&str], chain: &[&str]) -> Option<Vec<Value>> {
+    replay_branch(name, None, sizes, chain)
+}
+
+/// [`replay`] of the chain ending at `branch` of the recording (its current branch when
+/// `None`).
+fn replay_branch(name: &str, branch: Option<&str>, sizes: &[&str], chain: &[&str]) -> Option<Vec<Value>> {
     if !opencl_present(name) {
         return None;
     }
@@ -24,6 +30,9 @@ fn replay(name: &str, sizes: &[&str], chain: &[&str]) -> Option<Vec<Value>> {
     assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
 
     let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "4", "--budget", "6"];
+    if let Some(branch) = branch {
+        args.extend(["--branch", branch]);
+    }
     for size in sizes {
         args.extend(["--set", size]);
     }
@@ -34,8 +43,19 @@ fn replay(name: &str, sizes: &[&str], chain: &[&str]) -> Option<Vec<Value>> {
     let steps: Vec<&str> = log.iter().rev().map(|e| e["transformation"].as_str().unwrap()).collect();
     let expected: Vec<&str> = std::iter::once("init").chain(chain.iter().copied()).collect();
     assert_eq!(steps, expected, "{name}: the replay must take every recorded step");
+    // The recorded chain, from its tip back to the root through first parents (the
+    // recording may hold other branches).
+    let tip = branch.unwrap_or("HEAD");
     let original = env.json(&["log", "-w", s(&recorded), "--json"]);
-    assert_eq!(original.as_array().unwrap().len(), log.len());
+    let parent_of = |id: &str| {
+        let entry = original.as_array().unwrap().iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("{name}: {id} is not in the recorded log"));
+        entry["parents"].as_array().unwrap().first().map(|p| p.as_str().unwrap().to_string())
+    };
+    let mut recorded_chain = vec![env.json(&["show", tip, "-w", s(&recorded), "--json"])["id"].as_str().unwrap().to_string()];
+    while let Some(parent) = parent_of(recorded_chain.last().unwrap()) {
+        recorded_chain.push(parent);
+    }
+    assert_eq!(recorded_chain.len(), log.len());
 
     for entry in log.iter().filter(|e| e["transformation"] != "init") {
         assert_eq!(entry["verdict"], "passed", "{name}: {entry}");
@@ -46,7 +66,7 @@ fn replay(name: &str, sizes: &[&str], chain: &[&str]) -> Option<Vec<Value>> {
     }
     // The replay reproduces the recorded code exactly, and every step changed it.
     let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string();
-    assert_eq!(file(&replayed, "HEAD"), file(&recorded, "HEAD"), "{name}: the replayed tip differs from the recording");
+    assert_eq!(file(&replayed, "HEAD"), file(&recorded, tip), "{name}: the replayed tip differs from the recording");
     let revs: Vec<String> = log.iter().map(|e| e["id"].as_str().unwrap().to_string()).collect();
     for pair in revs.windows(2) {
         assert_ne!(file(&replayed, &pair[0]), file(&replayed, &pair[1]), "{name}: a step left the kernel unchanged");
@@ -58,6 +78,14 @@ fn replay(name: &str, sizes: &[&str], chain: &[&str]) -> Option<Vec<Value>> {
 fn softmax_workflow_replays() {
     let Some(log) = replay("softmax", &["rows=256", "cols=256"], &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"]) else { return };
     assert!(log[0]["summary"].as_str().unwrap().contains("Unroll-Accumulators"));
+}
+
+/// The softmax's branch `online-softmax`: after Block-Reduce, Online-Softmax finds the
+/// maximum and the sum in one strided pass and combines (maximum, sum) pairs in one tree.
+#[test]
+fn softmax_online_softmax_branch_replays() {
+    let Some(log) = replay_branch("softmax", Some("online-softmax"), &["rows=256", "cols=256"], &["Block-Reduce", "Online-Softmax"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Online-Softmax"));
 }
 
 // How fast each step is belongs to the benchmark scripts (bench/h200-kernels.sh), not to a
