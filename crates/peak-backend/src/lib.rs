@@ -5,6 +5,8 @@
 
 pub mod backend;
 pub mod error;
+#[cfg(feature = "test-harness")]
+pub mod harness;
 pub mod plan;
 pub mod runner;
 pub mod script;

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use peak_backend::harness::{Failed, Test, run_gated};
 use peak_backend::RunOptions;
 use peak_backend::worker::{FailureKind, Job, PoolOptions, WorkerCommand, WorkerPool};
 use peak_eval::profile::{ProfileOptions, profile};
@@ -21,7 +21,6 @@ use peak_spec::Context;
 
 const WORKER_ENV: &str = "PEAK_EVAL_TEST_WORKER";
 
-type Test = fn() -> Result<(), Failed>;
 
 fn main() {
     if std::env::var_os(WORKER_ENV).is_some() {
@@ -31,7 +30,6 @@ fn main() {
         }
         return;
     }
-    let args = Arguments::from_args();
     let skip = peak_cuda::CudaBackend::new().err().map(|e| e.to_string().lines().next().unwrap_or_default().to_string());
     let tests: Vec<(&str, Test)> = vec![
         ("an_illegal_address_crashes_the_worker_and_the_next_variant_runs", an_illegal_address_crashes_the_worker_and_the_next_variant_runs),
@@ -41,20 +39,7 @@ fn main() {
         ("the_register_tiled_sgemm_validates_against_the_naive_kernel", the_register_tiled_sgemm_validates_against_the_naive_kernel),
         ("ncu_reports_headline_metrics", ncu_reports_headline_metrics),
     ];
-    let trials = tests
-        .into_iter()
-        .map(|(name, test)| {
-            let skip = skip.clone();
-            Trial::test(name, move || match skip {
-                Some(why) => {
-                    eprintln!("SKIPPED {name}: no CUDA device: {why}");
-                    Ok(())
-                }
-                None => test(),
-            })
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+    run_gated(tests.into_iter().map(|(name, test)| (name, true, test)).collect(), "CUDA", skip)
 }
 
 fn worker_command() -> WorkerCommand {

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use peak_backend::harness::{Failed, Test, run_gated};
 use peak_backend::RunOptions;
 use peak_backend::worker::{FailureKind, Job, OutputMode, PoolOptions, WorkerCommand, WorkerPool};
 use peak_eval::cache::{CacheIdentity, ResultsCache};
@@ -22,8 +22,6 @@ use peak_eval::tune::StopReason;
 use peak_eval::validate::{Outcome, Sample, samples};
 use peak_eval::{EvalError, OutputValidator, StrategyKind, TuneOptions, TuneSetup, Validator, Verdict, Workers, tune_context, tuning_run_options, validate};
 use peak_spec::Context;
-
-type Test = fn() -> Result<(), Failed>;
 
 const WORKER_ENV: &str = "PEAK_EVAL_TEST_WORKER";
 const TUNE_ENV: &str = "PEAK_EVAL_TEST_TUNE";
@@ -41,7 +39,6 @@ fn main() {
         tune_child(&spec);
         return;
     }
-    let args = Arguments::from_args();
     let skip = peak_opencl::OpenClBackend::new().err().map(|e| e.to_string());
     let tests: Vec<(&str, Test)> = vec![
         ("worker_times_out_a_hang_and_runs_the_next_variant", worker_times_out_a_hang_and_runs_the_next_variant),
@@ -68,20 +65,7 @@ fn main() {
         ("damaged_kept_inputs_never_fail_a_correct_variant", damaged_kept_inputs_never_fail_a_correct_variant),
         ("a_hang_on_damaged_kept_inputs_gets_a_second_chance", a_hang_on_damaged_kept_inputs_gets_a_second_chance),
     ];
-    let trials = tests
-        .into_iter()
-        .map(|(name, test)| {
-            let skip = skip.clone();
-            Trial::test(name, move || match skip {
-                Some(why) => {
-                    eprintln!("SKIPPED {name}: no OpenCL device: {why}");
-                    Ok(())
-                }
-                None => test(),
-            })
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+    run_gated(tests.into_iter().map(|(name, test)| (name, true, test)).collect(), "OpenCL", skip)
 }
 
 fn worker_command() -> WorkerCommand {

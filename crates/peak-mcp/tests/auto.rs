@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use libtest_mimic::Failed;
+use common::Failed;
 use peak_apply::{ApplyOptions, InitOptions};
 use peak_mcp::auto::{AutoEvent, AutoOptions, Stopped, read_log, run};
 use peak_transform::testing::{FakeLlmServer, Scripted};

@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use libtest_mimic::Failed;
+use common::Failed;
 use peak_mcp::PeakServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};

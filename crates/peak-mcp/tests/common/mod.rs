@@ -9,14 +9,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use peak_backend::harness::run_gated;
+pub use peak_backend::harness::{Failed, Test};
 use peak_backend::worker::{PoolOptions, WorkerCommand};
 use peak_eval::Workers;
 use peak_mcp::Settings;
 
 const WORKER_ENV: &str = "PEAK_MCP_TEST_WORKER";
 
-pub type Test = fn() -> Result<(), Failed>;
 
 /// Serve as the worker when asked to, else run `tests` (name, needs OpenCL, function).
 pub fn main(tests: Vec<(&'static str, bool, Test)>) {
@@ -27,22 +27,7 @@ pub fn main(tests: Vec<(&'static str, bool, Test)>) {
         }
         return;
     }
-    let args = Arguments::from_args();
-    let missing = peak_opencl::OpenClBackend::new().err().map(|e| e.to_string());
-    let trials = tests
-        .into_iter()
-        .map(|(name, needs_opencl, test)| {
-            let skip = if needs_opencl { missing.clone() } else { None };
-            Trial::test(name, move || match skip {
-                Some(why) => {
-                    eprintln!("SKIPPED {name}: no OpenCL device: {why}");
-                    Ok(())
-                }
-                None => test(),
-            })
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit();
+    run_gated(tests, "OpenCL", peak_opencl::OpenClBackend::new().err().map(|e| e.to_string()))
 }
 
 /// Workers that are this test binary, and caches in `cache`.
