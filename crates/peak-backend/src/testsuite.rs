@@ -13,6 +13,18 @@ use peak_spec::{Backend as Language, Context, ExecParams, HostArray};
 use crate::backend::Backend;
 use crate::runner::{RunError, RunOptions, run};
 
+/// The opened backend, or `None` after printing why a test skips (`SKIPPED: no NAME backend
+/// here: reason`): for tests outside the suite that need one backend.
+pub fn opened_or_skip<B, E: std::fmt::Display>(opened: Result<B, E>, name: &str) -> Option<B> {
+    match opened {
+        Ok(backend) => Some(backend),
+        Err(e) => {
+            eprintln!("SKIPPED: no {name} backend here: {e}");
+            None
+        }
+    }
+}
+
 /// Kernels of the suite in one source language. `{KERNEL}` names the entry point.
 pub struct Dialect {
     pub source_file: &'static str,

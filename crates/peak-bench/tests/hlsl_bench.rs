@@ -2,16 +2,11 @@
 //! missing driver or compiler is `Unavailable` with a hint, not a panic. Needs a working
 //! HLSL backend here (lavapipe in CI); skips with a printed reason otherwise.
 
+use peak_backend::testsuite::opened_or_skip;
 use peak_hlsl::HlslBackend;
 
 fn backend() -> Option<HlslBackend> {
-    match HlslBackend::new() {
-        Ok(b) => Some(b),
-        Err(e) => {
-            eprintln!("SKIPPED: no HLSL backend here: {e}");
-            None
-        }
-    }
+    opened_or_skip(HlslBackend::new(), "HLSL")
 }
 
 /// The bench binary in a child process, so the environment can break the setup.

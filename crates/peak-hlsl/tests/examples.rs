@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use peak_backend::runner::{generate_arrays, size_arrays};
+use peak_backend::testsuite::opened_or_skip;
 use peak_backend::{Backend, RunOptions, run};
 use peak_hlsl::HlslBackend;
 use peak_spec::{Context, DType, ExecParams, HostArray, compare, default_tolerance};
@@ -14,13 +15,7 @@ use peak_spec::{Context, DType, ExecParams, HostArray, compare, default_toleranc
 const N: i64 = 128;
 
 fn backend() -> Option<HlslBackend> {
-    match HlslBackend::new() {
-        Ok(b) => Some(b),
-        Err(e) => {
-            eprintln!("SKIPPED: no HLSL backend here: {e}");
-            None
-        }
-    }
+    opened_or_skip(HlslBackend::new(), "HLSL")
 }
 
 fn example(name: &str) -> Context {

@@ -2,19 +2,13 @@
 //! binding and push-constant conventions, their error messages, several entry points in
 //! one module, long plans, and DXC where it is installed.
 
-use peak_backend::testsuite::context;
+use peak_backend::testsuite::{context, opened_or_skip};
 use peak_backend::{RunOptions, run};
 use peak_hlsl::{CompilerKind, HlslBackend, HlslOptions};
 use peak_spec::{Backend as Language, Context, ExecParams};
 
 fn backend() -> Option<HlslBackend> {
-    match HlslBackend::new() {
-        Ok(b) => Some(b),
-        Err(e) => {
-            eprintln!("SKIPPED: no HLSL backend here: {e}");
-            None
-        }
-    }
+    opened_or_skip(HlslBackend::new(), "HLSL")
 }
 
 fn arrays(specs: &[(&str, &str, bool)]) -> String {
