@@ -7,8 +7,8 @@
 # Here (a CPU machine with Rust):   bash bench/h200-matmul-case-study.sh build
 # There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-matmul-case-study.sh run
 # Settings: BUDGET (tuning evaluations per input size and step, default 96), WORKFLOWS
-# (default: the fp32 workflow's main line, the fp16 workflow's main line and its `paper`
-# branch), SANITIZE_SAMPLES (validation samples run under compute-sanitizer, default 16),
+# (default: the fp32 workflow's main line, the fp16 workflow's `tma-multicast` line, which
+# ends in TMA-Store, and its `paper` branch), SANITIZE_SAMPLES (validation samples run under compute-sanitizer, default 16),
 # PEAK_COMMIT (the commit the binary was built from); SANITIZE_AT (e.g. n=512: the size the
 # sanitizer runs at); REPLAY_ARGS (more `peak replay` flags); RETUNE (a budget: after the
 # replay, `peak retune` tunes each line's tip again from its top-K and records it as a
@@ -38,7 +38,7 @@ run() {
   export PEAK_COMMIT="${PEAK_COMMIT:-$(cat carry/case/commit 2>/dev/null || git rev-parse --short HEAD)}"
   export BUDGET="${BUDGET:-96}"
   export SANITIZE_SAMPLES="${SANITIZE_SAMPLES:-16}"
-  export WORKFLOWS="${WORKFLOWS:-matmul-cuda-f32:main matmul-cuda-f16:main matmul-cuda-f16:paper}"
+  export WORKFLOWS="${WORKFLOWS:-matmul-cuda-f32:main matmul-cuda-f16:tma-multicast matmul-cuda-f16:paper}"
   python3 bench/case_study.py "$OUT" 2>&1 | tee "$OUT/case-study.log"
 }
 
