@@ -10,7 +10,7 @@
 # (default: the fp32 workflow's main line, the fp16 workflow's `tma-multicast` line, which
 # ends in TMA-Store, and its `paper` branch), SANITIZE_SAMPLES (validation samples run under compute-sanitizer, default 16),
 # PEAK_COMMIT (the commit the binary was built from); SANITIZE_AT (e.g. n=512: the size the
-# sanitizer runs at); REPLAY_ARGS (more `peak replay` flags); RETUNE (a budget: after the
+# sanitizer runs at); REPLAY_ARGS (more `peak replay` flags); RETUNE (a budget, default 512, empty for none: after the
 # replay, `peak retune` tunes each line's tip again from its top-K and records it as a
 # Retune checkpoint); FINAL_ONLY=1 tunes and times
 # only the last checkpoint of each line, without replaying it (little device time).
@@ -37,6 +37,8 @@ run() {
   export PEAK="${PEAK:-carry/case/peak}"
   export PEAK_COMMIT="${PEAK_COMMIT:-$(cat carry/case/commit 2>/dev/null || git rev-parse --short HEAD)}"
   export BUDGET="${BUDGET:-96}"
+  # The README's table: each tip retuned with 512 evaluations per size (RETUNE= turns it off).
+  export RETUNE="${RETUNE-512}"
   export SANITIZE_SAMPLES="${SANITIZE_SAMPLES:-16}"
   export WORKFLOWS="${WORKFLOWS:-matmul-cuda-f32:main matmul-cuda-f16:tma-multicast matmul-cuda-f16:paper}"
   python3 bench/case_study.py "$OUT" 2>&1 | tee "$OUT/case-study.log"
