@@ -18,15 +18,14 @@ TARGETS="peak-cuda/gpu peak-cuda/fault peak-cuda/nvrtc peak-eval/cuda peak-cli/s
 
 build() {
   set -e
-  cargo build --release -p peak-cli
+  rm -rf carry/gpu-tests
+  source bench/carry.sh
+  carry_peak carry/gpu-tests
   local packages=""
   for t in $TARGETS; do packages="$packages -p ${t%/*}"; done
-  rm -rf carry/gpu-tests && mkdir -p carry/gpu-tests
   cargo test --release --no-run $packages --message-format=json 2>/dev/null \
     | python3 bench/gpu_tests.py executables "$TARGETS" \
     | while read -r name path; do cp "$path" "carry/gpu-tests/$name"; strip "carry/gpu-tests/$name"; done
-  cp target/release/peak carry/gpu-tests/peak && strip carry/gpu-tests/peak
-  git rev-parse --short HEAD > carry/gpu-tests/commit
   pwd > carry/gpu-tests/built-in
   du -sh carry/gpu-tests && ls carry/gpu-tests
 }

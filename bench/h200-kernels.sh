@@ -24,11 +24,8 @@ cd "$(dirname "$0")/.."
 
 build() {
   set -e
-  cargo build --release -p peak-cli
-  mkdir -p carry/kernels
-  cp target/release/peak carry/kernels/peak
-  strip carry/kernels/peak
-  git rev-parse --short HEAD > carry/kernels/commit
+  source bench/carry.sh
+  carry_peak carry/kernels
   ls -la carry/kernels
 }
 

@@ -23,11 +23,8 @@ cd "$(dirname "$0")/.."
 
 build() {
   set -e
-  cargo build --release -p peak-cli
-  mkdir -p carry/case
-  cp target/release/peak carry/case/peak
-  strip carry/case/peak
-  git rev-parse --short HEAD > carry/case/commit
+  source bench/carry.sh
+  carry_peak carry/case
   ls -la carry/case
 }
 

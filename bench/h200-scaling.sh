@@ -3,7 +3,7 @@
 # second on 2 GPUs over 1, and a saturation curve), in one device run:
 #
 #  for d = 1, 2, 4, ... up to the GPUs nvidia-smi -L lists (and that count itself):
-#    peak tune bench/spaces/sgemm-cuda-8192 --strategy exhaustive --devices 0,..,d-1
+#    peak tune examples/sgemm-cuda-regtiled $SPACE --strategy exhaustive --devices 0,..,d-1
 #      --time $TIME_CAP --cache-dir <fresh> --top 100000 --json
 #  timed as a whole command, from a cold results cache and reference store each time, then
 #  $OUT/h200-scaling.json: one row per d (wall time, configurations/s, speedup over d = 1,
@@ -11,8 +11,8 @@
 #  every d found the same best (same_best), and target_met (speedup at d = 2 >= 1.8).
 #  Each run's own JSON is kept beside it as $OUT/h200-scaling.d<d>.peak.json.
 #
-# The space (bench/spaces/sgemm-cuda-8192, 119 configurations) is the register-tiled SGEMM
-# at n = 8192, where each configuration's work on its GPU (9 runs of a 41-340 ms kernel and
+# The space (SPACE: 119 configurations) is the register-tiled SGEMM example at n = 8192,
+# with TX, TY in {4, 8} and BY >= 8, where each configuration's work on its GPU (9 runs of a 41-340 ms kernel and
 # the 256 MiB output read back: about 0.7 s, from bench/recordings/sgemm.jsonl's n = 2048
 # times scaled by 64) outweighs its compile and output comparison on the CPU (about 0.55
 # CPU-s, spread over every core): the n = 2048 space is compile-bound and would not scale.
@@ -25,7 +25,8 @@
 #   OUT=dir bash bench/h200-scaling.sh run
 #
 # Environment (all optional): OUT=bench/results, PEAK=carry/scaling/peak,
-# CONTEXT=bench/spaces/sgemm-cuda-8192, COUNTS="1 2" (the device counts to run, instead of
+# CONTEXT=examples/sgemm-cuda-regtiled, SPACE="--set n=8192 --set BY=8,16,32 --set TX=4,8
+# --set TY=4,8", COUNTS="1 2" (the device counts to run, instead of
 # 1, 2, 4, ... up to every GPU), TIME_CAP=240 (passed as --time: no run proposes new
 # configurations after it; a row that hit it says "stopped": "time"), RUN_TIMEOUT=300
 # (seconds before one `peak tune` is killed; its row then has its exit status).
@@ -38,10 +39,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 say() { echo "h200-scaling: $*" >&2; }
 
 build() {
-  cargo build --release -p peak-cli
-  mkdir -p carry/scaling
-  strip -o carry/scaling/peak target/release/peak
-  git rev-parse --short HEAD > carry/scaling/commit
+  source bench/carry.sh
+  carry_peak carry/scaling
   du -sh carry/scaling
   say "carry: carry/scaling"
 }
@@ -49,7 +48,8 @@ build() {
 run() {
   OUT="${OUT:-bench/results}"
   PEAK="${PEAK:-carry/scaling/peak}"
-  CONTEXT="${CONTEXT:-bench/spaces/sgemm-cuda-8192}"
+  CONTEXT="${CONTEXT:-examples/sgemm-cuda-regtiled}"
+  SPACE="${SPACE:---set n=8192 --set BY=8,16,32 --set TX=4,8 --set TY=4,8}"
   TIME_CAP="${TIME_CAP:-240}"
   RUN_TIMEOUT="${RUN_TIMEOUT:-300}"
   mkdir -p "$OUT"
@@ -78,10 +78,11 @@ run() {
   local d list t0 t1 rc done_counts=()
   for d in "${counts[@]}"; do
     list="$(seq -s, 0 $((d - 1)))"
-    say "d = $d: peak tune $CONTEXT --strategy exhaustive --devices $list (cold cache)"
+    say "d = $d: peak tune $CONTEXT $SPACE --strategy exhaustive --devices $list (cold cache)"
     t0=$(now)
     rc=0
-    timeout -k 15 "$RUN_TIMEOUT" "$PEAK" tune "$CONTEXT" --strategy exhaustive --devices "$list" --time "$TIME_CAP" \
+    # shellcheck disable=SC2086
+    timeout -k 15 "$RUN_TIMEOUT" "$PEAK" tune "$CONTEXT" $SPACE --strategy exhaustive --devices "$list" --time "$TIME_CAP" \
       --top 100000 --cache-dir "$WORK/cache-$d" --json > "$WORK/tune-$d.json" 2> "$WORK/tune-$d.log" || rc=$?
     t1=$(now)
     echo "$rc $t0 $t1 $list" > "$WORK/tune-$d.meta"
@@ -100,11 +101,14 @@ run() {
 
 # $OUT/h200-scaling.json from the runs in $WORK for the device counts given.
 assemble() {
-  python3 - "$WORK" "$OUT/h200-scaling.json" "$COMMIT" "$DEVICE" "$DATE" "$CONTEXT" "$gpus" "$TIME_CAP" "$@" <<'PY'
+  python3 - "$WORK" "$OUT/h200-scaling.json" "$COMMIT" "$DEVICE" "$DATE" "$CONTEXT" "$SPACE" "$gpus" "$TIME_CAP" "$@" <<'PY'
 import json, sys, tomllib
-work, out, commit, device, date, context, gpus, time_cap = sys.argv[1:9]
-counts = [int(c) for c in sys.argv[9:]]
+work, out, commit, device, date, context, restriction, gpus, time_cap = sys.argv[1:10]
+counts = [int(c) for c in sys.argv[10:]]
 manifest = tomllib.load(open(f"{context}/peak.toml", "rb"))
+# The manifest's values, with the restriction's `--set NAME=V,...` in their place.
+restricted = dict(item.split("=", 1) for item in restriction.split() if "=" in item)
+values = lambda table: {k: [int(v) for v in restricted[k].split(",")] if k in restricted else spec.get("values") for k, spec in table.items()}
 read = lambda name: open(f"{work}/{name}").read().strip()
 # The run thread's stages (each device's one thread that drives its GPU), summed over devices.
 RUN_STAGES = ("plan_s", "inputs_s", "check_run_s", "read_back_s", "timing_s", "release_s")
@@ -177,15 +181,16 @@ report = {
     "date": date,
     "space": {
         "context": context,
-        "inputs": {k: v.get("values") for k, v in manifest.get("inputs", {}).items()},
-        "parameters": {k: v.get("values") for k, v in manifest["tuning"].items()},
+        "restriction": restriction,
+        "inputs": values(manifest.get("inputs", {})),
+        "parameters": values(manifest["tuning"]),
         "constraints": manifest.get("constraints", {}).get("tuning", []),
         "size": next((r["space"] for r in rows if "space" in r), None),
         "why": "measuring-bound: the register-tiled SGEMM at n = 8192 (each kernel 64x the n = 2048 work), "
                "restricted to TX, TY in {4, 8} and BY >= 8, so the timed runs on each GPU outweigh the "
                "NVRTC compile and output comparison that all devices share the CPU for",
     },
-    "per_run": f"peak tune {context} --strategy exhaustive --devices 0,..,d-1 --time {time_cap} --top 100000 "
+    "per_run": f"peak tune {context} {restriction} --strategy exhaustive --devices 0,..,d-1 --time {time_cap} --top 100000 "
                "--cache-dir <fresh> --json, timed as a whole command (worker starts and the reference recording "
                "included); per configuration: NVRTC compile on every core, one run checked against the reference, "
                "1 warm-up, 7 timed runs (1 when slower than 3x the best so far), 2 input sets rotated. "

@@ -32,10 +32,8 @@ say() { echo "h200-tuning-vs-kernel-tuner: $*" >&2; }
 WHEELS="kernel_tuner==1.3.3 python-constraint2==2.9.0 jsonschema==4.17.3 pyrsistent==0.19.3 xmltodict==1.0.4"
 
 build() {
-  cargo build --release -p peak-cli
-  mkdir -p carry/kt
-  strip -o carry/kt/peak target/release/peak
-  git rev-parse --short HEAD > carry/kt/commit
+  source bench/carry.sh
+  carry_peak carry/kt
   # shellcheck disable=SC2086
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \

@@ -14,10 +14,10 @@ use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
 use crate::defer::{self, CompileCheck};
-use crate::init::{Measure, measure, restricted};
+use crate::init::{Measure, measure, ranked_tunings, restricted};
 use crate::manifest::{extend, prompt_params};
 use crate::sanitize::{self, Plan, parse_inputs};
-use crate::state::{self, ApplyState, agent_dir, apply_dir};
+use crate::state::{self, ApplyState, agent_dir, apply_dir, fresh_context};
 use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 
@@ -153,14 +153,8 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let (executor_kind, model) = who(executor, &state.executor);
 
     // Fresh copies every run: a resumed apply may find the last run's.
-    let parent_dir = work.join("parent");
-    let _ = std::fs::remove_dir_all(&parent_dir);
-    wf.materialize(&state.parent, &parent_dir)?;
-    let parent = Context::load(&parent_dir)?;
-    let root_dir = work.join("root");
-    let _ = std::fs::remove_dir_all(&root_dir);
-    wf.materialize("root", &root_dir)?;
-    let root = Context::load(&root_dir)?;
+    let parent = fresh_context(&wf, &state.parent, &work.join("parent"))?;
+    let root = fresh_context(&wf, "root", &work.join("root"))?;
     // The transformation in the context's own names (its `[kernel.roles]`).
     let t: Transformation = match library.get(&state.transformation)?.with_roles(&parent.manifest.kernel.roles) {
         Ok(t) => t,
@@ -437,11 +431,7 @@ fn repair_pass(t: &Transformation, verdict: &Verdict, candidate: &Context) -> us
 /// values (capped), as starting points of the search.
 fn seeds_from_parent(performance: &Value, t: &Transformation) -> Vec<IndexMap<String, i64>> {
     const MAX_SEEDS: usize = 256;
-    let parents: Vec<IndexMap<String, i64>> = performance["top_k"]
-        .as_array()
-        .map(|list| list.iter().filter_map(|e| serde_json::from_value(e["params"]["tuning"].clone()).ok()).collect())
-        .unwrap_or_default();
-    let mut seeds = parents;
+    let mut seeds: Vec<IndexMap<String, i64>> = ranked_tunings(&performance["top_k"]).collect();
     for param in &t.tuning {
         let values = param.domain.expand().unwrap_or_default();
         let mut next = Vec::new();

@@ -74,6 +74,11 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
     Ok(Workflow::init_with(dir, context_dir, RootInput { reference, performance, executor: Some("user".into()), ..RootInput::default() })?)
 }
 
+/// The tuning of every entry of a ranking `measure` wrote (a `top_k` list), best first.
+pub(crate) fn ranked_tunings(ranking: &Value) -> impl Iterator<Item = IndexMap<String, i64>> + '_ {
+    ranking.as_array().into_iter().flatten().filter_map(|e| serde_json::from_value(e["params"]["tuning"].clone()).ok())
+}
+
 /// How to tune a context into a `performance.json`.
 #[derive(Debug, Clone, Default)]
 pub struct Measure {

@@ -37,7 +37,7 @@ pub use apply::{abandon, apply, pending, resume, submit};
 pub use defer::{Defer, is_deferred};
 pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
-pub use retune::{RETUNE, retune};
+pub use retune::retune;
 pub use sanitize::Sanitize;
 use serde::Serialize;
 

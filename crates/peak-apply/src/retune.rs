@@ -13,13 +13,12 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 use indexmap::IndexMap;
 use peak_eval::Workers;
-use peak_spec::Context;
 use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
-use crate::init::{Measure, measure, restricted};
+use crate::init::{Measure, measure, ranked_tunings, restricted};
 use crate::sanitize::{Plan, parse_inputs};
-use crate::state;
+use crate::state::{self, fresh_context, retune_dir};
 use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 
@@ -63,12 +62,10 @@ pub fn retune(
         );
     }
 
-    let work = dir.join(".git").join("peak").join("retune");
-    let _ = std::fs::remove_dir_all(&work);
-    let (context_dir, root_dir) = (work.join("context"), work.join("root"));
-    wf.materialize(&head.id.to_string(), &context_dir)?;
-    wf.materialize("root", &root_dir)?;
-    let (ctx, root) = (Context::load(&context_dir)?, Context::load(&root_dir)?);
+    let work = retune_dir(&dir);
+    let context_dir = work.join("context");
+    let ctx = fresh_context(&wf, &head.id.to_string(), &context_dir)?;
+    let root = fresh_context(&wf, "root", &work.join("root"))?;
     let plan = Plan::resolve(&options.sanitize, ctx.backend())?
         .at(parse_inputs(&options.sanitize_at, &ctx)?);
     let space = restricted(&ctx, &options.set)?;
@@ -230,17 +227,11 @@ fn exhausted(performance: &Value) -> Option<String> {
 /// Every configuration the checkpoint's tuning ranked, at every input size, best first and
 /// without repeats: where the search starts again.
 fn recorded_rankings(performance: &Value) -> Vec<IndexMap<String, i64>> {
+    let runs = performance["runs"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let rankings = runs.iter().map(|run| &run["top_k"]).chain(std::iter::once(&performance["top_k"]));
     let mut seeds: Vec<IndexMap<String, i64>> = Vec::new();
-    let runs = performance["runs"].as_array().cloned().unwrap_or_default();
-    let lists = runs
-        .iter()
-        .map(|run| &run["top_k"])
-        .chain(std::iter::once(&performance["top_k"]));
-    for entry in lists.filter_map(Value::as_array).flatten() {
-        if let Ok(tuning) =
-            serde_json::from_value::<IndexMap<String, i64>>(entry["params"]["tuning"].clone())
-            && !seeds.contains(&tuning)
-        {
+    for tuning in rankings.flat_map(ranked_tunings) {
+        if !seeds.contains(&tuning) {
             seeds.push(tuning);
         }
     }

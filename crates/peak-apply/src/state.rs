@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
+use peak_workflow::Workflow;
 use serde::{Deserialize, Serialize};
 
 use crate::{ApplyOptions, Defer, Sanitize};
@@ -97,6 +98,19 @@ fn default_sanitize_winner() -> bool {
 /// Where an apply keeps its files inside a workflow.
 pub fn apply_dir(workflow: &Path) -> PathBuf {
     workflow.join(".git").join("peak").join("apply")
+}
+
+/// Where a retune keeps its copies of the checkpoint and the root inside a workflow.
+pub fn retune_dir(workflow: &Path) -> PathBuf {
+    workflow.join(".git").join("peak").join("retune")
+}
+
+/// Checkpoint `rev` of `wf` written afresh into `dir` (an earlier run's copy is replaced)
+/// and loaded as a context.
+pub fn fresh_context(wf: &Workflow, rev: &str, dir: &Path) -> Result<peak_spec::Context> {
+    let _ = std::fs::remove_dir_all(dir);
+    wf.materialize(rev, dir)?;
+    Ok(peak_spec::Context::load(dir)?)
 }
 
 pub fn agent_dir(workflow: &Path) -> PathBuf {

@@ -417,7 +417,6 @@ impl PeakServer {
         self.run(&meta, &peer, move |settings, progress| {
             let defaults = ApplyOptions::default();
             let options = ApplyOptions {
-                transformation: peak_apply::RETUNE.into(),
                 seed: p.sampling.seed.unwrap_or(defaults.seed),
                 budget: Some(p.limits.budget.unwrap_or(512)),
                 time_limit: p.limits.time_limit_s.map(Duration::from_secs_f64),

@@ -8,7 +8,6 @@ use crate::progress::ApplyProgress;
 
 pub fn run(args: RetuneArgs) -> Result<()> {
     let options = peak_apply::ApplyOptions {
-        transformation: peak_apply::RETUNE.into(),
         sanitize: args.sanitizer.sanitize.clone(),
         sanitize_winner: !args.sanitizer.no_sanitize_winner,
         sanitize_at: args.sanitizer.sanitize_at.clone(),
