@@ -61,7 +61,7 @@ for run in json.load(open(sys.argv[1]))["performance"]["runs"]:
       i=$((i + 1))
     done < "$OUT/$kind-sizes.txt"
   done
-  COMMIT="$(cat carry/kernels/commit 2>/dev/null || git rev-parse --short HEAD)" OUT="$OUT" KINDS="$KINDS" python3 - <<'PY'
+  COMMIT="$(cat "$(dirname "$PEAK")/commit" 2>/dev/null || git rev-parse --short HEAD)" OUT="$OUT" KINDS="$KINDS" python3 - <<'PY'
 import json, os, datetime
 out, kinds = os.environ["OUT"], os.environ["KINDS"].split()
 info = open(os.path.join(out, "info.txt")).read()

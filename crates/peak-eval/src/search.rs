@@ -46,7 +46,9 @@ pub struct SearchSpace {
 
 impl SearchSpace {
     /// The tuning space of `ctx` (restricted as `space` is, e.g. by `--set`) at `inputs`.
-    pub fn new(ctx: &Context, space: &Space, inputs: &IndexMap<String, i64>) -> Result<SearchSpace, EvalError> {
+    /// `anchors` are the points a warm search starts from: when the space is too large to
+    /// enumerate, they and their neighbourhoods join the sampled points (see `sample`).
+    pub fn new(ctx: &Context, space: &Space, inputs: &IndexMap<String, i64>, anchors: &[IndexMap<String, i64>]) -> Result<SearchSpace, EvalError> {
         let err = |message: String| EvalError::Space { context: ctx.dir.display().to_string(), message };
         let names: Vec<String> = space.tuning_names().map(String::from).collect();
         let values: Vec<Vec<i64>> = names.iter().map(|n| space.values(n).unwrap_or_default().to_vec()).collect();
@@ -76,8 +78,9 @@ impl SearchSpace {
         for name in &names {
             scope.push(name.clone(), 0_i64);
         }
+        let anchors: Vec<Vec<u16>> = anchors.iter().map(|a| nearest_indices(&names, &values, a)).collect();
         let mut rejected = vec![0usize; constraints.len()];
-        let result = SearchSpace::build(inputs.clone(), names.clone(), values, |point| {
+        let result = SearchSpace::build_around(inputs.clone(), names.clone(), values, &anchors, |point| {
             for (name, v) in names.iter().zip(point) {
                 scope.set_value(name.clone(), *v);
             }
@@ -99,10 +102,17 @@ impl SearchSpace {
     }
 
     /// A space from explicit dimensions and a validity test (synthetic spaces, replays).
-    pub fn build(
+    pub fn build(inputs: IndexMap<String, i64>, names: Vec<String>, values: Vec<Vec<i64>>, valid: impl FnMut(&[i64]) -> bool) -> Result<SearchSpace, String> {
+        SearchSpace::build_around(inputs, names, values, &[], valid)
+    }
+
+    /// Like `build`; a space too large to enumerate also holds the valid points of the
+    /// anchors' neighbourhoods (value indices, one per dimension).
+    pub fn build_around(
         inputs: IndexMap<String, i64>,
         names: Vec<String>,
         values: Vec<Vec<i64>>,
+        anchors: &[Vec<u16>],
         mut valid: impl FnMut(&[i64]) -> bool,
     ) -> Result<SearchSpace, String> {
         let product = values.iter().fold(1u128, |acc, v| acc.saturating_mul(v.len() as u128));
@@ -113,6 +123,7 @@ impl SearchSpace {
         }
         if product > MAX_PRODUCT {
             space.fill_by_sampling(&mut valid);
+            space.add_neighbourhoods(anchors, &mut valid);
             return Ok(space);
         }
         let mut odometer = vec![0u16; dims];
@@ -153,14 +164,63 @@ impl SearchSpace {
         for _ in 0..SEARCH_DRAWS {
             for (d, slot) in odometer.iter_mut().enumerate() {
                 *slot = rng.below(self.values[d].len() as u64) as u16;
-                concrete[d] = self.values[d][usize::from(*slot)];
             }
-            if !self.index.contains_key(&odometer) && valid(&concrete) {
-                let id = self.index.len() as u32;
-                self.index.insert(odometer.clone(), id);
-                self.points.extend_from_slice(&odometer);
+            self.add_if_valid(&odometer, &mut concrete, valid);
+        }
+    }
+
+    /// A sample holds almost none of a point's neighbours, so a search could not step from
+    /// the points it starts from, nor even evaluate them exactly. Add each anchor and every
+    /// valid point that differs from it in one parameter (any value) or in two (one step
+    /// each). Two-parameter moves reach points whose one-parameter intermediates break a
+    /// constraint: with `TRD_X * TRD_Y <= 128`, 8 x 16 to 16 x 8 passes through 16 x 16.
+    fn add_neighbourhoods(&mut self, anchors: &[Vec<u16>], valid: &mut impl FnMut(&[i64]) -> bool) {
+        let dims = self.names.len();
+        let mut concrete = vec![0i64; dims];
+        for anchor in anchors.iter().filter(|a| a.len() == dims) {
+            self.add_if_valid(anchor, &mut concrete, valid);
+            for d in 0..anchor.len() {
+                for v in 0..self.values[d].len() as u16 {
+                    let mut moved = anchor.clone();
+                    moved[d] = v;
+                    self.add_if_valid(&moved, &mut concrete, valid);
+                }
+                for d2 in d + 1..anchor.len() {
+                    for (delta, delta2) in [(-1, -1), (-1, 1), (1, -1), (1, 1)] {
+                        if let Some(moved) = self.moved(anchor, &[(d, delta), (d2, delta2)]) {
+                            self.add_if_valid(&moved, &mut concrete, valid);
+                        }
+                    }
+                }
             }
         }
+    }
+
+    fn add_if_valid(&mut self, indices: &[u16], concrete: &mut [i64], valid: &mut impl FnMut(&[i64]) -> bool) {
+        if self.index.contains_key(indices) {
+            return;
+        }
+        for (d, &i) in indices.iter().enumerate() {
+            concrete[d] = self.values[d][usize::from(i)];
+        }
+        if valid(concrete) {
+            let id = self.index.len() as u32;
+            self.index.insert(indices.to_vec(), id);
+            self.points.extend_from_slice(indices);
+        }
+    }
+
+    /// `indices` moved by `delta` along each given dimension, if every move stays in range.
+    fn moved(&self, indices: &[u16], moves: &[(usize, i32)]) -> Option<Vec<u16>> {
+        let mut p = indices.to_vec();
+        for &(dim, delta) in moves {
+            let to = i32::from(p[dim]) + delta;
+            if to < 0 || to as usize >= self.values[dim].len() {
+                return None;
+            }
+            p[dim] = to as u16;
+        }
+        Some(p)
     }
 
     pub fn len(&self) -> usize {
@@ -195,13 +255,13 @@ impl SearchSpace {
 
     /// The point `delta` steps away from `i` along `dim`, if it exists and is valid.
     pub fn step(&self, i: usize, dim: usize, delta: i32) -> Option<usize> {
-        let mut p = self.point(i).to_vec();
-        let moved = i32::from(p[dim]) + delta;
-        if moved < 0 || moved as usize >= self.values[dim].len() {
-            return None;
-        }
-        p[dim] = moved as u16;
-        self.lookup(&p)
+        self.step_many(i, &[(dim, delta)])
+    }
+
+    /// The point `i` moved by `delta` along each given dimension at once, if it exists and
+    /// is valid (whether or not the points in between are).
+    pub fn step_many(&self, i: usize, moves: &[(usize, i32)]) -> Option<usize> {
+        self.lookup(&self.moved(self.point(i), moves)?)
     }
 
     /// The tuning values of point `i`, by name.
@@ -232,17 +292,25 @@ impl SearchSpace {
     /// values: each named dimension takes its closest value, the others their middle one.
     /// Used to start a search from the best points of a previous transformation.
     pub fn nearest(&self, tuning: &IndexMap<String, i64>) -> Option<usize> {
-        let target: Vec<u16> = (0..self.dims())
-            .map(|d| match tuning.get(&self.names[d]) {
-                Some(v) => self.values[d].iter().enumerate().min_by_key(|(_, x)| (*x - v).abs()).map(|(i, _)| i as u16).unwrap_or(0),
-                None => (self.values[d].len() / 2) as u16,
-            })
-            .collect();
+        let target = nearest_indices(&self.names, &self.values, tuning);
         if let Some(i) = self.lookup(&target) {
             return Some(i);
         }
         (0..self.len()).min_by_key(|&i| self.point(i).iter().zip(&target).map(|(a, b)| (i32::from(*a) - i32::from(*b)).unsigned_abs()).sum::<u32>())
     }
+}
+
+/// For each dimension, the index of the value closest to the one `tuning` names; the
+/// middle value for a dimension it does not name.
+fn nearest_indices(names: &[String], values: &[Vec<i64>], tuning: &IndexMap<String, i64>) -> Vec<u16> {
+    names
+        .iter()
+        .zip(values)
+        .map(|(name, values)| match tuning.get(name) {
+            Some(v) => values.iter().enumerate().min_by_key(|(_, x)| (*x - v).abs()).map(|(i, _)| i as u16).unwrap_or(0),
+            None => (values.len() / 2) as u16,
+        })
+        .collect()
 }
 
 /// Every input configuration of a (possibly `--set`-restricted) space that satisfies the
@@ -295,6 +363,39 @@ mod tests {
         assert_eq!(s.step(origin, 0, -1), None);
         let corner = s.find(&[("X".to_string(), 4), ("Y".to_string(), 4)].into_iter().collect()).unwrap();
         assert_eq!(s.step(corner, 0, 1), None, "8*4 > 16 is not in the space");
+    }
+
+    #[test]
+    fn a_sampled_space_holds_its_anchors_and_their_neighbourhoods() {
+        // 16^6 points, far over MAX_PRODUCT: the space is a sample. X + Y <= 20 plays the
+        // part of TRD_X * TRD_Y <= 128 (over pow2 values, one index step doubles).
+        let names: Vec<String> = ["X", "Y", "A", "B", "C", "D"].map(String::from).to_vec();
+        let values: Vec<Vec<i64>> = vec![(1..=16).collect(); 6];
+        let valid = |p: &[i64]| p[0] + p[1] <= 20;
+        let anchor: Vec<u16> = vec![3, 15, 7, 7, 7, 7]; // X = 4, Y = 16
+        let plain = SearchSpace::build(IndexMap::new(), names.clone(), values.clone(), valid).unwrap();
+        assert!(plain.sampled);
+        assert_eq!(plain.lookup(&anchor), None, "a sample of 400000 of 16.7 million points holds it by chance only");
+        let s = SearchSpace::build_around(IndexMap::new(), names, values, std::slice::from_ref(&anchor), valid).unwrap();
+        let a = s.lookup(&anchor).expect("the anchor itself");
+        // Every value of one parameter, where valid.
+        for v in 0..16u16 {
+            let mut line = anchor.clone();
+            line[4] = v;
+            assert!(s.lookup(&line).is_some(), "C index {v}");
+        }
+        let mut too_big = anchor.clone();
+        too_big[0] = 4; // 5 + 16 > 20
+        assert_eq!(s.lookup(&too_big), None);
+        // One step in each of two parameters, also where the one-step points break the
+        // constraint: (5, 15) is reached from (4, 16) although (5, 16) is not valid.
+        assert_eq!(s.step(a, 0, 1), None);
+        let diagonal = s.step_many(a, &[(0, 1), (1, -1)]).expect("X + 1, Y - 1 in one move");
+        assert_eq!((s.tuning(diagonal)["X"], s.tuning(diagonal)["Y"]), (5, 15));
+        assert!(s.step_many(a, &[(2, 1), (5, -1)]).is_some());
+        // Anchors change nothing in a space small enough to enumerate.
+        let small = SearchSpace::build_around(IndexMap::new(), vec!["X".into(), "Y".into()], vec![vec![1, 2, 4, 8]; 2], &[vec![3, 3]], |p| p[0] * p[1] <= 16).unwrap();
+        assert_eq!(small.len(), grid().len());
     }
 
     #[test]

@@ -127,7 +127,9 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
 
     let mut runs: Vec<TuneRun> = Vec::new();
     for inputs in input_configurations(ctx, setup.space)? {
-        let space = SearchSpace::new(ctx, setup.space, &inputs)?;
+        let earlier: Vec<IndexMap<String, i64>> = runs.iter().flat_map(|run| run.top.iter().take(EARLIER_BESTS).map(|e| e.tuning.clone())).collect();
+        let options = TuneOptions { start_from: with_earlier_bests(&setup.options.start_from, &earlier), ..setup.options.clone() };
+        let space = SearchSpace::new(ctx, setup.space, &inputs, &options.start_from)?;
         let references = if setup.no_validation {
             None
         } else {
@@ -148,8 +150,6 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
         if let Some(n) = setup.in_flight {
             measurer.in_flight = n;
         }
-        let earlier: Vec<IndexMap<String, i64>> = runs.iter().flat_map(|run| run.top.iter().take(EARLIER_BESTS).map(|e| e.tuning.clone())).collect();
-        let options = TuneOptions { start_from: with_earlier_bests(&setup.options.start_from, &earlier), ..setup.options.clone() };
         runs.push(tune(&space, &mut measurer, cache.as_mut(), &options, reporter)?);
     }
     let worker_restarts = workers.restarts(backend);

@@ -252,18 +252,17 @@ fn coordinate_move(space: &SearchSpace, history: &History, center: usize) -> Opt
         .find(|&p| history.is_free(p))
 }
 
-/// Free points one step from `center` in one parameter, or one step in each of two.
+/// Free points one step from `center` in one parameter, or one step in each of two. The
+/// two-parameter moves are taken whole, so they reach points whose one-step intermediates
+/// break a constraint (8 x 16 to 16 x 8 under `TRD_X * TRD_Y <= 128`).
 fn within_two_steps(space: &SearchSpace, history: &History, center: usize) -> Vec<usize> {
     let mut near = Vec::new();
     for d in 0..space.dims() {
         for delta in [-1, 1] {
-            let Some(q) = space.step(center, d, delta) else { continue };
-            if history.is_free(q) {
-                near.push(q);
-            }
+            near.extend(space.step(center, d, delta).filter(|&q| history.is_free(q)));
             for d2 in d + 1..space.dims() {
                 for delta2 in [-1, 1] {
-                    near.extend(space.step(q, d2, delta2).filter(|&r| history.is_free(r)));
+                    near.extend(space.step_many(center, &[(d, delta), (d2, delta2)]).filter(|&r| history.is_free(r)));
                 }
             }
         }
@@ -488,6 +487,17 @@ mod tests {
             assert_eq!(drain(kind.build(&space, 3, None, false), &space), drain(kind.build(&space, 3, None, false), &space), "{kind:?}");
             assert_ne!(drain(kind.build(&space, 3, None, false), &space), drain(kind.build(&space, 4, None, false), &space), "{kind:?}");
         }
+    }
+
+    #[test]
+    fn refinement_moves_two_parameters_past_an_invalid_intermediate() {
+        let space = space();
+        let center = space.lookup(&[1, 1, 0]).unwrap();
+        // (2, 1) breaks (A + B) % 3 != 0, so no single step reaches (2, 0) from (1, 1).
+        assert_eq!(space.step(center, 0, 1), None);
+        let diagonal = space.lookup(&[2, 0, 0]).unwrap();
+        let near = within_two_steps(&space, &History::new(space.len()), center);
+        assert!(near.contains(&diagonal), "{near:?}");
     }
 
     #[test]

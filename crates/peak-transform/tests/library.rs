@@ -117,8 +117,8 @@ fn show_renders_parameters_passes_and_terms() {
     let t = library.get("Thread-Tiling").unwrap();
     let shown = library.show(t);
     assert!(shown.starts_with("Thread-Tiling — "), "{shown}");
-    assert!(shown.contains("TRD_X = { pow2 = [1, 8] }"), "{shown}");
-    assert!(shown.contains("TRD_X * TRD_Y <= 64"), "{shown}");
+    assert!(shown.contains("TRD_X = { pow2 = [1, 16] }"), "{shown}");
+    assert!(shown.contains("TRD_X * TRD_Y <= 128"), "{shown}");
     assert!(shown.contains("pass 3/3 [host]"), "{shown}");
     assert!(shown.contains("opencl: "), "{shown}");
 }
