@@ -251,7 +251,14 @@ fn the_cuda_case_study_checkpoint_exports_a_kernel_nvrtc_compiles_alone() {
     let wf = env.path("wf");
     peak_workflow::clone_bundle(&repo("bench/results/h200-replayed-matmul-cuda-f32-main.bundle"), &wf).unwrap();
     let out = env.path("out");
-    let report = env.json(&["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--json"]);
+    // The tip's best configuration splits nothing: export one of its top configurations
+    // from an earlier replay, which splits k four ways (a second kernel and a scratch buffer).
+    let split_k = ["BLOCK_X=16", "BLOCK_Y=8", "CHUNK_X=2", "CHUNK_Y=2", "GROUP_M=1", "K_SPLITS=4", "NUM_STAGES=4", "OFFSET=1", "TILE_K=16", "TRD_X=8", "TRD_Y=8", "VEC=4"];
+    let mut args = vec!["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--json", "--set", "n=4096"];
+    for set in &split_k {
+        args.extend(["--set", set]);
+    }
+    let report = env.json(&args);
     assert_eq!(report["params"]["tuning"]["K_SPLITS"], 4, "{report}");
     assert_eq!(report["params"]["inputs"]["n"], 4096);
     let files: Vec<&str> = report["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();

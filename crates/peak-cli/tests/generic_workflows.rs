@@ -105,6 +105,14 @@ fn stencil_workflow_replays() {
     replay("stencil", &["h=256", "w=256"], &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]);
 }
 
+/// The stencil's branch `register-window`, from the naive root: each work-item walks down
+/// ITEMS rows of VEC columns with the three input rows it needs in registers, no tile.
+#[test]
+fn stencil_register_window_branch_replays() {
+    let Some(log) = replay_branch("stencil", Some("register-window"), &["h=256", "w=256"], &["Register-Window"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Register-Window"), "{}", log[0]);
+}
+
 /// The fused scaled dot-product attention (one work-item per output row, three passes over
 /// the keys): Online-Softmax makes it one pass with a rescaled running output, then
 /// Unroll-Accumulators splits the dot product of each score.
@@ -119,21 +127,30 @@ fn attention_workflow_replays() {
 #[test]
 fn cuda_twins_carry_the_same_chains_deferred() {
     let env = Env::new();
-    for (kind, chain) in [
-        ("softmax", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"][..]),
-        ("reduction", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"]),
-        ("transpose", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
-        ("stencil", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
-        ("attention", &["Online-Softmax", "Unroll-Accumulators"]),
+    for (kind, branch, chain) in [
+        ("softmax", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"][..]),
+        ("reduction", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"]),
+        ("transpose", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
+        ("stencil", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
+        ("stencil", "register-window", &["Register-Window"]),
+        ("attention", "main", &["Online-Softmax", "Unroll-Accumulators"]),
     ] {
-        let wf = env.path(kind);
-        let clone = std::process::Command::new("git").args(["clone", "-q", &example(&format!("workflows/{kind}-cuda-deferred.bundle")), s(&wf)]).output().unwrap();
+        let wf = env.path(&format!("{kind}-{branch}"));
+        let bundle = example(&format!("workflows/{kind}-cuda-deferred.bundle"));
+        let clone = std::process::Command::new("git").args(["clone", "-q", "--branch", branch, &bundle, s(&wf)]).output().unwrap();
         assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+        // The chain from the root to the tip, through first parents (a workflow may hold
+        // other branches).
         let log = env.json(&["log", "-w", s(&wf), "--json"]);
-        let log: Vec<&Value> = log.as_array().unwrap().iter().rev().collect();
-        let steps: Vec<&str> = log.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-        assert_eq!(&steps[1..], chain, "{kind}");
-        for entry in &log[1..] {
+        let by_id = |id: &str| log.as_array().unwrap().iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("{kind}: {id} is not in the log")).clone();
+        let mut line = vec![by_id(env.json(&["show", "HEAD", "-w", s(&wf), "--json"])["id"].as_str().unwrap())];
+        while let Some(parent) = line.last().unwrap()["parents"].as_array().unwrap().first().map(|p| p.as_str().unwrap().to_string()) {
+            line.push(by_id(&parent));
+        }
+        line.reverse();
+        let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+        assert_eq!(&steps[1..], chain, "{kind} {branch}");
+        for entry in &line[1..] {
             assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{kind}: {entry}");
         }
         let show = env.json(&["show", "HEAD", "-w", s(&wf), "--json"]);

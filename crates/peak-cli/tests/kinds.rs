@@ -53,7 +53,7 @@ fn a_matmul_transformation_on_another_kind_of_kernel_is_refused_and_nothing_is_l
         assert!(!out.status.success());
         let err = stderr(&out);
         assert!(err.contains("'TB-Tiling' is written for matmul kernels, and this context's kernel is of kind 'stencil'"), "{err}");
-        assert!(err.contains("the transformations that fit it: Thread-Coarsen, Tile-Pad, Tile-Staging"), "the hint names the ones that fit: {err}");
+        assert!(err.contains("the transformations that fit it: Register-Window, Thread-Coarsen, Tile-Pad, Tile-Staging"), "the hint names the ones that fit: {err}");
     }
     let attempts = std::fs::read_to_string(Path::new(&wf).join(".git/peak/attempts.jsonl")).unwrap_or_default();
     assert!(!attempts.contains("TB-Tiling"), "a refusal is not an attempt: {attempts}");
