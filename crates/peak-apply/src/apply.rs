@@ -346,7 +346,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     };
     let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
     let best_ms = performance["best"]["time_ms"].as_f64();
-    let parent_ms = parent_view.performance["best"]["time_ms"].as_f64();
+    let speedup_over_parent = peak_workflow::speedup(&parent_view.performance, &performance);
     let id = log.wf.checkpoint(CheckpointInput {
         parent: Some(log.state.parent.clone()),
         context_dir: candidate_dir.clone(),
@@ -368,7 +368,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         transformation: t.name.clone(),
         verdict: verdict.to_string(),
         best_ms,
-        speedup_over_parent: best_ms.zip(parent_ms).map(|(b, p)| p / b),
+        speedup_over_parent,
         attempts,
     })
 }

@@ -45,7 +45,15 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
         bail!("{}: the workflow has no checkpoints", source.display());
     }
     let done = match already_replayed(into, &chain)? {
-        Some(done) => done,
+        Some(replayed) => {
+            // A replay stopped between a checkpoint and its tags leaves them unnamed.
+            let mut existing = Workflow::open(into)?;
+            for (recorded, replayed) in chain.iter().zip(&replayed) {
+                let missing: Vec<String> = recorded.tags.iter().filter(|t| !replayed.tags.contains(t)).cloned().collect();
+                carry_tags(&mut existing, &missing, &replayed.id.to_string())?;
+            }
+            replayed.len()
+        }
         None => {
             replay_root(&recorded, &chain[0], into, options, workers, reporter).with_context(|| format!("replaying the root of {}", source.display()))?;
             1
@@ -132,10 +140,10 @@ fn replay_root(recorded: &Workflow, root: &CheckpointView, into: &Path, options:
     carry_tags(&mut result?, &root.tags, "root")
 }
 
-/// How many of the recorded chain's checkpoints (the root included) a replay cut short
-/// already left in `into`, or `None` when there is no workflow there yet. A workflow there
-/// that is not the start of this chain is refused rather than added to.
-fn already_replayed(into: &Path, chain: &[CheckpointView]) -> Result<Option<usize>> {
+/// The checkpoints of the recorded chain (the root included) that a replay cut short
+/// already left in `into`, root first, or `None` when there is no workflow there yet. A
+/// workflow there that is not the start of this chain is refused rather than added to.
+fn already_replayed(into: &Path, chain: &[CheckpointView]) -> Result<Option<Vec<CheckpointView>>> {
     if !into.join(".git").exists() {
         return Ok(None);
     }
@@ -153,7 +161,7 @@ fn already_replayed(into: &Path, chain: &[CheckpointView]) -> Result<Option<usiz
             want.join(", ")
         );
     }
-    Ok(Some(done.len()))
+    Ok(Some(done))
 }
 
 /// Name the replayed checkpoint `at` as the recorded one was (the root keeps its own tag).

@@ -133,7 +133,7 @@ pub fn retune(
         "retune": RetuneSettings::of(options).to_json(),
     });
     let best_ms = performance["best"]["time_ms"].as_f64();
-    let parent_ms = parent.performance["best"]["time_ms"].as_f64();
+    let speedup_over_parent = peak_workflow::speedup(&parent.performance, &performance);
     let id = wf.checkpoint(CheckpointInput {
         parent: Some(head.id.to_string()),
         context_dir: context_dir.clone(),
@@ -158,7 +158,7 @@ pub fn retune(
         transformation: RETUNE.into(),
         verdict: "passed".into(),
         best_ms,
-        speedup_over_parent: best_ms.zip(parent_ms).map(|(b, p)| p / b),
+        speedup_over_parent,
         attempts: 1,
     })
 }

@@ -188,7 +188,7 @@ fn performance_delta(a: &Value, b: &Value) -> PerformanceDelta {
     PerformanceDelta {
         a_best_ms: ta,
         b_best_ms: tb,
-        speedup: ta.zip(tb).map(|(x, y)| x / y),
+        speedup: crate::speedup(a, b),
         a_params: a.pointer("/best/params").cloned(),
         b_params: b.pointer("/best/params").cloned(),
     }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::attempts::{AttemptRecord, MIRROR_BRANCH};
 use crate::context::Files;
 use crate::error::{GitContext, Result, WorkflowError};
+use crate::speedup::BestTimes;
 use crate::workflow::{
     CHECKPOINT_FILE, CONTEXT_DIR, CheckpointId, CheckpointMeta, Head, PERFORMANCE_FILE, REFERENCE_FILE, TRANSCRIPT_FILE,
     VALIDATION_FILE, Workflow, fmt_ms, read_tree_dir, read_tree_file,
@@ -108,7 +109,7 @@ struct Node {
     id: Oid,
     parents: Vec<Oid>,
     meta: Option<CheckpointMeta>,
-    best: Option<f64>,
+    times: BestTimes,
     summary: String,
 }
 
@@ -178,7 +179,7 @@ impl Workflow {
                     id,
                     parents: commit.parent_ids().collect(),
                     meta,
-                    best: self.best_time_of(&tree),
+                    times: self.best_times_of(&tree),
                     summary: commit.summary().ok().flatten().unwrap_or_default().to_string(),
                 })
             })
@@ -192,17 +193,16 @@ impl Workflow {
         let nodes = self.nodes(&labels)?;
         // Parents come after children, so walk backwards to know each root's time first.
         let mut root_of: HashMap<Oid, Oid> = HashMap::new();
-        let best: HashMap<Oid, Option<f64>> = nodes.iter().map(|n| (n.id, n.best)).collect();
+        let times: HashMap<Oid, BestTimes> = nodes.iter().map(|n| (n.id, n.times.clone())).collect();
         for node in nodes.iter().rev() {
             let root = node.parents.first().and_then(|p| root_of.get(p).copied()).unwrap_or(node.id);
             root_of.insert(node.id, root);
         }
-        let ratio = |base: Option<f64>, t: Option<f64>| Some(base? / t?);
         Ok(nodes
             .into_iter()
             .map(|node| {
-                let root_best = best.get(&root_of[&node.id]).copied().flatten();
-                let parent_best = node.parents.first().and_then(|p| best.get(p).copied().flatten());
+                let over = |base: Option<&BestTimes>| node.times.speedup_over(base?);
+                let (over_root, over_parent) = (over(times.get(&root_of[&node.id])), over(node.parents.first().and_then(|p| times.get(p))));
                 let meta = node.meta;
                 LogEntry {
                     id: CheckpointId::from_oid(node.id),
@@ -215,9 +215,9 @@ impl Workflow {
                     executor: meta.as_ref().map(|m| m.executor.clone()),
                     model: meta.as_ref().and_then(|m| m.model.clone()),
                     created: meta.as_ref().map(|m| m.created.clone()),
-                    best_time_ms: node.best,
-                    speedup_over_root: ratio(root_best, node.best),
-                    speedup_over_parent: ratio(parent_best, node.best),
+                    best_time_ms: node.times.headline(),
+                    speedup_over_root: over_root,
+                    speedup_over_parent: over_parent,
                     summary: node.summary,
                 }
             })
@@ -279,7 +279,7 @@ impl Workflow {
         let produced: HashSet<String> = nodes.iter().filter_map(|n| n.meta.as_ref()?.attempt.clone()).collect();
         let head_node = nodes.iter().find(|n| n.id == head.id.oid());
         let transformation = head_node.and_then(|n| n.meta.as_ref()).map(|m| m.transformation.clone()).unwrap_or_default();
-        let best_time_ms = head_node.and_then(|n| n.best);
+        let best_time_ms = head_node.and_then(|n| n.times.headline());
         let log = self.attempts()?;
         let interrupted = log.unfinished().into_iter().filter(|r| !produced.contains(&r.id)).cloned().collect();
         Ok(ResumeState { head, transformation, best_time_ms, interrupted })

@@ -108,6 +108,7 @@ mod fsck;
 mod history;
 mod lock;
 mod secrets;
+mod speedup;
 mod time;
 mod workflow;
 
@@ -118,6 +119,7 @@ pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
 pub use history::{CheckpointView, LogEntry, ResumeState, render_log};
 pub use lock::{LockHolder, LockMode};
+pub use speedup::speedup;
 /// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.
 pub use time::now_rfc3339;
 pub use workflow::fmt_ms as format_ms;

@@ -10,6 +10,7 @@ use crate::context::{self, Files};
 use crate::error::{GitContext, Result, WorkflowError};
 use crate::lock::OP_REFRESH_WORKTREE;
 use crate::secrets;
+use crate::speedup::BestTimes;
 use crate::time::now_rfc3339;
 
 use super::objects::{json_bytes, read_tree_file, write_tree};
@@ -102,11 +103,12 @@ pub fn fmt_ms(ms: f64) -> String {
 }
 
 /// The human-readable commit message (`TB-Tiling: 1.23 ms (3.40x over root)`).
-pub(super) fn commit_message(meta: &CheckpointMeta, kernel: Option<&str>, best: Option<f64>, root_best: Option<f64>, parent_best: Option<f64>) -> String {
-    let summary = match (meta.parent.is_some(), best, root_best) {
+/// The checkpoint's commit message; `over_root` and `over_parent` are its speedups.
+pub(super) fn commit_message(meta: &CheckpointMeta, kernel: Option<&str>, best: Option<f64>, over_root: Option<f64>, over_parent: Option<f64>) -> String {
+    let summary = match (meta.parent.is_some(), best, over_root) {
         (false, Some(t), _) => format!("{INIT_TRANSFORMATION}: kernel {} ({})", kernel.unwrap_or("?"), fmt_ms(t)),
         (false, None, _) => format!("{INIT_TRANSFORMATION}: kernel {}", kernel.unwrap_or("?")),
-        (true, Some(t), Some(r)) => format!("{}: {} ({:.2}x over root)", meta.transformation, fmt_ms(t), r / t),
+        (true, Some(t), Some(s)) => format!("{}: {} ({s:.2}x over root)", meta.transformation, fmt_ms(t)),
         (true, Some(t), None) => format!("{}: {}", meta.transformation, fmt_ms(t)),
         (true, None, _) => format!("{}: {}", meta.transformation, meta.verdict.as_deref().unwrap_or("no timing")),
     };
@@ -114,8 +116,8 @@ pub(super) fn commit_message(meta: &CheckpointMeta, kernel: Option<&str>, best: 
     if let Some(model) = &meta.model {
         body.push_str(&format!(" ({model})"));
     }
-    if let (Some(t), Some(p)) = (best, parent_best) {
-        body.push_str(&format!("\nspeedup over parent: {:.2}x", p / t));
+    if let Some(s) = over_parent {
+        body.push_str(&format!("\nspeedup over parent: {s:.2}x"));
     }
     body.push('\n');
     summary + body.as_str()
@@ -189,12 +191,13 @@ impl Workflow {
             created: now_rfc3339(),
             attempt: input.attempt,
         };
-        let parent_best = self.best_time_of(&tip_tree);
-        let root_best = self.resolve_oid(ROOT_TAG).ok().and_then(|root| {
+        let times = BestTimes::of(&input.performance);
+        let over_parent = times.speedup_over(&self.best_times_of(&tip_tree));
+        let over_root = self.resolve_oid(ROOT_TAG).ok().and_then(|root| {
             let tree = self.repo.find_commit(root).ok()?.tree().ok()?;
-            self.best_time_of(&tree)
+            times.speedup_over(&self.best_times_of(&tree))
         });
-        let message = commit_message(&meta, None, best_time(&input.performance), root_best, parent_best);
+        let message = commit_message(&meta, None, times.headline(), over_root, over_parent);
 
         let mut blobs = self.context_blobs(&files)?;
         for (name, value) in [
@@ -219,9 +222,10 @@ impl Workflow {
         Ok((new, tip.id(), branch_ref, summary))
     }
 
-    pub(crate) fn best_time_of(&self, tree: &Tree<'_>) -> Option<f64> {
-        let bytes = read_tree_file(&self.repo, tree, PERFORMANCE_FILE).ok()??;
-        best_time(&serde_json::from_slice(&bytes).ok()?)
+    /// The tuned times a checkpoint's `performance.json` records (none if it is unreadable).
+    pub(crate) fn best_times_of(&self, tree: &Tree<'_>) -> BestTimes {
+        let performance = read_tree_file(&self.repo, tree, PERFORMANCE_FILE).ok().flatten().and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        performance.as_ref().map(BestTimes::of).unwrap_or_default()
     }
 }
 
