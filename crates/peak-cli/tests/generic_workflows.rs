@@ -124,12 +124,13 @@ fn attention_workflow_replays() {
 
 /// The CUDA twins' workflows (for bench/h200-kernels.sh) take the same chains, written by
 /// the agent executor and compile-checked only (`--defer`): the H200 replay validates them.
+/// The reduction and the softmax go on with Warp-Reduce (CUDA only: PoCL has no subgroups).
 #[test]
 fn cuda_twins_carry_the_same_chains_deferred() {
     let env = Env::new();
     for (kind, branch, chain) in [
-        ("softmax", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"][..]),
-        ("reduction", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"]),
+        ("softmax", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators", "Warp-Reduce"][..]),
+        ("reduction", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators", "Warp-Reduce"]),
         ("transpose", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
         ("stencil", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
         ("stencil", "register-window", &["Register-Window"]),

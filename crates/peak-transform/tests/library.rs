@@ -39,6 +39,7 @@ const SHIPPED: &[&str] = &[
     "Tile-Staging",
     "Unroll-Accumulators",
     "Vectorize-Access",
+    "Warp-Reduce",
 ];
 
 fn sample_regions() -> Regions {
