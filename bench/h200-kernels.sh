@@ -44,6 +44,7 @@ run() {
     # tiled main line stops at 72% of copy bandwidth); the others' their bundle's main.
     local line=()
     [ "$kind" = stencil ] && line=(--branch register-window)
+    echo "${line[1]:-main}" > "$OUT/$kind-branch.txt"
     # shellcheck disable=SC2086
     "$PEAK" replay "examples/workflows/$kind-cuda-deferred.bundle" --into "$OUT/$kind" "${line[@]}" \
       --budget "$BUDGET" --sanitize-samples "$SANITIZE_SAMPLES" ${REPLAY_ARGS:-} 2>&1 | tee "$OUT/$kind-replay.log"
@@ -80,17 +81,27 @@ def baseline_device():
                     pass
     return "unknown"
 device = baseline_device()
-result = {"benchmark": "h200-kernels", "command": "bash bench/h200-kernels.sh run", "device": device, "commit": os.environ["COMMIT"],
-          "date": datetime.datetime.utcnow().isoformat() + "Z", "info": info, "kernels": {}}
+date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+# A device call has a time limit, so kinds are often measured in separate runs: this run's
+# kinds replace their entries in the results file, the others stay, each with its own stamp.
+path = "bench/results/h200-kernels.json"
+try:
+    result = json.load(open(path))
+except (OSError, ValueError):
+    result = {"benchmark": "h200-kernels", "kernels": {}}
+result.update({"command": "bash bench/h200-kernels.sh run (each kernel's own run under kernels.<kind>.run)", "device": device,
+               "commit": os.environ["COMMIT"], "date": date, "info": info})
+stamp = {"command": f"KINDS=\"{' '.join(kinds)}\" bash bench/h200-kernels.sh run", "commit": os.environ["COMMIT"], "date": date}
 for kind in kinds:
     try:
         log = json.load(open(os.path.join(out, f"{kind}-log.json")))
         final = json.load(open(os.path.join(out, f"{kind}-final.json")))
     except (OSError, ValueError) as e:
-        result["kernels"][kind] = {"error": str(e)}
+        result["kernels"][kind] = {"error": str(e), "run": stamp}
         continue
     steps = [{k: e.get(k) for k in ("transformation", "verdict", "best_time_ms", "speedup_over_root")} for e in reversed(log)]
-    entry = {"steps": steps}
+    branch = open(os.path.join(out, f"{kind}-branch.txt")).read().strip()
+    entry = {"run": stamp, "branch": branch, "steps": steps}
     entry["final"] = (final.get("performance") or {}).get("best") or {}
     # Per tuned input size: bytes moved, GB/s and % of copy bandwidth (peak baseline
     # --against copy), and the library call's time (bench/library_time.py), same device run.
@@ -112,10 +123,9 @@ for kind in kinds:
         i += 1
     result["kernels"][kind] = entry
 os.makedirs("bench/results", exist_ok=True)
-path = "bench/results/h200-kernels.json"
 json.dump(result, open(path, "w"), indent=2)
 json.dump(result, open(os.path.join(out, "h200-kernels.json"), "w"), indent=2)
-print(json.dumps(result["kernels"], indent=2))
+print(json.dumps({kind: result["kernels"][kind] for kind in kinds}, indent=2))
 PY
 }
 
