@@ -5,7 +5,8 @@
 # replay validates every step against the naive root (with compute-sanitizer) and tunes it
 # on this GPU; the script then writes each replayed log and
 # bench/results/h200-kernels.json (best time per step, speedup over the naive root, and the
-# final step against a copy of its bytes).
+# final step against a copy of its bytes). The kinds a run measures replace their entries
+# there; the others stay, each stamped with the run that measured it.
 #
 # Here (a CPU machine with Rust):   bash bench/h200-kernels.sh build
 # There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-kernels.sh run
