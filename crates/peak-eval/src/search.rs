@@ -47,7 +47,7 @@ pub struct SearchSpace {
 impl SearchSpace {
     /// The tuning space of `ctx` (restricted as `space` is, e.g. by `--set`) at `inputs`.
     /// `anchors` are the points a warm search starts from: when the space is too large to
-    /// enumerate, they and their neighbourhoods join the sampled points (see `sample`).
+    /// enumerate, they and their neighbourhoods join the sampled points (`add_neighbourhoods`).
     pub fn new(ctx: &Context, space: &Space, inputs: &IndexMap<String, i64>, anchors: &[IndexMap<String, i64>]) -> Result<SearchSpace, EvalError> {
         let err = |message: String| EvalError::Space { context: ctx.dir.display().to_string(), message };
         let names: Vec<String> = space.tuning_names().map(String::from).collect();
