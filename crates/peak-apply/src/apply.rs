@@ -25,13 +25,7 @@ use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 pub fn apply(workflow: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
     let wf = Workflow::open(workflow)?;
     let dir = wf.dir().to_path_buf();
-    if let Some(existing) = state::load(&dir)? {
-        bail!(
-            "an apply of {} is already in progress in {} (waiting for `peak submit`)\nhint: submit the pending region with `peak submit FILE`, or abandon it with `peak apply --abandon`",
-            existing.transformation,
-            dir.display()
-        );
-    }
+    state::refuse_if_pending(&dir)?;
     let spec: ExecutorSpec = options.executor.parse()?;
     let library = library(&options.library_dirs)?;
     // Resolve the name now, so a typo fails before anything is written.

@@ -37,13 +37,7 @@ pub fn retune(
 ) -> Result<ApplyOutcome> {
     let mut wf = Workflow::open(workflow)?;
     let dir = wf.dir().to_path_buf();
-    if let Some(existing) = state::load(&dir)? {
-        bail!(
-            "an apply of {} is in progress in {}\nhint: finish it (`peak submit`) or abandon it (`peak apply --abandon`) first",
-            existing.transformation,
-            dir.display()
-        );
-    }
+    state::refuse_if_pending(&dir)?;
     let head = wf.head()?;
     let parent = wf.show(&head.id.to_string())?;
     if parent.performance["best"].is_null() {

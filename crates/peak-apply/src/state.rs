@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use peak_workflow::Workflow;
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +119,18 @@ pub fn agent_dir(workflow: &Path) -> PathBuf {
 
 fn state_file(workflow: &Path) -> PathBuf {
     apply_dir(workflow).join("state.json")
+}
+
+/// Refuse to start anything that writes a checkpoint while an apply waits in `workflow`.
+pub fn refuse_if_pending(workflow: &Path) -> Result<()> {
+    match load(workflow)? {
+        Some(existing) => bail!(
+            "an apply of {} is already in progress in {} (waiting for `peak submit`)\nhint: submit the pending region with `peak submit FILE`, or abandon it with `peak apply --abandon`",
+            existing.transformation,
+            workflow.display()
+        ),
+        None => Ok(()),
+    }
 }
 
 pub fn load(workflow: &Path) -> Result<Option<ApplyState>> {

@@ -92,7 +92,6 @@ pub struct TuneReport {
     pub devices_served: Vec<usize>,
 }
 
-/// Tune every input configuration of `setup.space`.
 /// How many of each earlier input configuration's fastest configurations a warm-started
 /// search tries first at the next one.
 const EARLIER_BESTS: usize = 8;
@@ -114,6 +113,7 @@ fn with_earlier_bests(start_from: &[IndexMap<String, i64>], earlier: &[IndexMap<
     points
 }
 
+/// Tune every input configuration of `setup.space`.
 pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn TuneReporter) -> Result<TuneReport, EvalError> {
     let ctx = setup.context;
     let reference = setup.reference.unwrap_or(ctx);

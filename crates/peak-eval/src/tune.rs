@@ -393,9 +393,9 @@ pub fn tune(
                 break;
             }
             let seeded = if issued < seed_limit { std::iter::from_fn(|| seeds.pop_front()).find(|&p| history.is_free(p)) } else { None };
-            let clock = Instant::now();
+            let started = Instant::now();
             let proposed = seeded.or_else(|| strategy.propose(space, &history));
-            strategy_time += clock.elapsed();
+            strategy_time += started.elapsed();
             let Some(point) = proposed else {
                 exhausted = true;
                 break;
@@ -405,9 +405,9 @@ pub fn tune(
             let hit = cache.as_ref().and_then(|c| c.get(&space.inputs, &tuning)).map(|r| r.outcome.clone());
             match hit {
                 Some(outcome) => {
-                    let clock = Instant::now();
+                    let started = Instant::now();
                     strategy.observe(space, &history, point, outcome.cost());
-                    strategy_time += clock.elapsed();
+                    strategy_time += started.elapsed();
                     history.record(point, outcome.cost());
                     state.account(point, &outcome, true, reporter);
                 }
@@ -426,13 +426,13 @@ pub fn tune(
         };
         outstanding -= 1;
         if let Some(cache) = cache.as_deref_mut() {
-            let clock = Instant::now();
+            let started = Instant::now();
             cache.insert(Record { inputs: space.inputs.clone(), tuning: space.tuning(point), outcome: outcome.clone(), at: now() })?;
-            cache_write += clock.elapsed();
+            cache_write += started.elapsed();
         }
-        let clock = Instant::now();
+        let started = Instant::now();
         strategy.observe(space, &history, point, outcome.cost());
-        strategy_time += clock.elapsed();
+        strategy_time += started.elapsed();
         history.record(point, outcome.cost());
         state.account(point, &outcome, false, reporter);
     }
