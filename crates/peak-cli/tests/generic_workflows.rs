@@ -74,10 +74,12 @@ fn replay_branch(name: &str, branch: Option<&str>, sizes: &[&str], chain: &[&str
     Some(log)
 }
 
+/// The softmax's main line ends with Register-Row: each work-item's vectors of the row are
+/// read once into registers, and the three passes work on them.
 #[test]
 fn softmax_workflow_replays() {
-    let Some(log) = replay("softmax", &["rows=256", "cols=256"], &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators"]) else { return };
-    assert!(log[0]["summary"].as_str().unwrap().contains("Unroll-Accumulators"));
+    let Some(log) = replay("softmax", &["rows=256", "cols=256"], &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators", "Register-Row"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Register-Row"));
 }
 
 /// The softmax's branch `online-softmax`: after Block-Reduce, Online-Softmax finds the
@@ -124,12 +126,13 @@ fn attention_workflow_replays() {
 
 /// The CUDA twins' workflows (for bench/h200-kernels.sh) take the same chains, written by
 /// the agent executor and compile-checked only (`--defer`): the H200 replay validates them.
-/// The reduction and the softmax go on with Warp-Reduce (CUDA only: PoCL has no subgroups).
+/// The reduction and the softmax go on with Warp-Reduce (CUDA only: PoCL has no subgroups),
+/// and the softmax then with Register-Row, as on OpenCL.
 #[test]
 fn cuda_twins_carry_the_same_chains_deferred() {
     let env = Env::new();
     for (kind, branch, chain) in [
-        ("softmax", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators", "Warp-Reduce"][..]),
+        ("softmax", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators", "Warp-Reduce", "Register-Row"][..]),
         ("reduction", "main", &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators", "Warp-Reduce"]),
         ("transpose", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
         ("stencil", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),

@@ -33,6 +33,7 @@ const SHIPPED: &[&str] = &[
     // Kernel-agnostic (issue 14): reductions, softmax, attention, transposes, stencils.
     "Block-Reduce",
     "Online-Softmax",
+    "Register-Row",
     "Register-Window",
     "Thread-Coarsen",
     "Tile-Pad",
