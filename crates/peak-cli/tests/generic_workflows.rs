@@ -116,12 +116,13 @@ fn stencil_register_window_branch_replays() {
 }
 
 /// The fused scaled dot-product attention (one work-item per output row, three passes over
-/// the keys): Online-Softmax makes it one pass with a rescaled running output, then
-/// Unroll-Accumulators splits the dot product of each score.
+/// the keys): Online-Softmax makes it one pass with a rescaled running output,
+/// Unroll-Accumulators splits the dot product of each score, and KV-Tile shares tiles of
+/// key and value rows among a work-group's query rows, with the rows in registers.
 #[test]
 fn attention_workflow_replays() {
-    let Some(log) = replay("attention", &["seq=64"], &["Online-Softmax", "Unroll-Accumulators"]) else { return };
-    assert!(log[0]["summary"].as_str().unwrap().contains("Unroll-Accumulators"));
+    let Some(log) = replay("attention", &["seq=64"], &["Online-Softmax", "Unroll-Accumulators", "KV-Tile"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("KV-Tile"));
 }
 
 /// The CUDA twins' workflows (for bench/h200-kernels.sh) take the same chains, written by
@@ -137,7 +138,7 @@ fn cuda_twins_carry_the_same_chains_deferred() {
         ("transpose", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
         ("stencil", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
         ("stencil", "register-window", &["Register-Window"]),
-        ("attention", "main", &["Online-Softmax", "Unroll-Accumulators"]),
+        ("attention", "main", &["Online-Softmax", "Unroll-Accumulators", "KV-Tile"]),
     ] {
         let wf = env.path(&format!("{kind}-{branch}"));
         let bundle = example(&format!("workflows/{kind}-cuda-deferred.bundle"));

@@ -32,6 +32,7 @@ const SHIPPED: &[&str] = &[
     "WGMMA",
     // Kernel-agnostic (issue 14): reductions, softmax, attention, transposes, stencils.
     "Block-Reduce",
+    "KV-Tile",
     "Online-Softmax",
     "Register-Row",
     "Register-Window",
