@@ -44,6 +44,17 @@ pub struct SearchSpace {
     pub pruned: Vec<ConstraintCount>,
 }
 
+/// Which constraints emptied a space, for its error: a user whose input no configuration
+/// fits (a head dimension a kernel is not compiled for) learns which rule to look at.
+fn rejections(pruned: &[ConstraintCount]) -> String {
+    let tried: usize = pruned.iter().map(|c| c.rejected).sum();
+    let counts: Vec<String> = pruned.iter().filter(|c| c.rejected > 0).map(|c| format!("`{}` rejected {}", c.constraint, c.rejected)).collect();
+    if counts.is_empty() {
+        return String::new();
+    }
+    format!(": of the {tried} combinations tried, {} (each counted at the first constraint it fails)", counts.join(", "))
+}
+
 impl SearchSpace {
     /// The tuning space of `ctx` (restricted as `space` is, e.g. by `--set`) at `inputs`.
     /// `anchors` are the points a warm search starts from: when the space is too large to
@@ -96,7 +107,7 @@ impl SearchSpace {
         let mut result = result.map_err(err)?;
         result.pruned = ctx.manifest.constraints.tuning.iter().cloned().zip(rejected).map(|(constraint, rejected)| ConstraintCount { constraint, rejected }).collect();
         if result.is_empty() {
-            return Err(err(format!("no tuning configuration satisfies the constraints at inputs {}", crate::hash::canonical(inputs))));
+            return Err(err(format!("no tuning configuration satisfies the constraints at inputs {}{}", crate::hash::canonical(inputs), rejections(&result.pruned))));
         }
         Ok(result)
     }
@@ -396,6 +407,15 @@ mod tests {
         // Anchors change nothing in a space small enough to enumerate.
         let small = SearchSpace::build_around(IndexMap::new(), vec!["X".into(), "Y".into()], vec![vec![1, 2, 4, 8]; 2], &[vec![3, 3]], |p| p[0] * p[1] <= 16).unwrap();
         assert_eq!(small.len(), grid().len());
+    }
+
+    #[test]
+    fn an_empty_space_names_the_constraints_that_emptied_it() {
+        let count = |constraint: &str, rejected| ConstraintCount { constraint: constraint.into(), rejected };
+        let text = rejections(&[count("HEAD_DIM == dim", 42), count("2 * TILE_J * HEAD_DIM <= 8192", 0), count("BLOCK_X % 32 == 0", 6)]);
+        assert!(text.contains("of the 48 combinations tried") && text.contains("`HEAD_DIM == dim` rejected 42") && text.contains("`BLOCK_X % 32 == 0` rejected 6"), "{text}");
+        assert!(!text.contains("TILE_J"), "a constraint that rejected nothing is not blamed: {text}");
+        assert_eq!(rejections(&[]), "", "a space emptied by no constraint (a parameter without values) says nothing more");
     }
 
     #[test]
