@@ -9,7 +9,7 @@
 //! [`Validator`] is the extension point: the output comparison is one, compute-sanitizer
 //! another, and static checkers can be added without touching the driver loop.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -48,6 +48,11 @@ pub fn samples(space: &Space, n: usize, seed: u64) -> Vec<Sample> {
 /// sanitizer that only looks at the first few, a static checker that does not apply).
 pub trait Validator {
     fn name(&self) -> String;
+    /// Called with every sample before the first `check`: a validator whose runs can go to
+    /// several devices at once starts them all here, and `check` reads their results.
+    fn prepare(&mut self, _workers: &mut Workers, _candidate: &Context, _samples: &[Sample]) -> Result<(), EvalError> {
+        Ok(())
+    }
     fn check(&mut self, workers: &mut Workers, candidate: &Context, sample: &Sample) -> Result<Option<Verdict>, EvalError>;
 }
 
@@ -61,21 +66,17 @@ pub struct OutputValidator {
     /// References recorded during this validation (the rest came from disk).
     pub recorded: usize,
     pub repaired: usize,
+    /// The runs `prepare` spread over several devices, by sample index.
+    spread: HashMap<usize, Result<RunReport, Failure>>,
 }
 
 impl OutputValidator {
     pub fn new(reference: Context, store: ReferenceStore) -> OutputValidator {
-        OutputValidator { reference, store, timeout: None, recorded: 0, repaired: 0 }
-    }
-}
-
-impl Validator for OutputValidator {
-    fn name(&self) -> String {
-        "output".into()
+        OutputValidator { reference, store, timeout: None, recorded: 0, repaired: 0, spread: HashMap::new() }
     }
 
-    fn check(&mut self, workers: &mut Workers, candidate: &Context, sample: &Sample) -> Result<Option<Verdict>, EvalError> {
-        check_compatible(candidate, &self.reference)?;
+    /// The compared run of `candidate` on `sample`, its reference recorded first if need be.
+    fn job(&mut self, workers: &mut Workers, candidate: &Context, sample: &Sample) -> Result<Job, EvalError> {
         let reference = self.store.get_or_record(workers.pool(self.reference.backend().name())?, &self.reference, &sample.params.inputs, sample.data_seed)?;
         self.recorded += usize::from(reference.recorded);
         self.repaired += usize::from(reference.repaired);
@@ -86,11 +87,55 @@ impl Validator for OutputValidator {
             .map(|a| ReferenceArray { name: a.name.clone(), path: reference.path(&a.name), tolerance: tolerance(candidate, &self.reference, a.dtype, &sample.params) })
             .collect();
         let options = RunOptions { warmup: 0, repetitions: 0, check_inputs: true, data_seed: sample.data_seed, ..RunOptions::default() };
-        let job = Job {
+        Ok(Job {
             outputs: OutputMode::Compare { references },
             timeout: self.timeout,
             ..Job::new(absolute(&candidate.dir), sample.params.clone(), options)
-        };
+        })
+    }
+}
+
+impl Validator for OutputValidator {
+    fn name(&self) -> String {
+        "output".into()
+    }
+
+    /// With several devices, every sample's run is started at once, one worker per device
+    /// (the references are recorded first, on the validating worker); with one, the
+    /// samples run one by one in `check`.
+    fn prepare(&mut self, workers: &mut Workers, candidate: &Context, samples: &[Sample]) -> Result<(), EvalError> {
+        self.spread.clear();
+        let backend = candidate.backend().name();
+        if samples.len() < 2 || !workers.spreads(backend) {
+            return Ok(());
+        }
+        check_compatible(candidate, &self.reference)?;
+        let mut jobs = Vec::with_capacity(samples.len());
+        for sample in samples {
+            jobs.push((sample.index, self.job(workers, candidate, sample)?));
+        }
+        let dispatch = workers.dispatch(backend)?;
+        let mut jobs = jobs.into_iter();
+        let mut pending = HashMap::new();
+        loop {
+            while pending.len() < dispatch.capacity() {
+                let Some((index, job)) = jobs.next() else { break };
+                pending.insert(dispatch.submit(job), index);
+            }
+            let Some(answer) = dispatch.next_answer()? else { break };
+            if let Some(index) = pending.remove(&answer.id) {
+                self.spread.insert(index, answer.result);
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, workers: &mut Workers, candidate: &Context, sample: &Sample) -> Result<Option<Verdict>, EvalError> {
+        check_compatible(candidate, &self.reference)?;
+        if let Some(result) = self.spread.remove(&sample.index) {
+            return judge(result).map(Some);
+        }
+        let job = self.job(workers, candidate, sample)?;
         let result = workers.pool(candidate.backend().name())?.run(job)?;
         judge(result).map(Some)
     }
@@ -186,6 +231,9 @@ pub struct ValidationReport {
     /// Samples per deciding verdict category.
     pub counts: BTreeMap<String, usize>,
     pub samples: Vec<SampleReport>,
+    /// Runs each device's worker answered, when the samples were spread over several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices_served: Vec<usize>,
 }
 
 /// Told about each sample as it is judged (the CLI draws a progress line).
@@ -208,6 +256,12 @@ pub fn validate(
     if samples.is_empty() {
         return Err(EvalError::Space { context: candidate.dir.display().to_string(), message: "no execution parameter to validate (the space is empty after constraints)".into() });
     }
+    let backend = candidate.backend().name();
+    let served_before = workers.served(backend);
+    for validator in validators.iter_mut() {
+        validator.prepare(workers, candidate, samples)?;
+    }
+    let devices_served = workers.served(backend).iter().enumerate().map(|(i, n)| n - served_before.get(i).copied().unwrap_or(0)).collect();
     let mut reports = Vec::with_capacity(samples.len());
     for sample in samples {
         let mut checks = Vec::new();
@@ -250,5 +304,6 @@ pub fn validate(
         },
         counts,
         samples: reports,
+        devices_served,
     })
 }

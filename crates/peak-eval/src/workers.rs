@@ -44,9 +44,9 @@ impl Workers {
         }
     }
 
-    /// Where a tuning run sends its jobs: one worker per device when there are several
-    /// (the [`Fleet`] is started on first use and kept), else the backend's pool. The
-    /// pool stays the one that records references and validates.
+    /// Where a tuning run, and validation's compared runs, send their jobs: one worker per
+    /// device when there are several (the [`Fleet`] is started on first use and kept),
+    /// else the backend's pool. The pool stays the one that records references.
     pub fn dispatch(&mut self, backend: &str) -> Result<&mut dyn Dispatch, EvalError> {
         let devices = self.devices(backend);
         if devices.len() <= 1 {
@@ -65,6 +65,11 @@ impl Workers {
             self.fleets.insert(backend.to_string(), fleet);
         }
         Ok(self.fleets.get_mut(backend).expect("inserted above"))
+    }
+
+    /// Whether jobs for `backend` go to several devices' workers ([`Self::dispatch`]).
+    pub fn spreads(&self, backend: &str) -> bool {
+        self.devices(backend).len() > 1
     }
 
     /// Jobs each device's worker answered, when `backend` runs on several; else empty.

@@ -77,6 +77,10 @@ pub fn run(args: ValidateArgs) -> Result<()> {
             Outcome::Inconclusive => "INCONCLUSIVE",
         };
         println!("{word}: {} samples on {}: {}", report.samples.len(), report.device, counts.join(", "));
+        if !report.devices_served.is_empty() {
+            let served: Vec<String> = report.devices_served.iter().map(usize::to_string).collect();
+            println!("  spread over {} devices: {} runs each", report.devices_served.len(), served.join(" / "));
+        }
         if report.outcome == Outcome::Inconclusive {
             eprintln!("note: every sample was pruned as invalid on this device, so nothing was checked");
         }
