@@ -198,14 +198,24 @@ def final_only(out, result, work):
             save(out, result)
 
 
+def run_stamp():
+    """What every benchmark JSON records about its run, as bench/stamp.sh does for the shell
+    scripts: the GPU (name and driver), peak's commit ($PEAK_COMMIT, else the commit file
+    carried beside $PEAK: the device's copy of the tree has no git history) and the date."""
+    try:
+        device = sh("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader").strip()
+    except (OSError, RuntimeError) as e:
+        device = f"unknown ({e})"
+    carried = os.path.join(os.path.dirname(PEAK), "commit")
+    commit = os.environ.get("PEAK_COMMIT") or (open(carried).read().strip() if os.path.exists(carried) else "unknown")
+    return {"device": device, "commit": commit, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
 def main(out):
-    device = sh("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader").strip()
     result = {
         "benchmark": "matmul-case-study",
         "command": "bash bench/h200-matmul-case-study.sh run",
-        "device": device,
-        "commit": os.environ.get("PEAK_COMMIT", "unknown"),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **run_stamp(),
         "tuning": f"peak replay --budget {BUDGET} (auto strategy, top-128 carried forward)" + (f"; then peak retune --budget {RETUNE} on the tip" if RETUNE else ""),
         "validation": f"16 sampled execution parameters per step; compute-sanitizer memcheck and racecheck on {SANITIZE_SAMPLES} of them and on each tuned winner, at {' '.join(SANITIZE_AT) or 'the smallest listed size'} where valid there",
         "cublas": "peak baseline: sgemm without TF32 (fp32); f16 inputs with f32 accumulation (fp16); same process, same inputs",

@@ -14,7 +14,6 @@ Settings: REPEATS (default 5), SIZES (default "2048 4096"), REPS (timed runs per
 one repetition, default 30).
 """
 
-import datetime
 import json
 import os
 import statistics
@@ -22,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from case_study import PEAK, SIZES, best_for, sh, show_json
+from case_study import PEAK, SIZES, best_for, run_stamp, sh, show_json
 
 REPEATS = int(os.environ.get("REPEATS", "5"))
 REPS = os.environ.get("REPS", "30")
@@ -42,22 +41,13 @@ def pct_of_cublas(ctx, n, tuning, seed):
     return {"seed": seed, "tflops": kernel, "cublas_tflops": cublas, "pct_of_cublas": 100.0 * kernel / cublas}
 
 
-def gpu_name():
-    try:
-        return sh("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader").strip()
-    except (OSError, RuntimeError) as e:
-        return f"unknown ({e})"
-
-
 def main(out):
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp()
     result = {
         "benchmark": "h200-matmul-spread",
         "command": "PEAK=... python3 bench/matmul_spread.py OUT",
-        "commit": open(os.path.join(os.path.dirname(PEAK), "commit")).read().strip() if os.path.exists(os.path.join(os.path.dirname(PEAK), "commit")) else None,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": gpu_name(),
+        **run_stamp(),
         "method": f"peak baseline at the tip's tuned configuration, {REPEATS} repetitions per size, each a fresh process "
                   f"with fresh random inputs (--data-seed 1..{REPEATS}); per repetition 5 warm-up and {REPS} timed runs "
                   "of each side, medians, kernel and cuBLAS in the same process",

@@ -110,23 +110,9 @@ impl Validator for OutputValidator {
             return Ok(());
         }
         check_compatible(candidate, &self.reference)?;
-        let mut jobs = Vec::with_capacity(samples.len());
-        for sample in samples {
-            jobs.push((sample.index, self.job(workers, candidate, sample)?));
-        }
-        let dispatch = workers.dispatch(backend)?;
-        let mut jobs = jobs.into_iter();
-        let mut pending = HashMap::new();
-        loop {
-            while pending.len() < dispatch.capacity() {
-                let Some((index, job)) = jobs.next() else { break };
-                pending.insert(dispatch.submit(job), index);
-            }
-            let Some(answer) = dispatch.next_answer()? else { break };
-            if let Some(index) = pending.remove(&answer.id) {
-                self.spread.insert(index, answer.result);
-            }
-        }
+        let jobs = samples.iter().map(|sample| self.job(workers, candidate, sample)).collect::<Result<Vec<_>, _>>()?;
+        let results = workers.dispatch(backend)?.run_all(jobs)?;
+        self.spread = samples.iter().map(|s| s.index).zip(results).collect();
         Ok(())
     }
 

@@ -15,7 +15,7 @@ use crate::backend::DeviceInfo;
 
 use super::command::WorkerCommand;
 use super::pool::{Answer, PoolOptions, WorkerError, WorkerPool};
-use super::protocol::Job;
+use super::protocol::{Failure, Job, RunReport};
 
 /// Either one pool or a fleet: what a tuning run sends its jobs to.
 pub trait Dispatch {
@@ -24,6 +24,26 @@ pub trait Dispatch {
     fn next_answer(&mut self) -> Result<Option<Answer>, WorkerError>;
     /// Jobs worth keeping in flight, so every device's compiles run ahead of it.
     fn capacity(&self) -> usize;
+
+    /// Run every job, keeping `capacity()` of them in flight, and return their results in
+    /// the jobs' order (with nothing else pending).
+    fn run_all(&mut self, jobs: Vec<Job>) -> Result<Vec<Result<RunReport, Failure>>, WorkerError> {
+        let count = jobs.len();
+        let mut jobs = jobs.into_iter().enumerate();
+        let mut slot_of = HashMap::new();
+        let mut results: Vec<Option<Result<RunReport, Failure>>> = (0..count).map(|_| None).collect();
+        loop {
+            while slot_of.len() < self.capacity() {
+                let Some((slot, job)) = jobs.next() else { break };
+                slot_of.insert(self.submit(job), slot);
+            }
+            let Some(answer) = self.next_answer()? else { break };
+            if let Some(slot) = slot_of.remove(&answer.id) {
+                results[slot] = Some(answer.result);
+            }
+        }
+        results.into_iter().enumerate().map(|(slot, r)| r.ok_or_else(|| WorkerError::Protocol { message: format!("job {slot} of {count} was never answered") })).collect()
+    }
 }
 
 impl Dispatch for WorkerPool {
