@@ -14,7 +14,8 @@ use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
 use crate::defer::{self, CompileCheck};
-use crate::init::{Measure, measure, ranked_tunings, restricted};
+use crate::feasible;
+use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space};
 use crate::manifest::{extend, prompt_params};
 use crate::sanitize::{self, Plan, parse_inputs};
 use crate::state::{self, ApplyState, agent_dir, apply_dir, fresh_context};
@@ -150,14 +151,14 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let parent = fresh_context(&wf, &state.parent, &work.join("parent"))?;
     let root = fresh_context(&wf, "root", &work.join("root"))?;
     // The transformation in the context's own names (its `[kernel.roles]`).
-    let t: Transformation = match library.get(&state.transformation)?.with_roles(&parent.manifest.kernel.roles) {
+    let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
+    let t: Transformation = match library.get(&state.transformation)?.with_roles(&parent.manifest.kernel.roles, backend) {
         Ok(t) => t,
         Err(e) => {
             state::clear(&dir)?;
             return Err(e.into());
         }
     };
-    let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
     // Before any pass is asked for: a sanitizer asked for but missing, or a deferred
     // apply's missing compiler, fails at once. A deferred apply runs nothing to sanitize.
     let plan = match &options.defer {
@@ -173,14 +174,24 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     };
     let (tuning, inputs) = prompt_params(&parent);
     let constraints = parent.manifest.constraints.tuning.clone();
-    let kernel_text = parent.manifest.describe_kernel();
-    let kernel = KernelBrief { domain: parent.manifest.kernel.domain(), description: &kernel_text };
+    // The pattern is read off the root, the kernel as the user wrote it: later steps
+    // reshape the code, not what it computes.
+    let pattern = root.pattern().ok();
+    let mut kernel_text = parent.manifest.describe_kernel();
+    if let Some(inferred) = pattern.as_ref().filter(|_| parent.manifest.kernel.declared_pattern().is_none()) {
+        kernel_text.push_str(&format!("\nPattern: {} (read off the code: {}).", inferred.pattern.meaning(), inferred.evidence));
+    }
+    let kernel = KernelBrief { pattern: pattern.map(|p| p.pattern), description: &kernel_text };
     // A transformation written for another kind of kernel, or relying on names the
     // context lacks, is refused before anything is asked or recorded.
     let first = PromptContext { kernel, regions: &parent.regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
     if let Err(e) = library.pass_prompt(&t, 1, &first) {
         state::clear(&dir)?;
         return Err(e.into());
+    }
+    if let Err(e) = feasible::check(&parent, &t, &options.set) {
+        state::clear(&dir)?;
+        return Err(e);
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
@@ -244,7 +255,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         }
 
         let candidate = write_candidate(&parent, &t, &regions, &candidate_dir)?;
-        let space = restricted(&candidate, &options.set)?;
+        let space = validation_space(&candidate, &options.set)?;
         let picked = samples(&space, options.samples, options.seed);
         let started = std::time::Instant::now();
         // Where validation first caught the failure: the 1-based sample (in validation

@@ -47,6 +47,17 @@ pub fn restricted(ctx: &Context, set: &[String]) -> Result<Space> {
     Ok(space)
 }
 
+/// The space validation samples from: `restricted`, with the inputs moved to the
+/// manifest's `[validation] inputs` sizes (those `set` does not fix).
+pub fn validation_space(ctx: &Context, set: &[String]) -> Result<Space> {
+    let mut space = restricted(ctx, set)?;
+    space.at_validation_sizes(&ctx.manifest, set)?;
+    if space.iter().next().is_none() {
+        bail!("{}: no execution parameter satisfies the constraints at the [validation] sizes", ctx.manifest_path().display());
+    }
+    Ok(space)
+}
+
 /// Create a workflow whose root checkpoint is `context_dir`, measured unless asked not to.
 pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, workers: &mut Workers, reporter: &dyn TuneReporter) -> Result<Workflow> {
     let ctx = Context::load(context_dir)?;

@@ -22,6 +22,7 @@
 
 mod apply;
 mod defer;
+mod feasible;
 mod init;
 mod manifest;
 mod replay;

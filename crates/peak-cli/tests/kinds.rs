@@ -1,7 +1,8 @@
 //! What a transformation is for, checked against what the context says it is: a MatMul
 //! transformation on another kind of kernel is refused with the ones that fit, a context
 //! keeps its own names through `[kernel.roles]`, and the prompt describes the context's
-//! own kernel (issue 14).
+//! own kernel (issue 14). A context that declares no pattern has it read off its code, or
+//! is asked to declare it: it never gets another pattern's prompt (issue 24).
 
 mod support;
 
@@ -52,7 +53,7 @@ fn a_matmul_transformation_on_another_kind_of_kernel_is_refused_and_nothing_is_l
         let out = env.peak(&["apply", "tb-tiling", "-w", &wf, "--executor", "agent"]);
         assert!(!out.status.success());
         let err = stderr(&out);
-        assert!(err.contains("'TB-Tiling' is written for matmul kernels, and this context's kernel is of kind 'stencil'"), "{err}");
+        assert!(err.contains("'TB-Tiling' is written for gemm kernels, and this context's kernel is a stencil, convolution or pooling"), "{err}");
         assert!(err.contains("the transformations that fit it: Register-Window, Thread-Coarsen, Tile-Pad, Tile-Staging"), "the hint names the ones that fit: {err}");
     }
     let attempts = std::fs::read_to_string(Path::new(&wf).join(".git/peak/attempts.jsonl")).unwrap_or_default();
@@ -79,8 +80,99 @@ fn roles_map_a_contexts_own_names_and_the_prompt_describes_its_kernel() {
     let waiting = env.json(&["apply", "refactor", "-w", &wf, "--executor", "agent", "--json"]);
     assert_eq!(waiting["status"], "waiting", "{waiting}");
     let prompt = waiting["prompt"].as_str().unwrap();
-    assert!(prompt.contains("# The kernel\n\nKernel `matmul` (kind: matmul). Multiplies two square matrices, one work-item per output."), "{prompt}");
+    assert!(prompt.contains("# The kernel\n\nKernel `matmul` (kind: matmul; pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue)). Multiplies two square matrices, one work-item per output."), "{prompt}");
     assert!(prompt.contains("Arrays: A (f32, n * n elements, input), B (f32, n * n elements, input), C (f32, n * n elements, output)."), "{prompt}");
     assert!(prompt.contains("a thread block of WG_X x WG_Y threads"), "the transformation speaks the context's names: {prompt}");
     assert!(!prompt.contains("BLOCK_X"), "no role name is left for the model to use: {prompt}");
+}
+
+#[test]
+fn a_context_without_a_pattern_has_it_read_off_its_code_or_is_asked_for_it() {
+    if !opencl_present("a_context_without_a_pattern_has_it_read_off_its_code_or_is_asked_for_it") {
+        return;
+    }
+    // The naive matmul with no [kernel.matmul] and no domain: its accumulated product says GEMM.
+    let env = Env::new();
+    let ctx = context(&env, "plain", |t| if t.contains("[kernel]") { without_matmul_shape(t, "") } else { t.to_string() });
+    let wf = init(&env, &ctx);
+    let waiting = env.json(&["apply", "refactor", "-w", &wf, "--executor", "agent", "--json"]);
+    assert_eq!(waiting["status"], "waiting", "{waiting}");
+    let prompt = waiting["prompt"].as_str().unwrap();
+    assert!(prompt.contains("Pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue) (read off the code: the kernel's name `matmul`)."), "{prompt}");
+
+    // The same code renamed and written as a neighbourhood sum: a stencil, so the GEMM line is refused.
+    let env = Env::new();
+    let blur = |t: &str| {
+        if t.contains("[kernel]") {
+            without_matmul_shape(t, "").replace("name = \"matmul\"", "name = \"smooth\"")
+        } else {
+            t.replace("void matmul", "void smooth").replace("launch(\"matmul\"", "launch(\"smooth\"").replace("acc += A[row * n + k] * B[k * n + col];", "acc += A[row * n + k] * B[k * n + col + 1];")
+        }
+    };
+    let ctx = context(&env, "smooth", blur);
+    let wf = init(&env, &ctx);
+    let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("this context's kernel is a stencil"), "{}", stderr(&out));
+
+    // Code whose shape says nothing peak recognises: asked, not guessed.
+    let env = Env::new();
+    let unclear = |t: &str| {
+        if t.contains("[kernel]") {
+            without_matmul_shape(t, "").replace("name = \"matmul\"", "name = \"scatter\"")
+        } else {
+            t.replace("void matmul", "void scatter").replace("launch(\"matmul\"", "launch(\"scatter\"").replace("acc += A[row * n + k] * B[k * n + col];", "acc = acc + A[row * n + k];")
+        }
+    };
+    let ctx = context(&env, "scatter", unclear);
+    let wf = init(&env, &ctx);
+    let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("peak cannot tell what this context's kernel does") && err.contains("[kernel] pattern"), "{err}");
+    let attempts = std::fs::read_to_string(Path::new(&wf).join(".git/peak/attempts.jsonl")).unwrap_or_default();
+    assert!(!attempts.contains("Refactor"), "a refusal is not an attempt: {attempts}");
+}
+
+#[test]
+fn an_impossible_tuning_space_is_refused_before_the_executor_writes() {
+    if !opencl_present("an_impossible_tuning_space_is_refused_before_the_executor_writes") {
+        return;
+    }
+    let env = Env::new();
+    let library = env.path("library");
+    std::fs::create_dir_all(&library).unwrap();
+    // A row kept in registers: at most 4096 elements per block, so n = 256 fits and n = 8192 does not.
+    std::fs::write(
+        library.join("rows.toml"),
+        r#"
+name = "Row-In-Registers"
+description = "keep the row in registers"
+requires = ["BLOCK_X", "n"]
+[tuning]
+ITEMS = { values = [1, 2, 4] }
+[constraints]
+tuning = ["BLOCK_X * ITEMS >= n", "BLOCK_X * ITEMS <= 4096"]
+[[passes]]
+region = "device"
+title = "registers"
+instructions = "Keep each row in registers."
+"#,
+    )
+    .unwrap();
+    let ctx = context(&env, "wide", |t| t.replace("n = { values = [256, 512, 1024] }", "n = { values = [256, 8192] }"));
+    let wf = env.arg("wf");
+    env.ok(&["init", &wf, "--from", &ctx, "--no-measure", "--samples", "2"]);
+    let lib = s(&library).to_string();
+    let out = env.peak(&["apply", "row-in-registers", "-w", &wf, "--executor", "agent", "--library", &lib]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("'Row-In-Registers' cannot run on this kernel") && err.contains("at inputs n=8192"), "the refusal names the size: {err}");
+    assert!(err.contains("`BLOCK_X * ITEMS >= n` rejected"), "and the constraint that emptied it: {err}");
+    assert!(err.contains("Nothing was asked of the executor"), "{err}");
+    let pending = env.peak(&["pending", "-w", &wf]);
+    assert!(!String::from_utf8_lossy(&pending.stdout).contains("You edit"), "no prompt is waiting");
+    // At a size it fits, the same transformation asks for its pass.
+    let waiting = env.json(&["apply", "row-in-registers", "-w", &wf, "--executor", "agent", "--library", &lib, "--set", "n=256", "--json"]);
+    assert_eq!(waiting["status"], "waiting", "{waiting}");
 }

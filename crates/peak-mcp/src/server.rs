@@ -446,7 +446,8 @@ impl PeakServer {
                 (None, Some(wf)) => Reference::materialize(wf, "root")?,
                 (None, None) => bail!("validate needs a reference: give `against` (a context folder), or use `workflow` to validate against its root"),
             };
-            let space = restricted(&target.ctx, &p.sampling.set)?;
+            let mut space = restricted(&target.ctx, &p.sampling.set)?;
+            space.at_validation_sizes(&target.ctx.manifest, &p.sampling.set)?;
             let chosen = samples(&space, p.samples.unwrap_or(16), p.sampling.seed.unwrap_or(1));
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
             let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(reference.context().clone(), ReferenceStore::new(cache_dir.join("references"))))];

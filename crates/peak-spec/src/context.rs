@@ -93,6 +93,15 @@ impl Context {
     }
 
     /// The execution-parameter space this context declares.
+    /// What the kernel does: the pattern its manifest declares or implies, else the one
+    /// its device code shows (`pattern::infer`), else why neither says.
+    pub fn pattern(&self) -> Result<crate::pattern::Inferred, String> {
+        match self.manifest.kernel.declared_pattern() {
+            Some(pattern) => Ok(crate::pattern::Inferred { pattern, evidence: "declared in peak.toml".into() }),
+            None => crate::pattern::infer(self.region(Region::Device)),
+        }
+    }
+
     pub fn space(&self) -> Space {
         Space::new(&self.manifest).expect("validated when the manifest was parsed")
     }
@@ -178,6 +187,14 @@ impl Manifest {
             && !is_identifier(domain)
         {
             return Err(field_err("kernel.domain".into(), format!("'{domain}' is not a kind of kernel: expected one word such as matmul, softmax, reduction, stencil or transpose")));
+        }
+        for (name, domain) in &self.validation.inputs {
+            let field = format!("validation.inputs.{name}");
+            if !self.inputs.contains_key(name) {
+                let known: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
+                return Err(field_err(field, format!("'{name}' is not a scalar input (the inputs are: {})", known.join(", "))));
+            }
+            domain.expand().map_err(|m| field_err(field, m))?;
         }
         for (role, name) in &self.kernel.roles {
             if !is_identifier(role) {

@@ -186,6 +186,7 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, choices: &Impor
             source: file_name.to_string(),
             flops: None,
             matmul: None,
+            pattern: None,
             domain: choices.domain.clone(),
             description: choices.description.clone(),
             roles: IndexMap::new(),
@@ -196,6 +197,7 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, choices: &Impor
         tuning: [("BLOCK_X".to_string(), Domain { pow2: Some([32, 1024]), ..Domain::default() })].into_iter().collect(),
         constraints: Constraints::default(),
         tolerance: None,
+        validation: Default::default(),
     };
     let args: Vec<&str> = kernel.params.iter().map(Param::name).collect();
     let host = format!(

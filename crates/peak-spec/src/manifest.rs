@@ -6,7 +6,8 @@
 //! backend = "opencl"
 //! source = "kernel.cl"
 //! flops = "2 * n * n * n"          # optional: lets reports say FLOP/s
-//! domain = "matmul"                 # optional: the kind of kernel; transformations check it
+//! pattern = "gemm"                  # optional: what the kernel does; transformations check it
+//! domain = "matmul"                 # optional: the kind of kernel, in your words
 //! description = "C = A x B, ..."    # optional: what the kernel computes, for prompts
 //!
 //! [kernel.roles]                    # optional: this context's names for a transformation's
@@ -60,6 +61,8 @@ use std::str::FromStr;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
+use crate::pattern::Pattern;
+
 /// The whole manifest as written on disk.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +78,30 @@ pub struct Manifest {
     pub constraints: Constraints,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<Tolerance>,
+    /// Sizes to check correctness at, apart from the sizes tuned.
+    #[serde(default, skip_serializing_if = "Validation::is_empty")]
+    pub validation: Validation,
+}
+
+/// Where correctness is checked. Validation and the sanitizer run every sample on its own
+/// inputs, so at the sizes a user tunes (arrays of gigabytes) a step would spend minutes
+/// checking; small sizes find the same faults in seconds. Tuning stays at `[inputs]`.
+///
+/// ```toml
+/// [validation.inputs]       # scalar inputs not named keep their [inputs] values
+/// rows = { values = [7, 64] }
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Validation {
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub inputs: IndexMap<String, Domain>,
+}
+
+impl Validation {
+    pub fn is_empty(&self) -> bool {
+        self.inputs.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,8 +116,14 @@ pub struct KernelSection {
     pub flops: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matmul: Option<MatmulShape>,
-    /// The kind of kernel (`matmul`, `softmax`, `stencil`, ...). Transformations written
-    /// for one kind are refused on another. A `[kernel.matmul]` section implies `matmul`.
+    /// What the kernel does, as transformations are written for it (`row-reduction`,
+    /// `elementwise`, `gemm`, ...; see [`Pattern`]). A transformation written for other
+    /// patterns is refused. When absent, `domain` or `[kernel.matmul]` may imply one, and
+    /// failing that the device code is read (`pattern::infer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<Pattern>,
+    /// The kind of kernel in the user's words (`layernorm`, `softmax`, `conv2d`, ...), for
+    /// prompts and reports. A well-known kind implies its pattern.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
     /// What the kernel computes, in a sentence or two: prompts describe the kernel with it.
@@ -112,6 +145,13 @@ impl KernelSection {
     pub fn domain(&self) -> Option<&str> {
         self.domain.as_deref().or(self.matmul.as_ref().map(|_| "matmul"))
     }
+
+    /// The pattern the manifest declares or implies: `pattern`, else a GEMM where the
+    /// matmul shape is given, else the pattern of a well-known `domain`. `None` means
+    /// only the code can tell (`pattern::infer`).
+    pub fn declared_pattern(&self) -> Option<Pattern> {
+        self.pattern.or_else(|| self.matmul.as_ref().map(|_| Pattern::Gemm)).or_else(|| self.domain.as_deref().and_then(Pattern::of_kind))
+    }
 }
 
 impl Manifest {
@@ -122,8 +162,11 @@ impl Manifest {
     pub fn describe_kernel(&self) -> String {
         let k = &self.kernel;
         let mut text = format!("Kernel `{}`", k.name);
-        if let Some(domain) = k.domain() {
-            text.push_str(&format!(" (kind: {domain})"));
+        match (k.declared_pattern(), k.domain()) {
+            (Some(pattern), Some(domain)) if domain != pattern.name() => text.push_str(&format!(" (kind: {domain}; pattern: {})", pattern.meaning())),
+            (Some(pattern), _) => text.push_str(&format!(" (pattern: {})", pattern.meaning())),
+            (None, Some(domain)) => text.push_str(&format!(" (kind: {domain})")),
+            (None, None) => {}
         }
         text.push_str(". ");
         match (&k.description, &k.matmul) {

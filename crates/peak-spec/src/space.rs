@@ -139,6 +139,20 @@ impl Space {
         Ok(())
     }
 
+    /// Move the inputs to the sizes the manifest's `[validation] inputs` names, except the
+    /// ones `set` fixes (a size the user asks for by name is checked there).
+    pub fn at_validation_sizes<S: AsRef<str>>(&mut self, manifest: &Manifest, set: &[S]) -> Result<(), SpecError> {
+        let named: Vec<&str> = set.iter().filter_map(|s| s.as_ref().split_once('=')).map(|(n, _)| n.trim()).collect();
+        for (name, domain) in &manifest.validation.inputs {
+            if named.contains(&name.as_str()) {
+                continue;
+            }
+            let values = domain.expand().map_err(|message| SpecError::Override { message: format!("[validation] inputs.{name}: {message}") })?;
+            self.restrict(name, values)?;
+        }
+        Ok(())
+    }
+
     /// Apply `NAME=V[,V...]` overrides.
     pub fn apply_overrides<S: AsRef<str>>(&mut self, overrides: &[S]) -> Result<(), SpecError> {
         for item in overrides {

@@ -210,7 +210,7 @@ fn kind_description_and_roles_are_read_and_checked() {
     assert_eq!(m.kernel.roles["TILE"], "BLOCK_X");
     assert_eq!(
         m.describe_kernel(),
-        "Kernel `matmul` (kind: stencil). A 3x3 blur.\nScalar inputs: n.\nArrays: A (f32, n * n elements, input), C (f16, n * n elements, output)."
+        "Kernel `matmul` (pattern: a stencil, convolution or pooling (each output from a fixed neighbourhood of inputs)). A 3x3 blur.\nScalar inputs: n.\nArrays: A (f32, n * n elements, input), C (f16, n * n elements, output)."
     );
     let plain = Manifest::parse("peak.toml", MANIFEST).unwrap();
     assert_eq!(plain.kernel.domain(), None, "no declaration, no kind");
@@ -234,5 +234,46 @@ fn a_matmul_shape_is_a_matmul_kernel_described_by_its_shape() {
     let text = MANIFEST.replacen("[inputs]", "[kernel.matmul]\nm = \"n\"\nn = \"n\"\nk = \"n\"\na = \"A\"\nb = \"A\"\nc = \"C\"\n\n[inputs]", 1);
     let m = Manifest::parse("peak.toml", &text).unwrap();
     assert_eq!(m.kernel.domain(), Some("matmul"));
-    assert!(m.describe_kernel().starts_with("Kernel `matmul` (kind: matmul). It computes C = A x A for row-major matrices: A is n x n, A is n x n, C is n x n."), "{}", m.describe_kernel());
+    assert!(m.describe_kernel().starts_with("Kernel `matmul` (kind: matmul; pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue)). It computes C = A x A for row-major matrices: A is n x n, A is n x n, C is n x n."), "{}", m.describe_kernel());
+}
+
+#[test]
+fn a_pattern_is_declared_implied_by_a_known_kind_or_read_off_the_code() {
+    let with = |lines: &str| MANIFEST.replacen("flops = \"2 * n * n * n\"\n", &format!("flops = \"2 * n * n * n\"\n{lines}\n"), 1);
+    let m = Manifest::parse("peak.toml", &with("pattern = \"row-reduction\"\ndomain = \"layernorm\"")).unwrap();
+    assert_eq!(m.kernel.declared_pattern(), Some(peak_spec::Pattern::RowReduction));
+    assert!(m.describe_kernel().starts_with("Kernel `matmul` (kind: layernorm; pattern: a row-wise reduction"), "{}", m.describe_kernel());
+    let layernorm = Manifest::parse("peak.toml", &with("domain = \"layernorm\"")).unwrap();
+    assert_eq!(layernorm.kernel.declared_pattern(), Some(peak_spec::Pattern::RowReduction), "a well-known kind implies its pattern");
+    let unknown = Manifest::parse("peak.toml", &with("domain = \"frobnicate\"")).unwrap();
+    assert_eq!(unknown.kernel.declared_pattern(), None);
+    let err = Manifest::parse("peak.toml", &with("pattern = \"softmax\"")).unwrap_err().to_string();
+    assert!(err.contains("softmax") && err.contains("row-reduction"), "a pattern is one of the list: {err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("peak.toml"), MANIFEST).unwrap();
+    std::fs::write(dir.path().join("kernel.cl"), SOURCE).unwrap();
+    let ctx = Context::load(dir.path()).unwrap();
+    let inferred = ctx.pattern().unwrap();
+    assert_eq!((inferred.pattern, inferred.evidence.as_str()), (peak_spec::Pattern::Gemm, "the kernel's name `matmul`"));
+}
+
+#[test]
+fn validation_sizes_move_the_inputs_validation_samples_from() {
+    let with = |lines: &str| format!("{MANIFEST}\n{lines}\n");
+    let m = Manifest::parse("peak.toml", &with("[validation.inputs]\nn = { values = [48] }")).unwrap();
+    let mut space = peak_spec::Space::new(&m).unwrap();
+    space.at_validation_sizes(&m, &[] as &[&str]).unwrap();
+    assert_eq!(space.values("n"), Some(&[48][..]), "validation runs at its own sizes");
+    let mut asked = peak_spec::Space::new(&m).unwrap();
+    asked.apply_overrides(&["n=256"]).unwrap();
+    asked.at_validation_sizes(&m, &["n=256"]).unwrap();
+    assert_eq!(asked.values("n"), Some(&[256][..]), "a size the user sets by name is validated there");
+    let untouched = peak_spec::Space::new(&m).unwrap();
+    assert_ne!(untouched.values("n"), Some(&[48][..]), "tuning keeps [inputs]");
+
+    let err = Manifest::parse("peak.toml", &with("[validation.inputs]\nrows = { values = [48] }")).unwrap_err().to_string();
+    assert!(err.contains("validation.inputs.rows") && err.contains("not a scalar input"), "{err}");
+    let err = Manifest::parse("peak.toml", &with("[validation.inputs]\nn = { values = [] }")).unwrap_err().to_string();
+    assert!(err.contains("validation.inputs.n") && err.contains("empty"), "{err}");
 }

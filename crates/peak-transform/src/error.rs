@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::format::Backend;
+use peak_spec::Pattern;
 
 /// A transformation file, snippet or library directory that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +45,11 @@ pub enum PromptError {
     #[error("'{transformation}' uses the name '{name}' itself, so the context's [kernel.roles] cannot map its role '{role}' to '{name}'; rename the context's parameter")]
     RoleClash { transformation: String, role: String, name: String },
 
-    #[error("'{transformation}' is written for {kernels} kernels, and this context's kernel is of kind '{domain}' ([kernel] domain in peak.toml); {}", Fitting(fitting))]
-    WrongKernel { transformation: String, domain: String, kernels: String, fitting: Vec<String> },
+    #[error("'{transformation}' is written for {patterns} kernels, and this context's kernel is {} ({pattern}: [kernel] pattern in peak.toml); {}", pattern.meaning(), Fitting(fitting))]
+    WrongPattern { transformation: String, pattern: Pattern, patterns: String, fitting: Vec<String> },
+
+    #[error("'{transformation}' is written for {patterns} kernels, and peak cannot tell what this context's kernel does; declare it in peak.toml ([kernel] pattern = \"...\", one of {})", peak_spec::pattern::names())]
+    UnknownPattern { transformation: String, patterns: String },
 
     #[error("'{transformation}' introduces tuning parameter '{name}', but the kernel context already has one of that name; was it applied already?")]
     ParameterExists { transformation: String, name: String },

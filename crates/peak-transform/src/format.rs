@@ -6,8 +6,8 @@
 //! name = "Offset"
 //! description = "Pad shared-memory tiles to avoid bank conflicts"
 //! applies_to = ["cuda", "hip", "opencl", "hlsl"]   # optional: every backend when absent
-//! kernels = ["matmul"]                             # optional: kinds of kernel it is for;
-//!                                                  # any kernel when absent
+//! patterns = ["gemm"]                              # optional: the patterns it is written
+//!                                                  # for; any kernel when absent
 //! requires = ["TILE_K"]                            # context parameters the text relies on
 //! overview = "Why and what, shown in every pass prompt."
 //!
@@ -37,7 +37,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use peak_spec::Region;
+use peak_spec::{Pattern, Region};
 use serde::Deserialize;
 
 use crate::error::{LibraryError, PromptError};
@@ -118,8 +118,8 @@ pub struct Transformation {
     pub overview: Option<String>,
     /// Backends this transformation serves; every backend when the file does not say.
     pub applies_to: Vec<Backend>,
-    /// Kinds of kernel (a context's `domain`) this is written for; any kernel when empty.
-    pub kernels: Vec<String>,
+    /// The patterns of kernel this is written for; any kernel when empty.
+    pub patterns: Vec<Pattern>,
     /// Names (tuning parameters or scalar inputs) the context must already have.
     pub requires: Vec<String>,
     pub tuning: Vec<TuningParam>,
@@ -145,26 +145,26 @@ impl Transformation {
         self.applies_to.contains(&backend)
     }
 
-    /// Whether it is written for a kernel of this kind. A kernel of undeclared kind fits
-    /// everything: there is nothing to check it against.
-    pub fn fits(&self, domain: Option<&str>) -> bool {
-        self.kernels.is_empty() || domain.is_none_or(|d| self.kernels.iter().any(|k| k == d))
+    /// Whether it is written for a kernel of this pattern. A kernel whose pattern is not
+    /// known fits only the transformations written for any kernel: handing it one
+    /// pattern's prompt would describe code it may not have.
+    pub fn fits(&self, pattern: Option<Pattern>) -> bool {
+        self.patterns.is_empty() || pattern.is_some_and(|p| self.patterns.contains(&p))
     }
 
     /// The transformation in a context's own names: every whole-word use of a role
     /// (`BLOCK_X`) in its texts, requirements and constraints becomes the context's name
     /// for it (`WG_X`), so the model reads, and the manifest receives, names that exist.
-    /// A name the transformation already uses for something else is refused: Refactor
-    /// defines a macro `BX`, so a context calling its block width `BX` would get two
-    /// meanings for one name.
-    pub fn with_roles(&self, roles: &indexmap::IndexMap<String, String>) -> Result<Transformation, PromptError> {
+    /// A name the transformation already uses in code for something else is refused:
+    /// Refactor defines a macro `BX`, so a context calling its block width `BX` would get
+    /// two meanings for one name. Only code counts, as `backend`'s prompt shows it
+    /// (names, constraints, `code spans`, fenced blocks and that backend's terms): the
+    /// word C in "OpenCL C" or in another backend's text is prose, not a name.
+    pub fn with_roles(&self, roles: &indexmap::IndexMap<String, String>, backend: Backend) -> Result<Transformation, PromptError> {
         if roles.is_empty() {
             return Ok(self.clone());
         }
-        let mut words = BTreeSet::new();
-        for text in self.texts() {
-            words.extend(identifiers(text));
-        }
+        let words = self.code_identifiers(backend);
         if let Some((role, name)) = roles.iter().find(|(role, name)| words.contains(role.as_str()) && words.contains(name.as_str())) {
             return Err(PromptError::RoleClash { transformation: self.name.clone(), role: role.clone(), name: name.clone() });
         }
@@ -185,13 +185,36 @@ impl Transformation {
         })
     }
 
-    /// Every text of the transformation that may name a parameter.
-    fn texts(&self) -> impl Iterator<Item = &str> {
+    /// The identifiers the transformation uses as names in code on `backend`: its
+    /// parameters and constraints, the `code spans` and fenced blocks of its texts, the
+    /// upper-case names of its prose (macros and parameters are written so), and its own
+    /// terms' spellings for that backend. Ordinary words are not names.
+    fn code_identifiers(&self, backend: Backend) -> BTreeSet<String> {
+        let mut words = BTreeSet::new();
         let passes = self.passes.iter().flat_map(|p| [p.title.as_str(), p.instructions.as_str()]);
-        let tuning = self.tuning.iter().flat_map(|p| std::iter::once(p.name.as_str()).chain(p.description.as_deref()));
-        let names = self.requires.iter().chain(&self.redefines).chain(&self.constraints).map(String::as_str);
-        let spellings = self.translations.values().flat_map(|table| table.values().map(String::as_str));
-        std::iter::once(self.description.as_str()).chain(self.overview.as_deref()).chain(passes).chain(tuning).chain(names).chain(spellings)
+        let tuning_descriptions = self.tuning.iter().filter_map(|p| p.description.as_deref());
+        for text in std::iter::once(self.description.as_str()).chain(self.overview.as_deref()).chain(passes).chain(tuning_descriptions) {
+            for span in code_spans(text) {
+                words.extend(identifiers(span).map(String::from));
+            }
+            // Upper-case names with two or more characters (TILE_K, BX, LEN) are
+            // parameters and macros even outside code spans.
+            words.extend(identifiers(text).filter(|w| w.len() > 1 && is_upper_name(w)).map(String::from));
+        }
+        let names = self.tuning.iter().map(|p| p.name.as_str()).chain(self.requires.iter().chain(&self.redefines).chain(&self.constraints).map(String::as_str));
+        for text in names {
+            words.extend(identifiers(text).map(String::from));
+        }
+        if let Some(table) = self.translations.get(&backend) {
+            for spelling in table.values() {
+                // A spelling is code (`threadIdx.x`), or a note with code spans in it.
+                let code = if spelling.contains('`') { code_spans(spelling) } else { vec![spelling.as_str()] };
+                for span in code {
+                    words.extend(identifiers(span).map(String::from));
+                }
+            }
+        }
+        words
     }
 
     /// Every `{{term}}` placeholder in the texts sent to the model, with the field it is in.
@@ -298,6 +321,17 @@ fn is_identifier(s: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The parts of a prose text that are code: `inline spans` and ``` fenced blocks ```.
+fn code_spans(text: &str) -> Vec<&str> {
+    // Split at backticks: odd pieces are inside a span or a fence (a fence's language tag
+    // and its code are both inside).
+    text.split('`').enumerate().filter(|(i, _)| i % 2 == 1).map(|(_, piece)| piece).collect()
+}
+
+fn is_upper_name(word: &str) -> bool {
+    word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') && word.chars().any(|c| c.is_ascii_uppercase())
+}
+
 /// The identifiers (words of letters, digits and `_`) in `text`.
 fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
@@ -334,7 +368,7 @@ struct RawTransformation {
     #[serde(default)]
     applies_to: Option<Vec<Backend>>,
     #[serde(default)]
-    kernels: Vec<String>,
+    patterns: Vec<Pattern>,
     #[serde(default)]
     requires: Vec<String>,
     #[serde(default)]
@@ -408,10 +442,9 @@ impl RawTransformation {
             None => Backend::ALL.to_vec(),
         };
 
-        for (i, kind) in self.kernels.iter().enumerate() {
-            if !is_identifier(kind) {
-                return Err(invalid(format!("kernels[{i}]"), format!("'{kind}' is not a kind of kernel: one word, as a context's `domain` (matmul, softmax, ...)")));
-            }
+        let mut seen = BTreeSet::new();
+        if let Some(dup) = self.patterns.iter().find(|p| !seen.insert(**p)) {
+            return Err(invalid("patterns".into(), format!("lists {dup} twice")));
         }
         for (i, name) in self.requires.iter().enumerate() {
             if !is_identifier(name) {
@@ -498,7 +531,7 @@ impl RawTransformation {
             description: self.description.trim().to_string(),
             overview: self.overview,
             applies_to,
-            kernels: self.kernels,
+            patterns: self.patterns,
             requires: self.requires,
             tuning,
             redefines: self.redefines,
@@ -543,14 +576,15 @@ instructions = "Pad each {{shared}} tile."
     }
 
     #[test]
-    fn kernels_limit_what_a_transformation_fits() {
+    fn patterns_limit_what_a_transformation_fits() {
         let any = parse(MINIMAL).unwrap();
-        assert!(any.fits(Some("softmax")) && any.fits(None));
-        let matmul = parse(&MINIMAL.replace("description = \"pad tiles\"", "description = \"pad tiles\"\nkernels = [\"matmul\"]")).unwrap();
-        assert!(matmul.fits(Some("matmul")) && matmul.fits(None), "an undeclared kind cannot be checked");
-        assert!(!matmul.fits(Some("stencil")));
-        let err = parse(&MINIMAL.replace("description = \"pad tiles\"", "description = \"pad tiles\"\nkernels = [\"mat mul\"]")).unwrap_err();
-        assert!(err.to_string().contains("kernels[0]"), "{err}");
+        assert!(any.fits(Some(Pattern::RowReduction)) && any.fits(None));
+        let gemm = parse(&MINIMAL.replace("description = \"pad tiles\"", "description = \"pad tiles\"\npatterns = [\"gemm\"]")).unwrap();
+        assert!(gemm.fits(Some(Pattern::Gemm)));
+        assert!(!gemm.fits(Some(Pattern::Stencil)));
+        assert!(!gemm.fits(None), "a kernel of unknown pattern never gets a pattern's prompt");
+        let err = parse(&MINIMAL.replace("description = \"pad tiles\"", "description = \"pad tiles\"\npatterns = [\"mat mul\"]")).unwrap_err();
+        assert!(err.to_string().contains("patterns[0]") && err.to_string().contains("row-reduction"), "{err}");
     }
 
     #[test]
@@ -561,16 +595,34 @@ instructions = "Pad each {{shared}} tile."
             .replace("Pad each {{shared}} tile.", "Pad each {{shared}} tile of TILE_K columns (not TILE_KX); keep BX as it is.");
         let t = parse(&text).unwrap();
         let roles: indexmap::IndexMap<String, String> = [("TILE_K".to_string(), "KT".to_string())].into_iter().collect();
-        let renamed = t.with_roles(&roles).unwrap();
+        let renamed = t.with_roles(&roles, Backend::Cuda).unwrap();
         assert_eq!(renamed.requires, vec!["KT"]);
         assert_eq!(renamed.constraints, vec!["OFFSET < KT"]);
         assert_eq!(renamed.passes[0].instructions, "Pad each {{shared}} tile of KT columns (not TILE_KX); keep BX as it is.");
         let clash: indexmap::IndexMap<String, String> = [("TILE_K".to_string(), "BX".to_string())].into_iter().collect();
-        let err = t.with_roles(&clash).unwrap_err();
+        let err = t.with_roles(&clash, Backend::Cuda).unwrap_err();
         assert!(matches!(err, PromptError::RoleClash { ref role, ref name, .. } if role == "TILE_K" && name == "BX"), "{err}");
         let unused: indexmap::IndexMap<String, String> = [("BLOCK_X".to_string(), "BX".to_string())].into_iter().collect();
-        let same = t.with_roles(&unused).unwrap();
+        let same = t.with_roles(&unused, Backend::Cuda).unwrap();
         assert_eq!((&same.passes, &same.requires, &same.constraints), (&t.passes, &t.requires, &t.constraints), "a role the transformation does not use changes none of its texts");
+    }
+
+    #[test]
+    fn a_role_may_take_a_name_that_is_only_a_word_of_prose_or_of_another_backend() {
+        // "OpenCL C" and "C = A x B" are prose; an OpenCL term's spelling is not CUDA's code.
+        let text = MINIMAL
+            .replace("description = \"pad tiles\"", "description = \"pad tiles\"\nrequires = [\"LEN\"]\napplies_to = [\"cuda\", \"opencl\"]")
+            .replace("OFFSET <= 2", "OFFSET < LEN")
+            .replace("Pad each {{shared}} tile.", "Pad each {{shared}} tile of LEN elements, as C = A x B wants, in OpenCL C or CUDA.")
+            + "\n[translations.opencl]\nnote = \"`vload4(v, C)` in OpenCL C\"\n";
+        let t = parse(&text).unwrap();
+        let roles: indexmap::IndexMap<String, String> = [("LEN".to_string(), "C".to_string())].into_iter().collect();
+        let renamed = t.with_roles(&roles, Backend::Cuda).unwrap();
+        assert_eq!(renamed.constraints, vec!["OFFSET < C"]);
+        let err = t.with_roles(&roles, Backend::Opencl).unwrap_err();
+        assert!(matches!(err, PromptError::RoleClash { .. }), "on OpenCL, `C` is a name in that backend's code: {err}");
+        let in_code = parse(&text.replace("as C = A x B wants", "as `C[i] = A[i]` wants")).unwrap();
+        assert!(in_code.with_roles(&roles, Backend::Cuda).is_err(), "a name in a code span is code");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::LibraryError;
 use crate::format::{Backend, BackendText, Transformation, TranslationTable, is_term, line_of};
+use peak_spec::Pattern;
 
 mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin_files.rs"));
@@ -106,10 +107,10 @@ impl Library {
         Err(LibraryError::NotFound { name: name.to_string(), suggestion })
     }
 
-    /// The names of the transformations written for a kernel of this kind on `backend`
+    /// The names of the transformations written for a kernel of this pattern on `backend`
     /// (any-kernel ones included), for hints.
-    pub fn fitting(&self, domain: Option<&str>, backend: Backend) -> Vec<String> {
-        self.transformations.iter().filter(|t| t.applies_to(backend) && t.fits(domain)).map(|t| t.name.clone()).collect()
+    pub fn fitting(&self, pattern: Option<Pattern>, backend: Backend) -> Vec<String> {
+        self.transformations.iter().filter(|t| t.applies_to(backend) && t.fits(pattern)).map(|t| t.name.clone()).collect()
     }
 
     /// The snippet `name` for `backend`, if the library has one.
@@ -148,7 +149,7 @@ impl Library {
             "name": t.name,
             "description": t.description,
             "applies_to": t.applies_to.iter().map(|b| b.name()).collect::<Vec<_>>(),
-            "kernels": t.kernels,
+            "patterns": t.patterns.iter().map(|p| p.name()).collect::<Vec<_>>(),
             "requires": t.requires,
             "tuning": t.tuning.iter().map(|p| serde_json::json!({"name": p.name, "description": p.description})).collect::<Vec<_>>(),
             "constraints": t.constraints,
@@ -168,8 +169,8 @@ impl Library {
         let _ = writeln!(out, "source:      {}", t.source.display());
         let backends: Vec<&str> = t.applies_to.iter().map(|b| b.name()).collect();
         let _ = writeln!(out, "applies to:  {}", backends.join(", "));
-        let kernels = if t.kernels.is_empty() { "any".to_string() } else { t.kernels.join(", ") };
-        let _ = writeln!(out, "kernels:     {kernels}");
+        let patterns = if t.patterns.is_empty() { "any".to_string() } else { t.patterns.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ") };
+        let _ = writeln!(out, "patterns:    {patterns}");
         if !t.requires.is_empty() {
             let _ = writeln!(out, "requires:    {}", t.requires.join(", "));
         }

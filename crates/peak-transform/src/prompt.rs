@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use peak_spec::{Region, Regions};
+use peak_spec::{Pattern, Region, Regions};
 
 use crate::error::PromptError;
 use crate::format::{Backend, BackendText, Transformation, substitute};
@@ -34,8 +34,8 @@ impl ContextParam {
 /// What the context says its kernel is.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KernelBrief<'a> {
-    /// Its kind (`matmul`, `softmax`, ...), where the context declares one.
-    pub domain: Option<&'a str>,
+    /// Its pattern, declared or read off its code; `None` when neither says.
+    pub pattern: Option<Pattern>,
     /// What it computes and takes, in the context's words (`Manifest::describe_kernel`).
     pub description: &'a str,
 }
@@ -130,12 +130,11 @@ impl Library {
             let applies_to: Vec<&str> = t.applies_to.iter().map(|b| b.name()).collect();
             return Err(PromptError::NotApplicable { transformation: t.name.clone(), backend, applies_to: applies_to.join(", ") });
         }
-        if !t.fits(ctx.kernel.domain) {
-            return Err(PromptError::WrongKernel {
-                transformation: t.name.clone(),
-                domain: ctx.kernel.domain.unwrap_or_default().to_string(),
-                kernels: t.kernels.join(" or "),
-                fitting: self.fitting(ctx.kernel.domain, backend),
+        if !t.fits(ctx.kernel.pattern) {
+            let patterns = t.patterns.iter().map(|p| p.name()).collect::<Vec<_>>().join(" or ");
+            return Err(match ctx.kernel.pattern {
+                Some(pattern) => PromptError::WrongPattern { transformation: t.name.clone(), pattern, patterns, fitting: self.fitting(Some(pattern), backend) },
+                None => PromptError::UnknownPattern { transformation: t.name.clone(), patterns },
             });
         }
         let known = |name: &str| ctx.tuning.iter().chain(ctx.inputs).any(|p| p.name == name);

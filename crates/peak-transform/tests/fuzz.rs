@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 
 use peak_spec::{Region, Regions};
 use peak_transform::reply::strip_thinking;
+
+/// A GEMM, the pattern the matmul transformations are written for.
+const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
 use peak_transform::{Backend, ContextParam, KernelBrief, Library, PromptContext, Transformation, parse_reply};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -320,7 +323,7 @@ proptest! {
         let t = candidates[pick % candidates.len()];
         let mut tuning: Vec<ContextParam> = t.requires.iter().map(|r| ContextParam::new(r.clone(), "pow2 [1, 64]")).collect();
         tuning.push(ContextParam::new("BLOCK_X", "pow2 [1, 64]"));
-        let ctx = PromptContext { kernel: KernelBrief::default(), regions: &current, backend: Backend::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
+        let ctx = PromptContext { kernel: GEMM, regions: &current, backend: Backend::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
         let pass = 1 + pick / 7 % t.passes.len();
         if let Ok(prompt) = library.pass_prompt(t, pass, &ctx)
             && let Ok(region) = prompt.accept(&text, &current)

@@ -7,6 +7,9 @@ use std::path::Path;
 use peak_spec::Regions;
 use peak_transform::{Backend, ContextParam, KernelBrief, Library, LibraryError, PromptContext};
 
+/// A GEMM, the pattern the matmul transformations are written for.
+const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
+
 const SHIPPED: &[&str] = &[
     "Block-Swizzle",
     "Launch-Bounds",
@@ -75,7 +78,8 @@ fn every_pass_builds_a_complete_prompt_on_every_backend_it_claims() {
             t.requires.iter().chain(&t.redefines).filter(|n| *n != "n").map(|n| ContextParam::new(n.as_str(), "4, 8")).collect();
         let inputs = [ContextParam::new("n", "1024, 2048")];
         for backend in &t.applies_to {
-            let ctx = PromptContext { kernel: KernelBrief::default(), regions: &regions, backend: *backend, tuning: &tuning, inputs: &inputs, constraints: &[] };
+            let kernel = KernelBrief { pattern: t.patterns.first().copied(), description: "" };
+            let ctx = PromptContext { kernel, regions: &regions, backend: *backend, tuning: &tuning, inputs: &inputs, constraints: &[] };
             for pass in 1..=t.passes.len() {
                 let prompt = library.pass_prompt(t, pass, &ctx).unwrap_or_else(|e| panic!("{} pass {pass} on {backend}: {e}", t.name));
                 assert!(!prompt.text.contains("{{"), "{} pass {pass} on {backend} leaves a placeholder:\n{}", t.name, prompt.text);
@@ -258,7 +262,7 @@ fn a_redefined_parameter_must_exist_and_is_not_taken_for_a_second_application() 
     let inputs = [ContextParam::new("n", "1024, 2048")];
     let with = |names: &[&str]| names.iter().map(|n| ContextParam::new(*n, "4, 8")).collect::<Vec<_>>();
     let before = with(&["NUM_STAGES", "BLOCK_X", "BLOCK_Y", "TILE_K", "WARP_X", "FRAG_M", "FRAG_N"]);
-    let ctx = PromptContext { kernel: KernelBrief::default(), regions: &regions, backend: Backend::Cuda, tuning: &before, inputs: &inputs, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Cuda, tuning: &before, inputs: &inputs, constraints: &[] };
     assert!(library.pass_prompt(wgmma, 1, &ctx).is_ok());
     // Without the parameter it redefines, the transformation does not apply.
     let missing = with(&["NUM_STAGES", "BLOCK_Y", "TILE_K", "WARP_X", "FRAG_M", "FRAG_N"]);

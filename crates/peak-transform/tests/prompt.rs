@@ -3,6 +3,9 @@
 use peak_spec::{Region, Regions};
 use peak_transform::{Backend, ContextParam, Feedback, KernelBrief, Library, PromptContext, PromptError, ReplyError};
 
+/// A GEMM, the pattern the matmul transformations are written for.
+const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
+
 fn naive() -> Regions {
     Regions::new(
         "",
@@ -25,7 +28,7 @@ fn pass_prompt_holds_everything_the_model_needs() {
     let tuning = block_params();
     let constraints = ["BLOCK_X * BLOCK_Y <= 1024".to_string()];
     let inputs = [ContextParam::new("n", "256, 512, 1024")];
-    let ctx = PromptContext { kernel: KernelBrief::default(), regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: &inputs, constraints: &constraints };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: &inputs, constraints: &constraints };
     let prompt = library.pass_prompt(refactor, 1, &ctx).unwrap();
     let text = &prompt.text;
     assert_eq!((prompt.pass, prompt.passes, prompt.region), (1, 2, Region::Macros));
@@ -66,7 +69,7 @@ fn introduced_parameters_and_snippets_are_shown_and_snippets_inserted_once() {
     let tb = library.get("TB-Tiling").unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: KernelBrief::default(), regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
     let prompt = library.pass_prompt(tb, 1, &ctx).unwrap();
     assert!(prompt.text.contains("- `TILE_K`: 4, 8, 16, 32, 64 — the k-extent"), "{}", prompt.text);
     assert!(prompt.text.contains("## Snippets") && prompt.text.contains("#define PEAK_TILE_COPY("), "{}", prompt.text);
@@ -84,7 +87,7 @@ fn introduced_parameters_and_snippets_are_shown_and_snippets_inserted_once() {
     // Once the snippet is in the source, the next prompt says so and inserts nothing.
     let mut applied = regions.clone();
     applied.replace(Region::Macros, new_macros);
-    let ctx = PromptContext { kernel: KernelBrief::default(), regions: &applied, ..ctx };
+    let ctx = PromptContext { kernel: GEMM, regions: &applied, ..ctx };
     let next = library.pass_prompt(tb, 1, &ctx).unwrap();
     assert!(next.text.contains("already in the source"), "{}", next.text);
     assert!(!next.text.contains("## Snippets") && !next.text.contains("Do not include the snippets"), "{}", next.text);
@@ -98,7 +101,7 @@ fn replies_that_cannot_be_used_are_typed_outcomes() {
     let refactor = library.get("Refactor").unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: KernelBrief::default(), regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
     let prompt = library.pass_prompt(refactor, 2, &ctx).unwrap();
     assert_eq!(prompt.accept("I would rather not.", &regions), Err(ReplyError::NoCodeBlock));
     assert_eq!(prompt.accept("```c\na\n```\n```c\nb\n```", &regions), Err(ReplyError::MultipleCodeBlocks(2)));
@@ -113,7 +116,7 @@ fn repair_prompt_feeds_back_the_failure() {
     let refactor = library.get("Refactor").unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: KernelBrief::default(), regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
     let log = "kernel.cl:5:13: error: use of undeclared identifier 'TX'";
     let repair = library.repair_prompt(refactor, 2, &ctx, &Feedback::CompileError(log.into())).unwrap();
     assert!(repair.text.contains("# The previous attempt failed"), "{}", repair.text);
@@ -138,10 +141,19 @@ fn prompts_refuse_what_cannot_work() {
     let library = Library::builtin().unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: KernelBrief::default(), regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
 
     let err = library.pass_prompt(library.get("Tensor-Core").unwrap(), 1, &ctx).unwrap_err();
     assert!(matches!(err, PromptError::NotApplicable { backend: Backend::Opencl, .. }), "{err}");
+
+    // A convolution never gets a GEMM's prompt, nor does a kernel nobody said the pattern of.
+    let conv = PromptContext { kernel: KernelBrief { pattern: Some(peak_spec::Pattern::Stencil), description: "" }, ..ctx };
+    let err = library.pass_prompt(library.get("Refactor").unwrap(), 1, &conv).unwrap_err();
+    assert!(matches!(err, PromptError::WrongPattern { pattern: peak_spec::Pattern::Stencil, .. }), "{err}");
+    assert!(err.to_string().contains("Register-Window"), "the error lists what fits a stencil: {err}");
+    let unknown = PromptContext { kernel: KernelBrief::default(), ..ctx };
+    let err = library.pass_prompt(library.get("Refactor").unwrap(), 1, &unknown).unwrap_err();
+    assert!(matches!(err, PromptError::UnknownPattern { .. }) && err.to_string().contains("[kernel] pattern"), "{err}");
 
     let err = library.pass_prompt(library.get("Thread-Tiling").unwrap(), 1, &ctx).unwrap_err();
     assert!(err.to_string().starts_with("'Thread-Tiling' requires 'TILE_K' in the kernel context, which has no tuning parameter or input of that name (if the context calls it something else, say so in peak.toml: [kernel.roles] TILE_K = "), "{err}");

@@ -41,7 +41,8 @@ impl ValidateReporter for Lines {
 pub fn run(args: ValidateArgs) -> Result<()> {
     let candidate = load_context(&args.candidate.context)?;
     let reference = load_context(&args.candidate.against)?;
-    let space = restricted_space(&candidate, &args.set)?;
+    let mut space = restricted_space(&candidate, &args.set)?;
+    space.at_validation_sizes(&candidate.manifest, &args.set.set)?;
     let chosen = samples(&space, args.candidate.samples, args.candidate.seed);
     if chosen.is_empty() {
         return Err(usage(anyhow!("{}: no execution parameter satisfies the constraints (after --set)", candidate.manifest_path().display())));

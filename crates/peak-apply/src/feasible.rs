@@ -1,0 +1,40 @@
+//! An impossible tuning space is found before anything is asked.
+//!
+//! A transformation's constraints may rule out every configuration at the context's
+//! sizes: Register-Row keeps a row in registers, so a row of 50,257 elements fits no
+//! block. Finding that after the executor has written the region wastes the work and
+//! misleads ("no execution parameter satisfies the constraints (after --set)", with no
+//! `--set` given). So the parent's manifest is extended with the transformation's
+//! parameters and constraints, and every input configuration it is tuned at must keep
+//! at least one configuration; the refusal names the size and the constraints that
+//! emptied it.
+
+use anyhow::{Result, bail};
+use peak_eval::EvalError;
+use peak_eval::search::{SearchSpace, input_configurations};
+use peak_spec::Context;
+use peak_transform::Transformation;
+
+use crate::manifest::extend;
+
+/// Refuse `t` on `parent` when, at some input configuration (after `set`), no choice of
+/// tuning parameters satisfies the constraints it would leave.
+pub fn check(parent: &Context, t: &Transformation, set: &[String]) -> Result<()> {
+    let candidate = Context { dir: parent.dir.clone(), manifest: extend(&parent.manifest, t), regions: parent.regions.clone() };
+    let mut space = candidate.space();
+    space.apply_overrides(set)?;
+    for inputs in input_configurations(&candidate, &space)? {
+        match SearchSpace::new(&candidate, &space, &inputs, &[]) {
+            Ok(_) => {}
+            Err(EvalError::Space { message, .. }) => {
+                bail!(
+                    "'{}' cannot run on this kernel: {message}. Nothing was asked of the executor.\nhint: its constraints are {}; tune at other sizes with --set, or choose another transformation",
+                    t.name,
+                    t.constraints.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                );
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,326 @@
+//! What a kernel does, as the transformation library sees it: its *pattern*.
+//!
+//! A transformation is written for the code of a pattern (a row-wise reduction, an
+//! elementwise map, a GEMM), not for the one kernel it was first carried through, so a
+//! layernorm gets the row-wise transformations a softmax gets, and a convolution never
+//! gets a GEMM's. A context declares its pattern (`[kernel] pattern = "row-reduction"`);
+//! failing that, a well-known kind (`domain = "softmax"`) or a `[kernel.matmul]` section
+//! implies one; failing that, [`infer`] reads the device code. When the code does not say
+//! clearly, nothing is guessed: the user is asked to declare it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The kinds of computation the library's transformations are written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// Each output element from the input elements at the same index (GELU, scale, add).
+    Elementwise,
+    /// Each row reduced or normalised on its own (softmax, layernorm, rmsnorm, cross-entropy).
+    RowReduction,
+    /// Many elements reduced to one or a few (a sum, a maximum, a norm).
+    Reduction,
+    /// Elements moved to permuted positions (transpose, permute).
+    Transpose,
+    /// Each output from a fixed neighbourhood of inputs (stencils, convolutions, pooling).
+    Stencil,
+    /// A matrix product, with any layout, batch and epilogue.
+    Gemm,
+    /// Scores of queries against keys, softmaxed, weighting value rows.
+    Attention,
+}
+
+impl Pattern {
+    pub const ALL: [Pattern; 7] =
+        [Pattern::Elementwise, Pattern::RowReduction, Pattern::Reduction, Pattern::Transpose, Pattern::Stencil, Pattern::Gemm, Pattern::Attention];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Elementwise => "elementwise",
+            Pattern::RowReduction => "row-reduction",
+            Pattern::Reduction => "reduction",
+            Pattern::Transpose => "transpose",
+            Pattern::Stencil => "stencil",
+            Pattern::Gemm => "gemm",
+            Pattern::Attention => "attention",
+        }
+    }
+
+    /// What the pattern is, in a phrase a prompt or an error can use.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Pattern::Elementwise => "an elementwise map (each output element from the inputs at the same index)",
+            Pattern::RowReduction => "a row-wise reduction or normalization (each row of contiguous elements reduced or normalised on its own)",
+            Pattern::Reduction => "a reduction (many elements reduced to one or a few values)",
+            Pattern::Transpose => "a transpose or permute (elements moved to permuted positions)",
+            Pattern::Stencil => "a stencil, convolution or pooling (each output from a fixed neighbourhood of inputs)",
+            Pattern::Gemm => "a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue)",
+            Pattern::Attention => "attention (query-key scores, softmaxed, weighting value rows)",
+        }
+    }
+
+    /// The pattern a well-known kind of kernel has: `softmax` and `layernorm` are
+    /// row-wise reductions, `matmul` is a GEMM, `conv2d` a stencil. A pattern's own name
+    /// is its kind too.
+    pub fn of_kind(kind: &str) -> Option<Pattern> {
+        let kind = kind.to_ascii_lowercase().replace('_', "-");
+        if let Ok(pattern) = kind.parse() {
+            return Some(pattern);
+        }
+        let pattern = match kind.as_str() {
+            "map" | "gelu" | "relu" | "silu" | "swiglu" | "sigmoid" | "tanh" | "scale" | "add" | "residual" | "bias" | "cast" | "dropout" | "encoder"
+            | "embedding" | "adamw" | "axpy" => Pattern::Elementwise,
+            "softmax" | "log-softmax" | "logsoftmax" | "layernorm" | "layer-norm" | "rmsnorm" | "rms-norm" | "groupnorm" | "crossentropy"
+            | "cross-entropy" | "normalization" | "normalize" => Pattern::RowReduction,
+            "sum" | "norm" | "max" | "argmax" | "dot" | "mean" | "histogram" => Pattern::Reduction,
+            "permute" => Pattern::Transpose,
+            "conv" | "conv1d" | "conv2d" | "conv3d" | "convolution" | "pooling" | "maxpool" | "avgpool" | "blur" => Pattern::Stencil,
+            "matmul" | "sgemm" | "hgemm" | "linear" | "matvec" | "gemv" | "bmm" => Pattern::Gemm,
+            "mha" | "flash-attention" | "self-attention" => Pattern::Attention,
+            _ => return None,
+        };
+        Some(pattern)
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Pattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Pattern::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| format!("unknown pattern '{s}': expected one of {}", names()))
+    }
+}
+
+/// Every pattern's name, for errors.
+pub fn names() -> String {
+    Pattern::ALL.map(Pattern::name).join(", ")
+}
+
+/// A pattern read off a kernel's code, with what gave it away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inferred {
+    pub pattern: Pattern,
+    pub evidence: String,
+}
+
+/// The pattern of the kernel in `device` (a device region), or why the code does not say.
+///
+/// The kernel's own name is read first (people name kernels after what they compute),
+/// then the shape of the code: an accumulated product of two arrays is a GEMM (attention
+/// when exponentials are taken too), exponentials, logarithms or square roots over a loop
+/// are a row-wise reduction, an atomic or a loop folding into one value is a reduction,
+/// neighbour offsets are a stencil, and straight-line code writing one element per
+/// thread is an elementwise map. Anything else is left to the user to declare: a wrong
+/// guess would hand the kernel another pattern's prompt.
+pub fn infer(device: &str) -> Result<Inferred, String> {
+    let code = strip_comments(device);
+    let kernels = kernel_names(&code);
+    for name in &kernels {
+        if let Some(pattern) = pattern_in_name(name) {
+            return Ok(Inferred { pattern, evidence: format!("the kernel's name `{name}`") });
+        }
+    }
+    let has = |word: &str| words(&code).any(|w| w == word);
+    let has_any = |list: &[&str]| list.iter().any(|w| has(w));
+    let loops = has("for") || has("while");
+    let product = accumulates_product(&code);
+    let transcendental = has_any(&["exp", "expf", "__expf", "exp2", "exp2f", "log", "logf", "__logf"]);
+    let roots = has_any(&["sqrt", "sqrtf", "rsqrt", "rsqrtf", "native_rsqrt", "native_sqrt"]);
+    let atomics = has_any(&["atomicAdd", "atomic_add", "atomic_fetch_add", "InterlockedAdd", "atomicMax", "atomic_max"]);
+    let found = |pattern: Pattern, evidence: &str| Ok(Inferred { pattern, evidence: evidence.to_string() });
+    if product && transcendental {
+        return found(Pattern::Attention, "a product of two arrays accumulated in a loop, and exponentials");
+    }
+    if product && neighbour_offsets(&code) {
+        return found(Pattern::Stencil, "a weighted sum over neighbouring elements");
+    }
+    if product {
+        return found(Pattern::Gemm, "a product of two arrays accumulated in a loop");
+    }
+    if loops && (transcendental || roots) {
+        return found(Pattern::RowReduction, "a loop over a row with exponentials, logarithms or square roots");
+    }
+    if atomics {
+        return found(Pattern::Reduction, "atomic accumulation into a few elements");
+    }
+    if neighbour_offsets(&code) {
+        return found(Pattern::Stencil, "reads of neighbouring elements (index plus or minus an offset)");
+    }
+    if !loops && !kernels.is_empty() {
+        return found(Pattern::Elementwise, "straight-line code with no loop");
+    }
+    Err(format!(
+        "the code does not say clearly what the kernel computes (no loop shape peak recognises); declare it in peak.toml: [kernel] pattern = \"...\", one of {}",
+        names()
+    ))
+}
+
+/// A pattern named by a word of a kernel's name (`softmax_forward_kernel1` is a softmax).
+fn pattern_in_name(name: &str) -> Option<Pattern> {
+    let lower = name.to_ascii_lowercase();
+    // Longest and most specific first: `flash_attention` before `softmax`, `layernorm`
+    // before `norm`.
+    const KEYS: &[(&str, Pattern)] = &[
+        ("attention", Pattern::Attention),
+        ("attn", Pattern::Attention),
+        ("crossentropy", Pattern::RowReduction),
+        ("cross_entropy", Pattern::RowReduction),
+        ("softmax", Pattern::RowReduction),
+        ("layernorm", Pattern::RowReduction),
+        ("layer_norm", Pattern::RowReduction),
+        ("rmsnorm", Pattern::RowReduction),
+        ("rms_norm", Pattern::RowReduction),
+        ("sgemm", Pattern::Gemm),
+        ("hgemm", Pattern::Gemm),
+        ("gemm", Pattern::Gemm),
+        ("matmul", Pattern::Gemm),
+        ("transpose", Pattern::Transpose),
+        ("permute", Pattern::Transpose),
+        ("conv", Pattern::Stencil),
+        ("pool", Pattern::Stencil),
+        ("stencil", Pattern::Stencil),
+        ("gelu", Pattern::Elementwise),
+        ("relu", Pattern::Elementwise),
+        ("silu", Pattern::Elementwise),
+        ("reduce", Pattern::Reduction),
+        ("reduction", Pattern::Reduction),
+    ];
+    KEYS.iter().find(|(key, _)| lower.contains(key)).map(|(_, p)| *p)
+}
+
+/// Names of the kernels defined in `code` (CUDA/HIP `__global__`, OpenCL `__kernel`).
+fn kernel_names(code: &str) -> Vec<String> {
+    let tokens: Vec<&str> = words(code).collect();
+    let mut names = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if matches!(*token, "__global__" | "__kernel" | "kernel") {
+            // The name is the last word before the parameter list: skip the return type
+            // and qualifiers (`void`, `extern "C"` came before the marker).
+            if let Some(name) = tokens[i + 1..].iter().take(4).find(|w| !matches!(**w, "void" | "__launch_bounds__" | "static" | "inline")) {
+                names.push((*name).to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Whether some `x += a[..] * b[..]` (or `x = x + a[..] * b[..]`, `fma(a[..], b[..], x)`)
+/// multiplies elements of two arrays: the inner step of a matrix or convolution product.
+fn accumulates_product(code: &str) -> bool {
+    code.split([';', '{', '}']).any(|statement| {
+        let s = statement.trim();
+        let accumulates = s.contains("+=") || s.contains("fma") || s.contains("mad(");
+        let indexed: Vec<&str> = s.split('[').skip(1).collect();
+        accumulates && indexed.len() >= 2 && (s.contains('*') || s.contains("fma") || s.contains("mad("))
+    })
+}
+
+/// Whether an index is written with a small signed offset (`[i - 1]`, `[(y + 1) * w + x]`,
+/// `[x + dx]`), the mark of a neighbourhood read.
+fn neighbour_offsets(code: &str) -> bool {
+    let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut rest = compact.as_str();
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let close = after.find(']').unwrap_or(after.len());
+        let index = &after[..close];
+        for sign in ["-1", "+1", "-2", "+2", "+dx", "+dy", "+kx", "+ky", "-r", "+r"] {
+            if let Some(at) = index.find(sign) {
+                let next = index[at + sign.len()..].chars().next();
+                if next.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_')) {
+                    return true;
+                }
+            }
+        }
+        rest = &after[close.min(after.len())..];
+    }
+    false
+}
+
+fn words(code: &str) -> impl Iterator<Item = &str> {
+    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+}
+
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("//") {
+            rest = &after[after.find('\n').unwrap_or(after.len())..];
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = &after[after.find("*/").map_or(after.len(), |e| e + 2)..];
+            out.push(' ');
+        } else {
+            let c = rest.chars().next().expect("non-empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inferred(code: &str) -> Pattern {
+        infer(code).unwrap_or_else(|e| panic!("{e}\n{code}")).pattern
+    }
+
+    #[test]
+    fn names_round_trip_and_kinds_map_to_patterns() {
+        for p in Pattern::ALL {
+            assert_eq!(p.name().parse::<Pattern>().unwrap(), p);
+            assert_eq!(Pattern::of_kind(p.name()), Some(p));
+        }
+        assert_eq!(Pattern::of_kind("layernorm"), Some(Pattern::RowReduction));
+        assert_eq!(Pattern::of_kind("softmax"), Some(Pattern::RowReduction));
+        assert_eq!(Pattern::of_kind("matmul"), Some(Pattern::Gemm));
+        assert_eq!(Pattern::of_kind("conv2d"), Some(Pattern::Stencil));
+        assert_eq!(Pattern::of_kind("gelu"), Some(Pattern::Elementwise));
+        assert_eq!(Pattern::of_kind("frobnicate"), None);
+        assert!("row_reduction".parse::<Pattern>().unwrap_err().contains("row-reduction"));
+    }
+
+    #[test]
+    fn the_kernel_name_says_the_pattern() {
+        assert_eq!(inferred("__global__ void layernorm_forward_kernel1(float* out, const float* inp, int N, int C) {}"), Pattern::RowReduction);
+        assert_eq!(inferred("__kernel void flash_attention(__global float* o) {}"), Pattern::Attention);
+        assert_eq!(inferred("extern \"C\" __global__ void gelu_forward_kernel1(float* out, const float* inp, int N) {}"), Pattern::Elementwise);
+    }
+
+    #[test]
+    fn the_code_shape_says_the_pattern_when_the_name_does_not() {
+        let gemm = "__global__ void k(float* C, const float* A, const float* B, int n) { float acc = 0; for (int i = 0; i < n; ++i) acc += A[r * n + i] * B[i * n + c]; C[r*n+c] = acc; }";
+        assert_eq!(inferred(gemm), Pattern::Gemm);
+        let conv = "__global__ void k(float* y, const float* x, const float* w) { for (int d = 0; d < 3; d++) acc += w[d] * x[i + d - 1]; }";
+        assert_eq!(inferred(conv), Pattern::Stencil);
+        let rows = "__kernel void k(__global float* y, __global const float* x, int cols) { float m = -INFINITY; for (int j = 0; j < cols; j++) m = fmax(m, x[j]); for (int j = 0; j < cols; j++) y[j] = exp(x[j] - m); }";
+        assert_eq!(inferred(rows), Pattern::RowReduction);
+        let norm = "__global__ void k(float* y, const float* x, int C) { float s = 0; for (int j = 0; j < C; j++) s += x[j]; float r = rsqrtf(s / C); }";
+        assert_eq!(inferred(norm), Pattern::RowReduction);
+        let sum = "__global__ void k(float* out, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) atomicAdd(out, x[i]); }";
+        assert_eq!(inferred(sum), Pattern::Reduction);
+        let blur = "__kernel void k(__global float* y, __global const float* x, int w) { int i = get_global_id(0); y[i] = (x[i - 1] + x[i] + x[i + 1]) / 3.0f; }";
+        assert_eq!(inferred(blur), Pattern::Stencil);
+        let map = "__global__ void k(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }";
+        assert_eq!(inferred(map), Pattern::Elementwise);
+    }
+
+    #[test]
+    fn unclear_code_is_not_guessed() {
+        let unclear = "__global__ void k(int* out, const int* idx, int n) { for (int i = 0; i < n; i++) out[idx[i]] = i; }";
+        let err = infer(unclear).unwrap_err();
+        assert!(err.contains("[kernel] pattern") && err.contains("row-reduction"), "{err}");
+        // Names in comments do not count.
+        assert!(infer("// softmax\n__global__ void k(int* out, const int* idx, int n) { for (;;) out[idx[0]] = 1; }").is_err());
+    }
+}
