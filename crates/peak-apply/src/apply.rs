@@ -8,7 +8,7 @@ use peak_eval::validate::{Outcome as Validation, samples};
 use peak_eval::{OutputValidator, ReferenceStore, ValidationReport, Validator, Verdict, Workers, default_cache_dir};
 use peak_spec::{Context, Region};
 use peak_transform::{
-    AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
+    AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
 };
 use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
@@ -89,8 +89,10 @@ pub fn pending(workflow: &Path) -> Result<Option<ApplyOutcome>> {
     let Some(p) = AgentExecutor::new(agent_dir(&dir)).pending()? else { return Ok(None) };
     let library = library(&state.library_dirs)?;
     let t = library.get(&state.transformation)?;
-    let region = t.passes.get(p.pass - 1).map(|pass| pass.region.name().to_string()).unwrap_or_default();
     let prompt = std::fs::read_to_string(&p.prompt_file).with_context(|| format!("reading {}", p.prompt_file.display()))?;
+    // A repair may ask for another region than its pass edits; the prompt says which.
+    let asked = PassPrompt::region_asked(&prompt).or_else(|| t.passes.get(p.pass - 1).map(|pass| pass.region));
+    let region = asked.map(|r| r.name().to_string()).unwrap_or_default();
     Ok(Some(ApplyOutcome::Waiting { transformation: t.name.clone(), pass: p.pass, passes: t.passes.len(), attempt: p.attempt, region, prompt_file: p.prompt_file, prompt }))
 }
 
@@ -201,6 +203,8 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let mut transcript = Transcript::default();
     let (mut pass, mut attempt, mut repairs) = (1usize, 1u32, 0u32);
     let mut feedback: Option<Feedback> = None;
+    // Where a repair must go when no pass of this transformation edits the region at fault.
+    let mut fault_region: Option<Region> = None;
     let candidate_dir = work.join("candidate");
     // Seconds spent validating candidates, failed tries included (the paper's Table 5).
     let mut validation_s = 0.0;
@@ -210,7 +214,10 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
             let prompt_ctx = PromptContext { regions: &regions, ..first };
             let prompt = match &feedback {
                 None => library.pass_prompt(&t, pass, &prompt_ctx)?,
-                Some(f) => library.repair_prompt(&t, pass, &prompt_ctx, f)?,
+                Some(f) => match fault_region {
+                    Some(region) => library.repair_prompt_in(&t, pass, &prompt_ctx, f, region)?,
+                    None => library.repair_prompt(&t, pass, &prompt_ctx, f)?,
+                },
             };
             reporter.pass(&t.name, pass, t.passes.len(), attempt, &t.passes[pass - 1].title);
             let request = PassRequest { transformation: t.name.clone(), pass, attempt, prompt: prompt.text.clone() };
@@ -239,7 +246,10 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
                 Ok(text) => {
                     regions.replace(prompt.region, text);
                     feedback = None;
+                    // A repair in another region fixed what the pass wrote: the pass is
+                    // done and is not asked again.
                     pass += 1;
+                    fault_region = None;
                 }
                 Err(err) => {
                     reporter.attempt(reply_outcome(&err), &err.to_string());
@@ -254,6 +264,19 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
             }
         }
 
+        if regions == parent.regions {
+            let err = ReplyError::Unchanged;
+            reporter.attempt(err.kind(), &err.to_string());
+            log.record(Attempt { pass: Some(t.passes.len() as u32), outcome: err.kind().into(), error: Some(err.to_string()), retry: repairs, ..base.clone() })?;
+            if repairs >= options.retries {
+                return give_up(&dir, &t, log.count, err.kind(), &err.to_string());
+            }
+            repairs += 1;
+            attempt += 1;
+            pass = t.passes.len();
+            feedback = Some(Feedback::BadReply(err));
+            continue;
+        }
         let candidate = write_candidate(&parent, &t, &regions, &candidate_dir)?;
         let space = validation_space(&candidate, &options.set)?;
         let picked = samples(&space, options.samples, options.seed);
@@ -310,7 +333,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         }
         repairs += 1;
         attempt += 1;
-        pass = repair_pass(&t, &verdict, &candidate);
+        (pass, fault_region) = repair_target(&t, &verdict, &candidate);
         feedback = Some(match &verdict {
             Verdict::CompileFailed { log, message, .. } => Feedback::CompileError(if log.is_empty() { message.clone() } else { log.clone() }),
             Verdict::WrongOutput(_) | Verdict::ModifiedInput { .. } => Feedback::WrongOutput(summary),
@@ -405,9 +428,11 @@ fn write_candidate(parent: &Context, t: &Transformation, regions: &peak_spec::Re
     Context::load(dir).with_context(|| format!("{} produced an invalid context", t.name))
 }
 
-/// Which pass to repeat: for a compile error or a sanitizer finding, the last pass editing
-/// the region its first line falls in; otherwise the last pass.
-fn repair_pass(t: &Transformation, verdict: &Verdict, candidate: &Context) -> usize {
+/// Which pass to repeat, and the region to repair when no pass of `t` edits the region at
+/// fault: for a compile error or a sanitizer finding, the last pass editing the region its
+/// first line falls in (or, when none does, the last pass, asked to fix that region);
+/// otherwise the last pass.
+fn repair_target(t: &Transformation, verdict: &Verdict, candidate: &Context) -> (usize, Option<Region>) {
     let last = t.passes.len();
     let file = candidate.manifest.kernel.source.as_str();
     let line = match verdict {
@@ -427,9 +452,12 @@ fn repair_pass(t: &Transformation, verdict: &Verdict, candidate: &Context) -> us
         }
         _ => None,
     };
-    let Some(line) = line else { return last };
+    let Some(line) = line else { return (last, None) };
     let region = if line >= candidate.regions.first_line(Region::Device) { Region::Device } else { Region::Macros };
-    t.passes.iter().rposition(|p| p.region == region).map_or(last, |i| i + 1)
+    match t.passes.iter().rposition(|p| p.region == region) {
+        Some(i) => (i + 1, None),
+        None => (last, Some(region)),
+    }
 }
 
 /// The parent's top-K, each extended with every combination of the new parameters'

@@ -224,3 +224,30 @@ fn retune_records_the_same_code_better_searched_and_replays_its_budget() {
     assert!(!busy.status.success());
     assert!(String::from_utf8_lossy(&busy.stderr).contains("in progress"), "{}", String::from_utf8_lossy(&busy.stderr));
 }
+
+#[test]
+fn a_reply_that_changes_nothing_is_not_a_checkpoint() {
+    let Some(env) = setup() else { return };
+    let library = env.wf.with_file_name("library");
+    std::fs::create_dir_all(&library).unwrap();
+    std::fs::write(
+        library.join("note.toml"),
+        "name = \"Note\"\ndescription = \"comment the kernel\"\npatterns = [\"gemm\"]\n[[passes]]\nregion = \"device\"\ntitle = \"comment\"\ninstructions = \"Add a comment above the kernel.\"\n",
+    )
+    .unwrap();
+    let device = std::fs::read_to_string(example("matmul-opencl-naive").join("kernel.cl")).unwrap();
+    let device = device.split("// @peak device\n").nth(1).unwrap().split("// @peak host").next().unwrap().to_string();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let unchanged = format!("```c\n{device}```\n");
+    let commented = format!("```c\n// one work-item per output\n{device}```\n");
+    let server = runtime.block_on(FakeLlmServer::start([Scripted::reply(unchanged), Scripted::reply(commented)])).unwrap();
+    let vars = llm_vars(&server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let args = [&["apply", "note", "--executor", "openai:fake-model", "-w", s(&env.wf), "--library", s(&library), "--json"][..], &FAST].concat();
+    let out = json(&ok(&env, &args, &vars));
+    assert_eq!(out["status"], "checkpoint", "{out}");
+    let outcomes: Vec<String> = attempts(&env).iter().map(|a| a["outcome"].as_str().unwrap().to_string()).collect();
+    assert_eq!(outcomes, ["unchanged", "passed"], "an unchanged answer is a failed try, repaired");
+    let repair = server.requests()[1].prompt().unwrap();
+    assert!(repair.contains("leave every region exactly as it was"), "{repair}");
+}

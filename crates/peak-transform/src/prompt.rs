@@ -85,6 +85,13 @@ pub struct PassPrompt {
 }
 
 impl PassPrompt {
+    /// The region a prompt's text asks for, read back from the line every prompt
+    /// carries: a waiting agent's prompt is the record of what it was asked.
+    pub fn region_asked(text: &str) -> Option<Region> {
+        let after = text.split("You edit the **").nth(1)?;
+        after.split("**").next()?.parse().ok()
+    }
+
     /// Parse a reply and return the complete new text of [`Self::region`], with this
     /// pass's snippets inserted at its top.
     pub fn accept(&self, reply: &str, current: &Regions) -> Result<String, ReplyError> {
@@ -117,14 +124,25 @@ impl Library {
     /// The prompt for trying pass `pass` again after `feedback`. `ctx.regions` is the
     /// version that failed, so the model sees what it is repairing.
     pub fn repair_prompt(&self, transformation: &Transformation, pass: usize, ctx: &PromptContext<'_>, feedback: &Feedback) -> Result<PassPrompt, PromptError> {
-        self.build(transformation, pass, ctx, Some(feedback))
+        self.build(transformation, pass, ctx, Some((feedback, None)))
     }
 
-    fn build(&self, t: &Transformation, pass_no: usize, ctx: &PromptContext<'_>, feedback: Option<&Feedback>) -> Result<PassPrompt, PromptError> {
+    /// The repair prompt for pass `pass` when the fault lies in `region`, a region no pass
+    /// of this transformation edits (macros an earlier step wrote, say): the repair goes
+    /// where the fault is, with the pass's instructions kept as the goal.
+    pub fn repair_prompt_in(&self, transformation: &Transformation, pass: usize, ctx: &PromptContext<'_>, feedback: &Feedback, region: Region) -> Result<PassPrompt, PromptError> {
+        self.build(transformation, pass, ctx, Some((feedback, Some(region))))
+    }
+
+    fn build(&self, t: &Transformation, pass_no: usize, ctx: &PromptContext<'_>, repair: Option<(&Feedback, Option<Region>)>) -> Result<PassPrompt, PromptError> {
         let pass = pass_no
             .checked_sub(1)
             .and_then(|i| t.passes.get(i))
             .ok_or_else(|| PromptError::NoSuchPass { transformation: t.name.clone(), pass: pass_no, count: t.passes.len() })?;
+        let feedback = repair.map(|(f, _)| f);
+        // The region this prompt asks for: the pass's own, or the one a repair must fix.
+        let moved = repair.and_then(|(_, r)| r).filter(|r| *r != pass.region);
+        let region = moved.unwrap_or(pass.region);
         let backend = ctx.backend;
         if !t.applies_to(backend) {
             let applies_to: Vec<&str> = t.applies_to.iter().map(|b| b.name()).collect();
@@ -161,12 +179,14 @@ impl Library {
         }
 
         let _ = writeln!(s, "# This pass: {pass_no} of {}, \"{}\"\n", t.passes.len(), substitute(&pass.title, &table));
-        let _ = writeln!(s, "You edit the **{}** region and nothing else.\n", pass.region);
+        let _ = writeln!(s, "You edit the **{region}** region and nothing else.\n");
         let _ = writeln!(s, "{}\n", substitute(pass.instructions.trim_end(), &table));
 
         let mut inserted = Vec::new();
         let mut present = Vec::new();
-        for name in &pass.snippets {
+        // A repair moved to another region inserts nothing there: the snippets belong to
+        // the pass's own region.
+        for name in pass.snippets.iter().filter(|_| moved.is_none()) {
             // Validation guarantees the snippet exists for every backend the transformation
             // applies to; a missing one can only come from a hand-built Library.
             let Some(snippet) = self.snippet(name, backend) else { continue };
@@ -247,11 +267,11 @@ impl Library {
             "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (kernels and device functions in {}) and **host**, a Rhai launch script. The script sees tuning parameters and scalar inputs as integer constants, arrays as buffers of the same name, and the device's limits as the constants `WARP_SIZE`, `MAX_THREADS_PER_BLOCK`, `MAX_SHARED_BYTES` and `COMPUTE_UNITS`. It calls `launch(\"kernel\", grid, block, shared_bytes, args...)` (grid and block are an integer or `[x, y, z]`), `ceil_div(a, b)`, `min`, `max`, `alloc(\"f32\", count)` for a scratch buffer, `fill(buffer, value)`, and `invalid(\"reason\")` to declare a configuration that cannot work, which prunes it instead of failing it.\n",
             backend.language()
         );
-        for region in Region::ALL {
-            let role = if region == pass.region { "the region you edit" } else { "read-only" };
-            let region_lang = if region == Region::Host { "rhai" } else { lang };
-            let text = ctx.regions.get(region);
-            let _ = writeln!(s, "## {region} region ({role})\n");
+        for shown in Region::ALL {
+            let role = if shown == region { "the region you edit" } else { "read-only" };
+            let region_lang = if shown == Region::Host { "rhai" } else { lang };
+            let text = ctx.regions.get(shown);
+            let _ = writeln!(s, "## {shown} region ({role})\n");
             if text.trim().is_empty() {
                 let _ = writeln!(s, "(empty)\n");
             } else {
@@ -279,7 +299,14 @@ impl Library {
                     let _ = writeln!(s, "The previous answer could not be used: {error}. Answer exactly in the format below.\n");
                 }
             }
-            let _ = writeln!(s, "Fix it by rewriting the {} region, while still carrying out this pass.\n", pass.region);
+            match moved {
+                Some(_) => {
+                    let _ = writeln!(s, "The fault is in the {region} region, which an earlier step wrote and this pass does not edit. Fix it by rewriting the {region} region so that the code this pass produced works.\n");
+                }
+                None => {
+                    let _ = writeln!(s, "Fix it by rewriting the {region} region, while still carrying out this pass.\n");
+                }
+            }
         }
 
         let _ = writeln!(s, "# Answer format\n");
@@ -287,18 +314,18 @@ impl Library {
             s,
             "Reply with exactly one fenced code block holding the complete new text of the {region} region, from its first line to its last, and nothing else: no second code block, no explanation outside the block.\n\
              - Do not include the region marker lines (`// @peak ...`) or the other regions; they stay exactly as shown.",
-            region = pass.region
+            region = region
         );
         if !inserted.is_empty() {
             let _ = writeln!(s, "- Do not include the snippets listed above; peak inserts them.");
         }
-        let _ = writeln!(s, "- Keep everything in the {} region that this pass does not ask you to change.", pass.region);
+        let _ = writeln!(s, "- Keep everything in the {region} region that this pass does not ask you to change.");
 
         Ok(PassPrompt {
             transformation: t.name.clone(),
             pass: pass_no,
             passes: t.passes.len(),
-            region: pass.region,
+            region,
             text: s,
             snippets: inserted.iter().map(|sn| sn.text.clone()).collect(),
         })

@@ -22,6 +22,8 @@ pub enum ReplyError {
     EmptyCodeBlock,
     #[error("the reply edits outside the {target} region: {reason}")]
     EditOutsideRegion { target: Region, reason: String },
+    #[error("the answers leave every region exactly as it was: the transformation was not carried out")]
+    Unchanged,
 }
 
 impl ReplyError {
@@ -33,6 +35,7 @@ impl ReplyError {
             ReplyError::UnterminatedCodeBlock => "unterminated-code-block",
             ReplyError::EmptyCodeBlock => "empty-code-block",
             ReplyError::EditOutsideRegion { .. } => "edit-outside-region",
+            ReplyError::Unchanged => "unchanged",
         }
     }
 }

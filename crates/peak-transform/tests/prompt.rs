@@ -1,7 +1,7 @@
 //! What a pass prompt holds, how replies become regions, and repair prompts.
 
 use peak_spec::{Region, Regions};
-use peak_transform::{Backend, ContextParam, Feedback, KernelBrief, Library, PromptContext, PromptError, ReplyError};
+use peak_transform::{Backend, ContextParam, Feedback, KernelBrief, Library, PassPrompt, PromptContext, PromptError, ReplyError};
 
 /// A GEMM, the pattern the matmul transformations are written for.
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
@@ -134,6 +134,27 @@ fn repair_prompt_feeds_back_the_failure() {
 
     let plain = library.pass_prompt(refactor, 2, &ctx).unwrap();
     assert!(!plain.text.contains("previous attempt"));
+    assert_eq!(PassPrompt::region_asked(&plain.text), Some(plain.region));
+}
+
+#[test]
+fn a_repair_goes_to_the_region_at_fault_even_one_an_earlier_step_wrote() {
+    let library = Library::builtin().unwrap();
+    let tb = library.get("TB-Tiling").unwrap();
+    let last = tb.passes.len();
+    assert_ne!(tb.passes[last - 1].region, Region::Macros);
+    let regions = naive();
+    let tuning = block_params();
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let log = "kernel.cl:2:9: error: expected expression in macro A_AT";
+    let repair = library.repair_prompt_in(tb, last, &ctx, &Feedback::CompileError(log.into()), Region::Macros).unwrap();
+    assert_eq!(repair.region, Region::Macros);
+    assert_eq!(PassPrompt::region_asked(&repair.text), Some(Region::Macros), "{}", repair.text);
+    assert!(repair.text.contains("The fault is in the macros region, which an earlier step wrote"), "{}", repair.text);
+    assert!(repair.text.contains("complete new text of the macros region"), "{}", repair.text);
+    assert!(!repair.text.contains("## Snippets"), "the pass's snippets are not inserted into another region");
+    let reply = "```c\n#define A_AT(r, c) A[(r) * n + (c)]\n```";
+    assert_eq!(repair.accept(reply, &regions).unwrap(), "#define A_AT(r, c) A[(r) * n + (c)]\n");
 }
 
 #[test]
