@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use peak_spec::expr::{Expr, expression_engine};
 use peak_spec::rng::mix_seed;
-use peak_spec::{Context, ExecParams, HostArray, Region};
+use peak_spec::{Context, ExecParams, Fill, HostArray, Region};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -188,11 +188,12 @@ pub fn fits_in_memory(count: i64, dtype: peak_spec::DType) -> bool {
     u64::try_from(count).ok().and_then(|c| c.checked_mul(dtype.size_bytes() as u64)).is_some_and(|bytes| bytes <= MAX_ARRAY_BYTES)
 }
 
-/// One array, sized for one execution parameter.
+/// One array, sized and its init evaluated for one execution parameter.
 #[derive(Debug, Clone)]
 pub struct SizedArray {
     pub spec: peak_spec::ArraySpec,
     pub count: usize,
+    pub fill: Fill,
 }
 
 /// Evaluate every array's size expression for `params`.
@@ -215,7 +216,9 @@ pub fn size_arrays(ctx: &Context, params: &ExecParams) -> Result<Vec<SizedArray>
                     spec.name, spec.dtype
                 )));
             }
-            Ok(SizedArray { spec: spec.clone(), count: count as usize })
+            let mut eval = |text: &str| Expr::compile(&engine, text, &names)?.eval_int(&engine, &mut scope);
+            let fill = spec.init.fill(spec.dtype, count as usize, &mut eval).map_err(|m| RunError::Setup(format!("array {}: {m}", spec.name)))?;
+            Ok(SizedArray { spec: spec.clone(), count: count as usize, fill })
         })
         .collect()
 }
@@ -226,7 +229,7 @@ pub fn generate_arrays(arrays: &[SizedArray], data_seed: u64) -> Vec<HostArray> 
         .iter()
         .map(|a| {
             let seed = mix_seed(a.spec.seed.unwrap_or(1), &a.spec.name, data_seed);
-            HostArray::init(a.spec.dtype, a.count, a.spec.init, seed)
+            HostArray::init(a.spec.dtype, a.count, a.fill, seed)
         })
         .collect()
 }
@@ -458,5 +461,72 @@ impl Drop for DeviceArrays<'_> {
         for id in self.sets.iter().flatten().chain(&self.scratch) {
             self.backend.free(*id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use peak_spec::{Manifest, Regions, Values};
+
+    use super::*;
+
+    const MANIFEST: &str = r#"
+[kernel]
+name = "xent"
+backend = "cuda"
+source = "k.cu"
+
+[inputs]
+rows = { values = [8] }
+cols = { values = [16, 12] }
+
+[[arrays]]
+name = "logits"
+type = "f32"
+size = "rows * 16"
+init = "normal"
+outliers = { row = "cols", count = 2, scale = 20.0 }
+
+[[arrays]]
+name = "labels"
+type = "i32"
+size = "rows"
+init = "random"
+range = [0, "cols"]
+
+[[arrays]]
+name = "loss"
+type = "f32"
+size = "rows"
+init = "zeros"
+output = true
+"#;
+
+    fn sized(cols: i64) -> Result<Vec<SizedArray>, RunError> {
+        let manifest = Manifest::parse("peak.toml", MANIFEST).unwrap();
+        let ctx = Context { dir: PathBuf::from("/nonexistent/ctx"), manifest, regions: Regions::new("", "", "") };
+        let mut params = ExecParams::default();
+        params.inputs.insert("rows".into(), 8);
+        params.inputs.insert("cols".into(), cols);
+        size_arrays(&ctx, &params)
+    }
+
+    #[test]
+    fn init_expressions_are_evaluated_for_the_inputs() {
+        let arrays = sized(16).unwrap();
+        assert_eq!(arrays[0].fill.outliers.map(|o| (o.row, o.count)), Some((16, 2)));
+        assert_eq!(arrays[1].fill.values, Values::Integers { lo: 0, hi: 16 });
+        let labels = &generate_arrays(&arrays, 3)[1];
+        assert!((0..labels.len()).all(|i| (0.0..16.0).contains(&labels.get_f64(i))));
+    }
+
+    #[test]
+    fn an_init_that_does_not_fit_the_inputs_is_a_setup_error() {
+        // 128 logits are not a whole number of rows of 12.
+        let err = sized(12).unwrap_err();
+        assert!(matches!(err, RunError::Setup(_)), "{err:?}");
+        assert!(err.to_string().starts_with("array logits: 128 elements are not a whole number of rows of 12"), "{err}");
     }
 }

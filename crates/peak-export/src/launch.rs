@@ -10,7 +10,7 @@ use peak_backend::plan::{BackendOp, BufRef, LaunchPlan, OpValue, PlanArg, Step};
 use peak_backend::runner::{self, RunError};
 use peak_backend::script::{ScriptArray, ScriptError, ScriptInput, build_plan};
 use peak_spec::rng::mix_seed;
-use peak_spec::{Context, DType, ExecParams, HostArray, Init, Region};
+use peak_spec::{Context, DType, ExecParams, Fill, HostArray, Region};
 use serde::Serialize;
 
 use crate::{ExportError, Result, Target};
@@ -27,9 +27,9 @@ pub struct ExportBuffer {
     /// "input", "output", "inout" or "scratch".
     pub role: String,
     /// How the harness fills it before the first run (None: scratch, left as allocated).
-    pub init: Option<Init>,
-    /// The SplitMix64 seed of a random array: the manifest's seed mixed with the name, as
-    /// peak does with data seed 0, so the harness's inputs are peak's.
+    pub fill: Option<Fill>,
+    /// The SplitMix64 seed of an array whose fill draws: the manifest's seed mixed with the
+    /// name, as peak does with data seed 0, so the harness's inputs are peak's.
     pub seed: Option<u64>,
 }
 
@@ -145,8 +145,8 @@ pub fn sequence(ctx: &Context, params: &ExecParams, target: &Target) -> Result<L
                 count: a.count,
                 bytes: a.count * spec.dtype.size_bytes(),
                 role: role.into(),
-                init: Some(spec.init),
-                seed: (spec.init == Init::Random).then(|| mix_seed(spec.seed.unwrap_or(1), &spec.name, 0)),
+                fill: Some(a.fill),
+                seed: a.fill.is_seeded().then(|| mix_seed(spec.seed.unwrap_or(1), &spec.name, 0)),
             }
         })
         .collect();
@@ -158,7 +158,7 @@ pub fn sequence(ctx: &Context, params: &ExecParams, target: &Target) -> Result<L
             count: s.count,
             bytes: s.count * s.dtype.size_bytes(),
             role: "scratch".into(),
-            init: None,
+            fill: None,
             seed: None,
         });
     }

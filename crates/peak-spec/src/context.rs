@@ -175,6 +175,8 @@ impl Manifest {
             if array.output && array.inout {
                 return Err(field_err(format!("arrays[{i}].inout (array {})", array.name), "an array is either `output` or `inout`, not both".into()));
             }
+            let compile = |text: &str| Expr::compile(&engine, text, &input_names).map(drop);
+            array.init.check(array.dtype, &compile).map_err(|(key, m)| field_err(format!("arrays[{i}].{key} (array {})", array.name), m))?;
         }
         for (i, c) in self.constraints.inputs.iter().enumerate() {
             Expr::compile(&engine, c, &input_names)

@@ -7,7 +7,8 @@ use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{DType, Init};
+use crate::init::{Fill, RowOutliers, Values};
+use crate::manifest::DType;
 use crate::rng::SplitMix64;
 
 /// Bytes of one array plus the type that gives them meaning.
@@ -26,23 +27,23 @@ impl HostArray {
         self.bytes.is_empty()
     }
 
-    /// Fill `count` elements as the manifest asks. `seed` only matters for `random`.
-    pub fn init(dtype: DType, count: usize, init: Init, seed: u64) -> HostArray {
+    /// Fill `count` elements as the manifest asks, at one execution parameter
+    /// ([`Init::fill`](crate::Init::fill) evaluates its expressions). `seed` only matters
+    /// where something is drawn ([`Fill::is_seeded`]).
+    pub fn init(dtype: DType, count: usize, fill: impl Into<Fill>, seed: u64) -> HostArray {
+        let fill = fill.into();
         let mut rng = SplitMix64::new(seed);
+        let mut outliers = fill.outliers.map(|o| OutlierRows::new(o, seed));
+        // The four original inits keep the conversion they always had, so their bytes stay
+        // the same; every other fill rounds through f32 (see `push_rounded`).
+        let push = if fill.is_plain() { push_value } else { push_rounded };
         let mut bytes = Vec::with_capacity(count * dtype.size_bytes());
         for i in 0..count {
-            let value = match init {
-                Init::Zeros => 0.0,
-                Init::Ones => 1.0,
-                Init::Arange => i as f64,
-                Init::Random => match dtype {
-                    // Integers get small values so sums stay exact and far from overflow.
-                    DType::I32 => (rng.below(201) as i64 - 100) as f64,
-                    DType::U32 => rng.below(101) as f64,
-                    _ => f64::from(rng.unit_f32()),
-                },
-            };
-            push_value(&mut bytes, dtype, value);
+            let mut value = draw(fill.values, dtype, i, &mut rng);
+            if let Some(rows) = &mut outliers {
+                value = rows.apply(i, value);
+            }
+            push(&mut bytes, dtype, value);
         }
         HostArray { dtype, bytes }
     }
@@ -104,6 +105,81 @@ impl HostArray {
             max = max.max(v);
         }
         ArraySummary { elements: n, digest: self.digest(), sum, min: if n > nan { min } else { f64::NAN }, max: if n > nan { max } else { f64::NAN }, nan }
+    }
+}
+
+/// Element `i`'s value before outliers, drawn from `rng` where the kind draws.
+fn draw(values: Values, dtype: DType, i: usize, rng: &mut SplitMix64) -> f64 {
+    // Distributions are rounded to f32 first, then to the element type (`push_rounded`),
+    // as the C harness does.
+    let f32_value = |v: f64| f64::from(v as f32);
+    match values {
+        Values::Zeros => 0.0,
+        Values::Ones => 1.0,
+        Values::Arange => i as f64,
+        Values::Random => match dtype {
+            // Integers get small values so sums stay exact and far from overflow.
+            DType::I32 => (rng.below(201) as i64 - 100) as f64,
+            DType::U32 => rng.below(101) as f64,
+            _ => f64::from(rng.unit_f32()),
+        },
+        Values::Uniform { scale, offset } => f32_value(offset + scale * rng.unit_f64()),
+        Values::Normal { scale, offset } => f32_value(offset + scale * rng.normal()),
+        // `hi - lo` is at most 2^32: the range was checked against the element type.
+        Values::Integers { lo, hi } => (lo + rng.below((hi - lo) as u64) as i64) as f64,
+    }
+}
+
+/// Picks each row's outlier entries from a stream of its own, so the values drawn for the
+/// array are the same with or without outliers.
+struct OutlierRows {
+    outliers: RowOutliers,
+    rng: SplitMix64,
+    /// The row's positions, the first `count` shuffled into place (a partial Fisher-Yates).
+    order: Vec<usize>,
+    chosen: Vec<bool>,
+}
+
+/// Salts the outlier stream's seed ("outliers" in ASCII).
+const OUTLIER_SALT: u64 = 0x6F75_746C_6965_7273;
+
+impl OutlierRows {
+    fn new(outliers: RowOutliers, seed: u64) -> OutlierRows {
+        OutlierRows { outliers, rng: SplitMix64::new(seed ^ OUTLIER_SALT), order: vec![0; outliers.row], chosen: vec![false; outliers.row] }
+    }
+
+    /// Element `i`'s value: `value`, or `value * scale` rounded to f32 if it was chosen.
+    fn apply(&mut self, i: usize, value: f64) -> f64 {
+        let col = i % self.outliers.row;
+        if col == 0 {
+            self.choose_row();
+        }
+        if self.chosen[col] { f64::from((value * self.outliers.scale) as f32) } else { value }
+    }
+
+    fn choose_row(&mut self) {
+        let row = self.outliers.row;
+        for (j, slot) in self.order.iter_mut().enumerate() {
+            *slot = j;
+        }
+        self.chosen.fill(false);
+        for j in 0..self.outliers.count {
+            let pick = j + self.rng.below((row - j) as u64) as usize;
+            self.order.swap(j, pick);
+            self.chosen[self.order[j]] = true;
+        }
+    }
+}
+
+/// `value`, exact in f32, in a float type rounded to nearest even from f32. (`push_value`
+/// converts to the half types from f64, which the `half` crate does for bf16 on the top 20
+/// bits of the mantissa only: a value just above a halfway point can round down. The C
+/// harness reproduces that for the original inits.)
+fn push_rounded(bytes: &mut Vec<u8>, dtype: DType, value: f64) {
+    match dtype {
+        DType::F16 => bytes.extend_from_slice(&f16::from_f32(value as f32).to_le_bytes()),
+        DType::Bf16 => bytes.extend_from_slice(&bf16::from_f32(value as f32).to_le_bytes()),
+        _ => push_value(bytes, dtype, value),
     }
 }
 
@@ -278,9 +354,9 @@ mod tests {
 
     #[test]
     fn random_init_is_reproducible_and_seed_dependent() {
-        let a = HostArray::init(DType::F32, 64, Init::Random, 7);
-        let b = HostArray::init(DType::F32, 64, Init::Random, 7);
-        let c = HostArray::init(DType::F32, 64, Init::Random, 8);
+        let a = HostArray::init(DType::F32, 64, Values::Random, 7);
+        let b = HostArray::init(DType::F32, 64, Values::Random, 7);
+        let c = HostArray::init(DType::F32, 64, Values::Random, 8);
         assert_eq!(a, b);
         assert_ne!(a.digest(), c.digest());
         assert!((0..64).all(|i| (-1.0..1.0).contains(&a.get_f64(i))));
@@ -288,13 +364,13 @@ mod tests {
 
     #[test]
     fn poison_fails_and_nan_fails() {
-        let reference = HostArray::init(DType::F32, 16, Init::Random, 1);
+        let reference = HostArray::init(DType::F32, 16, Values::Random, 1);
         let poisoned = HostArray::poison(DType::F32, 16);
         let cmp = compare(&poisoned, &reference, 1e-3);
         assert!(!cmp.passed);
         assert_eq!(cmp.non_finite, 16);
         for dtype in [DType::F16, DType::Bf16] {
-            let r = HostArray::init(dtype, 4, Init::Ones, 0);
+            let r = HostArray::init(dtype, 4, Values::Ones, 0);
             assert!(!compare(&HostArray::poison(dtype, 4), &r, 1.0).passed);
         }
     }
@@ -302,8 +378,8 @@ mod tests {
     #[test]
     fn zeros_fail_and_small_noise_passes_for_f16() {
         let tol = default_tolerance(DType::F16, Some(2048));
-        let reference = HostArray::init(DType::F16, 256, Init::Random, 3);
-        let zeros = HostArray::init(DType::F16, 256, Init::Zeros, 0);
+        let reference = HostArray::init(DType::F16, 256, Values::Random, 3);
+        let zeros = HostArray::init(DType::F16, 256, Values::Zeros, 0);
         assert!(!compare(&zeros, &reference, tol).passed);
         let mut noisy = reference.clone();
         // Flip the lowest mantissa bit of every element: one ulp of reordering noise.
@@ -315,7 +391,7 @@ mod tests {
 
     #[test]
     fn integer_outputs_must_match_exactly() {
-        let reference = HostArray::init(DType::I32, 8, Init::Arange, 0);
+        let reference = HostArray::init(DType::I32, 8, Values::Arange, 0);
         let mut off = reference.clone();
         off.bytes[0] ^= 1;
         assert!(compare(&reference, &reference, default_tolerance(DType::I32, None)).passed);

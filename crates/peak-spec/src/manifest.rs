@@ -51,8 +51,34 @@
 //! accumulation = "n"
 //! ```
 //!
+//! An array's `init` is `zeros`, `ones`, `arange`, `random` (floats uniform in [-1, 1),
+//! i32 in [-100, 100], u32 in [0, 100]), `uniform` or `normal`, and some take keys beside it
+//! to shape test inputs (details in [`crate::init`]):
+//!
+//! ```toml
+//! [[arrays]]                        # a softmax input whose rows are not all alike
+//! name = "X"
+//! type = "f32"
+//! size = "rows * cols"
+//! init = "normal"                   # offset + scale * N(0, 1); "uniform": offset + scale * U[0, 1)
+//! scale = 1.0                       # optional, default 1 (uniform and normal only)
+//! offset = 0.0                      # optional, default 0 (uniform and normal only)
+//! outliers = { row = "cols", count = 2, scale = 20.0 }  # float arrays: in every row of `cols`
+//!                                   # elements, 2 entries chosen by the seed are multiplied by 20
+//! seed = 1
+//!
+//! [[arrays]]                        # labels for a cross-entropy over V classes
+//! name = "labels"
+//! type = "i32"
+//! size = "rows"
+//! init = "random"
+//! range = [0, "V"]                  # i32 and u32: drawn from [0, V), the high end excluded
+//! ```
+//!
 //! Parsing is strict (`deny_unknown_fields`): a misspelt key is an error naming the file
-//! and line, never a silently ignored setting. Inputs and tuning parameters keep their
+//! and line, never a silently ignored setting. A setting that does not fit its array
+//! (`scale` on zeros, `range` on a float array, more outliers than a row holds) is an error
+//! naming the field, such as `arrays[2].scale`. Inputs and tuning parameters keep their
 //! document order, which fixes the iteration order of the execution-parameter space.
 
 use std::fmt;
@@ -353,24 +379,74 @@ impl fmt::Display for Domain {
     }
 }
 
+/// One `[[arrays]]` table. On disk the init's settings are keys beside `init`
+/// (`RawArraySpec`); here they travel inside [`Init`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawArraySpec", into = "RawArraySpec")]
 pub struct ArraySpec {
     pub name: String,
-    #[serde(rename = "type")]
     pub dtype: DType,
     /// Element count, as an expression over the scalar inputs.
     pub size: String,
     pub init: Init,
-    /// Seed for `init = "random"`; each array gets its own stream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Seed for whatever the init draws; each array gets its own stream.
     pub seed: Option<u64>,
     /// Compared against the reference after a run.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub output: bool,
     /// Read and written by the kernel: exempt from the "inputs stay bit-identical" check.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub inout: bool,
+}
+
+/// An `[[arrays]]` table as written. A manifest without the newer keys serializes to the
+/// same text and JSON as before they existed, which keeps reference and cache keys.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawArraySpec {
+    name: String,
+    #[serde(rename = "type")]
+    dtype: DType,
+    size: String,
+    init: InitKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scale: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    offset: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    range: Option<[IntExpr; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outliers: Option<Outliers>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    output: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    inout: bool,
+}
+
+impl From<RawArraySpec> for ArraySpec {
+    fn from(r: RawArraySpec) -> ArraySpec {
+        let settings = Shaped { kind: r.init, scale: r.scale, offset: r.offset, range: r.range, outliers: r.outliers };
+        ArraySpec { name: r.name, dtype: r.dtype, size: r.size, init: Init::from_settings(settings), seed: r.seed, output: r.output, inout: r.inout }
+    }
+}
+
+impl From<ArraySpec> for RawArraySpec {
+    fn from(a: ArraySpec) -> RawArraySpec {
+        let s = a.init.settings();
+        RawArraySpec {
+            name: a.name,
+            dtype: a.dtype,
+            size: a.size,
+            init: s.kind,
+            scale: s.scale,
+            offset: s.offset,
+            range: s.range,
+            outliers: s.outliers,
+            seed: a.seed,
+            output: a.output,
+            inout: a.inout,
+        }
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -426,14 +502,7 @@ impl FromStr for DType {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Init {
-    Zeros,
-    Ones,
-    Random,
-    Arange,
-}
+pub use crate::init::{Init, InitKind, IntExpr, Outliers, Shaped};
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -205,7 +205,7 @@ proptest! {
 #[test]
 fn poison_nan_and_infinities_are_covered() {
     for dtype in [DType::F32, DType::F16, DType::Bf16] {
-        let reference = HostArray::init(dtype, 6, peak_spec::Init::Random, 9);
+        let reference = HostArray::init(dtype, 6, peak_spec::Values::Random, 9);
         let mut out = reference.clone();
         let size = dtype.size_bytes();
         out.bytes[size..2 * size].copy_from_slice(&HostArray::poison_pattern(dtype));

@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn poisoned_comparisons_survive_json() {
-        let reference = HostArray::init(DType::F32, 8, peak_spec::Init::Random, 1);
+        let reference = HostArray::init(DType::F32, 8, peak_spec::Values::Random, 1);
         let poisoned = HostArray::poison(DType::F32, 8);
         let c = compare(&poisoned, &reference, 1e-5);
         assert!(c.max_error.is_infinite() && c.worst_value.is_nan());
@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn output_bytes_decode_back() {
-        let array = HostArray::init(DType::F32, 10, peak_spec::Init::Arange, 0);
+        let array = HostArray::init(DType::F32, 10, peak_spec::Values::Arange, 0);
         let report = OutputReport { name: "C".into(), dtype: DType::F32, elements: 10, digest: Some(array.digest()), hex: Some(hex::encode(&array.bytes)), comparison: None, compare_error: None };
         let back: OutputReport = serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
         assert_eq!(back.array().unwrap(), array);

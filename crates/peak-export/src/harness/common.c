@@ -5,7 +5,7 @@
 #include <string.h>
 
 enum { PEAK_F32 = 0, PEAK_F16 = 1, PEAK_BF16 = 2, PEAK_I32 = 3, PEAK_U32 = 4 };
-enum { PEAK_ZEROS = 0, PEAK_ONES = 1, PEAK_RANDOM = 2, PEAK_ARANGE = 3 };
+enum { PEAK_ZEROS = 0, PEAK_ONES = 1, PEAK_RANDOM = 2, PEAK_ARANGE = 3, PEAK_UNIFORM = 4, PEAK_NORMAL = 5, PEAK_INTEGERS = 6 };
 
 /* SplitMix64, as peak_spec::rng. */
 static uint64_t peak_next(uint64_t *s) {
@@ -20,6 +20,42 @@ static uint64_t peak_next(uint64_t *s) {
 static float peak_unit_f32(uint64_t *s) {
     uint32_t bits = (uint32_t)(peak_next(s) >> 40);
     return (float)bits / (float)(1u << 23) - 1.0f;
+}
+
+/* a * b rounded on its own. A compiler may fuse a product into the addition after it (an
+ * FMA, under -ffp-contract, the default on some targets), which changes the last bit; a
+ * product read back from a volatile cannot be fused, so the values below are peak's. */
+static double peak_mul(double a, double b) {
+    volatile double p = a * b;
+    return p;
+}
+
+/* Uniform in [0, 1): the top 53 bits as a multiple of 2^-53. */
+static double peak_unit_f64(uint64_t *s) { return (double)(peak_next(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* ln(x) for a positive normal x, as peak_spec::rng computes it (no libm, whose log may round
+ * differently): x = m 2^e with m in (sqrt(1/2), sqrt(2)], ln m = 2 atanh((m - 1) / (m + 1)). */
+static double peak_ln(double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    int64_t e = (int64_t)((bits >> 52) & 0x7ffu) - 1023;
+    bits = (bits & 0xfffffffffffffull) | (1023ull << 52);
+    double m;
+    memcpy(&m, &bits, 8);
+    if (m > 1.4142135623730951) { m *= 0.5; e += 1; }
+    double f = m - 1.0, s = f / (2.0 + f), z = peak_mul(s, s), p = 0.0;
+    for (int k = 11; k >= 0; --k) p = peak_mul(p, z) + 1.0 / (double)(2 * k + 1);
+    return peak_mul((double)e, 0.6931471805599453) + peak_mul(2.0 * s, p);
+}
+
+/* A standard normal value by the ratio of uniforms, as peak_spec::rng::SplitMix64::normal. */
+static double peak_normal(uint64_t *s) {
+    for (;;) {
+        double u = (double)((peak_next(s) >> 11) + 1) * (1.0 / 9007199254740992.0);
+        double v = 0.8577638849607068 * ((double)(peak_next(s) >> 11) * (1.0 / 4503599627370496.0) - 1.0);
+        double x = v / u;
+        if (peak_mul(x, x) <= -4.0 * peak_ln(u)) return x;
+    }
 }
 
 /* float to IEEE half and to bfloat16, rounding to nearest even. */
@@ -48,6 +84,29 @@ static uint16_t peak_f32_to_bf16(float f) {
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
     x += 0x7fffu + ((x >> 16) & 1u);
     return (uint16_t)(x >> 16);
+}
+
+/* double to bfloat16 as peak converts the original inits (zeros, ones, random, arange): the
+ * `half` crate's from_f64, which rounds to nearest even on the top 20 bits of the mantissa,
+ * so a value just above a halfway point can round down. Other inits round from float. */
+static uint16_t peak_f64_to_bf16_legacy(double v) {
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    uint32_t x = (uint32_t)(bits >> 32), sign = x & 0x80000000u, exp = x & 0x7ff00000u, man = x & 0x000fffffu;
+    if (exp == 0x7ff00000u) return (uint16_t)((sign >> 16) | 0x7f80u | ((man || (uint32_t)bits) ? 0x40u : 0u) | (man >> 13));
+    uint32_t hsign = sign >> 16;
+    int64_t hexp = (int64_t)(exp >> 20) - 1023 + 127;
+    if (hexp >= 0xff) return (uint16_t)(hsign | 0x7f80u);
+    if (hexp <= 0) {
+        if (7 - hexp > 21) return (uint16_t)hsign;
+        man |= 0x00100000u;
+        uint32_t hman = man >> (14 - hexp), round = 1u << (13 - hexp);
+        if ((man & round) && (man & (3u * round - 1u))) hman++;
+        return (uint16_t)(hsign | hman);
+    }
+    uint32_t h = hsign | ((uint32_t)hexp << 7) | (man >> 13);
+    if ((man & 0x1000u) && (man & 0x2fffu)) h++;
+    return (uint16_t)h;
 }
 
 static float peak_f16_to_f32(uint16_t h) {
@@ -92,23 +151,65 @@ static double peak_load(const void *src, int dtype, size_t i) {
     }
 }
 
-/* The manifest's init: zeros, ones, random (peak's values for this seed) or arange. */
-static void *peak_host_array(int dtype, size_t count, int init, uint64_t seed) {
-    void *p = malloc(count * peak_elem_size(dtype) + 1);
-    if (!p) { fprintf(stderr, "error: out of host memory\n"); exit(1); }
-    uint64_t s = seed;
-    for (size_t i = 0; i < count; ++i) {
-        double v = 0.0;
-        if (init == PEAK_ONES) v = 1.0;
-        else if (init == PEAK_ARANGE) v = (double)i;
-        else if (init == PEAK_RANDOM) {
-            if (dtype == PEAK_I32) v = (double)((int64_t)(peak_next(&s) % 201u) - 100);
-            else if (dtype == PEAK_U32) v = (double)(peak_next(&s) % 101u);
-            else v = (double)peak_unit_f32(&s);
-        }
-        peak_store(p, dtype, i, v);
+/* Element i's value before outliers, as peak_spec's HostArray::init draws it. */
+static double peak_draw(int dtype, int init, size_t i, uint64_t *s, double scale, double offset, int64_t lo, int64_t hi) {
+    switch (init) {
+    case PEAK_ONES: return 1.0;
+    case PEAK_ARANGE: return (double)i;
+    case PEAK_RANDOM:
+        if (dtype == PEAK_I32) return (double)((int64_t)(peak_next(s) % 201u) - 100);
+        if (dtype == PEAK_U32) return (double)(peak_next(s) % 101u);
+        return (double)peak_unit_f32(s);
+    /* Distributions are rounded to float first, as peak does. */
+    case PEAK_UNIFORM: return (double)(float)(offset + peak_mul(scale, peak_unit_f64(s)));
+    case PEAK_NORMAL: return (double)(float)(offset + peak_mul(scale, peak_normal(s)));
+    case PEAK_INTEGERS: return (double)(lo + (int64_t)(peak_next(s) % (uint64_t)(hi - lo)));
+    default: return 0.0;
     }
+}
+
+/* Choose a row's outlier entries: the first `count` places of a partial Fisher-Yates shuffle. */
+static void peak_choose_outliers(uint64_t *o, size_t *order, unsigned char *chosen, size_t row, size_t count) {
+    for (size_t j = 0; j < row; ++j) { order[j] = j; chosen[j] = 0; }
+    for (size_t j = 0; j < count; ++j) {
+        size_t pick = j + (size_t)(peak_next(o) % (uint64_t)(row - j)), t = order[j];
+        order[j] = order[pick];
+        order[pick] = t;
+        chosen[order[j]] = 1;
+    }
+}
+
+/* The manifest's init, its expressions evaluated by peak: uniform and normal take scale and
+ * offset, integers are drawn from [lo, hi), and row > 0 multiplies `outliers` entries of
+ * every row of `row` elements by outlier_scale (their places drawn from a second stream). */
+static void *peak_host_array_fill(int dtype, size_t count, int init, uint64_t seed, double scale, double offset,
+                                  int64_t lo, int64_t hi, size_t row, size_t outliers, double outlier_scale) {
+    void *p = malloc(count * peak_elem_size(dtype) + 1);
+    size_t *order = (size_t *)malloc(row * sizeof(size_t) + 1);
+    unsigned char *chosen = (unsigned char *)malloc(row + 1);
+    if (!p || !order || !chosen) { fprintf(stderr, "error: out of host memory\n"); exit(1); }
+    uint64_t s = seed, o = seed ^ 0x6F75746C69657273ull; /* "outliers" */
+    for (size_t i = 0; i < count; ++i) {
+        double v = peak_draw(dtype, init, i, &s, scale, offset, lo, hi);
+        if (row) {
+            if (i % row == 0) peak_choose_outliers(&o, order, chosen, row, outliers);
+            if (chosen[i % row]) v = (double)(float)(v * outlier_scale);
+        }
+        if (dtype == PEAK_BF16 && init <= PEAK_ARANGE && !row) {
+            uint16_t h = peak_f64_to_bf16_legacy(v);
+            memcpy((char *)p + 2 * i, &h, 2);
+        } else {
+            peak_store(p, dtype, i, v);
+        }
+    }
+    free(order);
+    free(chosen);
     return p;
+}
+
+/* The four original inits: zeros, ones, random (peak's values for this seed) or arange. */
+static void *peak_host_array(int dtype, size_t count, int init, uint64_t seed) {
+    return peak_host_array_fill(dtype, count, init, seed, 1.0, 0.0, 0, 0, 0, 0, 1.0);
 }
 
 static void peak_summary(const char *name, const void *data, int dtype, size_t count) {

@@ -132,7 +132,7 @@ pub fn render(input: &Input, api: Api) -> Bundle {
     c.push_str(&format!("    void *peak_buf[{}];\n", s.buffers.len().max(1)));
     for (i, b) in s.buffers.iter().enumerate() {
         c.push_str(&format!("    PEAK_CUDA(cudaMalloc(&peak_buf[{i}], {}ull)); /* {} */\n", b.bytes.max(1), b.name));
-        if b.init.is_some() {
+        if b.fill.is_some() {
             c.push_str(&format!("    PEAK_CUDA(cudaMemcpy(peak_buf[{i}], peak_host_{}, {}ull, cudaMemcpyHostToDevice));\n", b.ident, b.bytes));
         }
     }

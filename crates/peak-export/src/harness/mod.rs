@@ -10,7 +10,7 @@
 pub mod cuda;
 pub mod opencl;
 
-use peak_spec::{Backend as Language, Context, DType, ExecParams, Init};
+use peak_spec::{Backend as Language, Context, DType, ExecParams, Fill, RowOutliers, Values};
 
 use crate::launch::{ExportArg, ExportBuffer, LaunchSequence};
 use crate::source::Origin;
@@ -57,13 +57,49 @@ pub(crate) fn dtype_code(d: DType) -> &'static str {
     }
 }
 
-pub(crate) fn init_code(i: Init) -> &'static str {
-    match i {
-        Init::Zeros => "PEAK_ZEROS",
-        Init::Ones => "PEAK_ONES",
-        Init::Random => "PEAK_RANDOM",
-        Init::Arange => "PEAK_ARANGE",
+pub(crate) fn init_code(values: Values) -> &'static str {
+    match values {
+        Values::Zeros => "PEAK_ZEROS",
+        Values::Ones => "PEAK_ONES",
+        Values::Random => "PEAK_RANDOM",
+        Values::Arange => "PEAK_ARANGE",
+        Values::Uniform { .. } => "PEAK_UNIFORM",
+        Values::Normal { .. } => "PEAK_NORMAL",
+        Values::Integers { .. } => "PEAK_INTEGERS",
     }
+}
+
+/// The C expression that allocates `count` elements and fills them as `fill` says from
+/// `seed`: the bytes `HostArray::init` makes of the same arguments. A plain init keeps
+/// the short call that harnesses exported before the other inits used.
+pub fn host_array_call(dtype: DType, count: usize, fill: &Fill, seed: u64) -> String {
+    let (dt, init) = (dtype_code(dtype), init_code(fill.values));
+    if fill.is_plain() {
+        return format!("peak_host_array({dt}, {count}ull, {init}, {seed}ull)");
+    }
+    let (scale, offset) = match fill.values {
+        Values::Uniform { scale, offset } | Values::Normal { scale, offset } => (scale, offset),
+        _ => (1.0, 0.0),
+    };
+    let (lo, hi) = match fill.values {
+        Values::Integers { lo, hi } => (lo, hi),
+        _ => (0, 0),
+    };
+    let o = fill.outliers.unwrap_or(RowOutliers { row: 0, count: 0, scale: 1.0 });
+    format!(
+        "peak_host_array_fill({dt}, {count}ull, {init}, {seed}ull, {}, {}, {lo}ll, {hi}ll, {}ull, {}ull, {})",
+        double_literal(scale),
+        double_literal(offset),
+        o.row,
+        o.count,
+        double_literal(o.scale)
+    )
+}
+
+/// A C literal for a double that parses back to the same bits (Rust's shortest
+/// round-trip form, e.g. `20.0`, `1e-7`).
+fn double_literal(v: f64) -> String {
+    if v.is_finite() { format!("{v:?}") } else { float_literal(v as f32) }
 }
 
 /// A C literal for a float.
@@ -93,19 +129,15 @@ pub(crate) fn header(input: &Input, build: &str) -> String {
 pub(crate) fn host_arrays(buffers: &[ExportBuffer]) -> String {
     let mut out = String::new();
     for b in buffers {
-        if let Some(init) = b.init {
+        if let Some(fill) = &b.fill {
             out.push_str(&format!(
-                "    void *peak_host_{} = peak_host_array({}, {}ull, {}, {}ull); /* {} {}: {} x {}, {} */\n",
+                "    void *peak_host_{} = {}; /* {} {}: {} x {}, {fill} */\n",
                 b.ident,
-                dtype_code(b.dtype),
-                b.count,
-                init_code(init),
-                b.seed.unwrap_or(0),
+                host_array_call(b.dtype, b.count, fill, b.seed.unwrap_or(0)),
                 b.role,
                 b.name,
                 b.count,
                 b.dtype,
-                format!("{init:?}").to_lowercase()
             ));
         }
     }

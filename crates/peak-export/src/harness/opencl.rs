@@ -89,7 +89,7 @@ pub fn render(input: &Input) -> Bundle {
     c.push_str(&host_arrays(&s.buffers));
     for b in &s.buffers {
         c.push_str(&format!("    peak_buf_{} = clCreateBuffer(context, CL_MEM_READ_WRITE, {}ull, NULL, &err);\n    peak_cl_check(err, \"allocating {}\");\n", b.ident, b.bytes.max(1), b.name));
-        if b.init.is_some() {
+        if b.fill.is_some() {
             c.push_str(&format!("    PEAK_CL(clEnqueueWriteBuffer(q, peak_buf_{id}, CL_TRUE, 0, {}ull, peak_host_{id}, 0, NULL, NULL));\n", b.bytes, id = b.ident));
         }
     }
