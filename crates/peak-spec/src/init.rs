@@ -146,7 +146,7 @@ impl ExprText {
     pub const MAX: usize = 62;
 
     pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("made from a str, cut at a character boundary")
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("copied whole from a String")
     }
 }
 
@@ -403,7 +403,7 @@ impl fmt::Display for Fill {
             Values::Ones => f.write_str("ones")?,
             Values::Random => f.write_str("random")?,
             Values::Arange => f.write_str("arange")?,
-            Values::Uniform { scale, offset } => write!(f, "uniform in [{offset}, {offset} + {scale})")?,
+            Values::Uniform { scale, offset } => write!(f, "uniform in [{offset}, {})", offset + scale)?,
             Values::Normal { scale, offset } => write!(f, "normal, mean {offset}, standard deviation {scale}")?,
             Values::Integers { lo, hi } => write!(f, "random integers in [{lo}, {hi})")?,
         }
