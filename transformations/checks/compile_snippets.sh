@@ -14,6 +14,6 @@ check() { # name, command...
 check "HIP snippets (hipcc, gfx90a)" hipcc --offload-arch=gfx90a --cuda-device-only -c hip_snippets.hip -o /tmp/peak-hip-snippets.o
 CLANG=$(command -v clang || command -v clang-15 || echo clang)
 check "OpenCL snippets (clang, OpenCL C 1.2)" "$CLANG" -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -fsyntax-only opencl_snippets.cl
-cat ../snippets/tile_copy.hlsl ../snippets/tile_copy_transposed.hlsl ../snippets/async_copy.hlsl hlsl_snippets.hlsl >/tmp/peak-hlsl-snippets.hlsl
+cat ../snippets/tile_copy.hlsl ../snippets/tile_copy_transposed.hlsl ../snippets/async_copy.hlsl ../snippets/tile_load.hlsl hlsl_snippets.hlsl >/tmp/peak-hlsl-snippets.hlsl
 check "HLSL snippets (glslang)" glslangValidator -D -V -e main -S comp --target-env vulkan1.1 --hlsl-enable-16bit-types -o /tmp/peak-hlsl-snippets.spv /tmp/peak-hlsl-snippets.hlsl
 exit $status

@@ -12,6 +12,7 @@ SNIPPETS = pathlib.Path(__file__).resolve().parent.parent / "snippets"
 USES = {
     "tile_copy": "float t[4][8]; PEAK_TILE_COPY(t, A, n, 0, 0, 4, 8, n, n, threadIdx.x, blockDim.x); C[0] = t[0][0];",
     "tile_copy_transposed": "float t[8][4]; PEAK_TILE_COPY_T(t, A, n, 0, 0, 4, 8, n, n, threadIdx.x, blockDim.x); C[0] = t[0][0];",
+    "tile_load": "float t[4][8], u[8][4]; PEAK_TILE_LOAD(t, A_AT, 0, 0, 4, 8, n, n, threadIdx.x, blockDim.x); PEAK_TILE_LOAD_COLMAJOR(u, W_AT, 0, 0, 8, 4, n, n, threadIdx.x, blockDim.x); C[0] = t[0][0] + u[0][0];",
     "async_copy": "__shared__ float s[32]; PEAK_ASYNC_COPY(s[threadIdx.x], A, threadIdx.x, threadIdx.x < n); PEAK_ASYNC_COMMIT(); PEAK_ASYNC_WAIT(0); __syncthreads(); C[0] = s[0];",
     "mma_sync": "__shared__ __align__(16) unsigned short s[16 * 16]; unsigned a[4], b[4]; float d[4] = {}; peak_ldmatrix_a(a, s); peak_ldmatrix_b(b, s); peak_mma_16816(d, a, b); C[0] = d[0];",
     "tma": "__shared__ __align__(128) float box[64]; __shared__ unsigned long long bar; if (threadIdx.x == 0) { peak_mbar_init(&bar, 1); peak_fence_mbar_init(); } __syncthreads(); if (threadIdx.x == 0) { peak_mbar_arrive_expect_tx(&bar, 256); peak_tma_load_2d(box, &tmap, 0, 0, &bar); } peak_mbar_wait(&bar, 0); C[0] = box[0];",
@@ -26,6 +27,8 @@ for name, use in USES.items():
     if name == "tma_store":
         text = (SNIPPETS / "tma.cu").read_text() + text
     tma_param = ", const __grid_constant__ PeakTensorMap tmap" if name in ("tma", "tma_store") else ""
+    if name == "tile_load":
+        text += "\n#define A_AT(r, c) A[(r) * n + (c)]\n#define W_AT(r, c) A[(c) * n + (r)]\n"
     source = f'{text}\nextern "C" __global__ void k(const float* A, float* C, int n{tma_param}) {{ {use} }}\n'
     try:
         module = cupy.RawModule(code=source, options=("--gpu-architecture=sm_90a", "--std=c++17"))

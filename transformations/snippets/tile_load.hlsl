@@ -1,0 +1,48 @@
+#ifndef PEAK_ZERO_DEFINED
+#define PEAK_ZERO_DEFINED
+// A zero of the same type as the argument. glslang's HLSL front end converts no literal to
+// half implicitly, so zero-filling goes through these overloads, picked by the type of
+// the destination element.
+float peak_zero(float x) { return 0.0f; }
+float2 peak_zero(float2 x) { return (float2)0.0f; }
+float4 peak_zero(float4 x) { return (float4)0.0f; }
+half peak_zero(half x) { return (half)0.0f; }
+half2 peak_zero(half2 x) { return (half2)(half)0.0f; }
+half4 peak_zero(half4 x) { return (half4)(half)0.0f; }
+int peak_zero(int x) { return 0; }
+uint peak_zero(uint x) { return 0u; }
+#endif
+
+// PEAK_TILE_LOAD: the whole group fills a ROWS x COLS groupshared tile through an accessor
+// macro, so the tile holds the operand's logical elements whatever its layout and leading
+// dimension: dst[r][c] = AT(row0 + r, col0 + c), and zero outside the matrix (row0 + r >=
+// rows or col0 + c >= cols), so a partial tile at an edge computes correctly.
+// Consecutive threads take consecutive c (columns of one tile row): coalesced when the
+// operand is contiguous along the tile's column index (A stored row-major for a tile of A,
+// B stored row-major for a tile of B).
+// PEAK_TILE_LOAD_COLMAJOR: the same tile, but consecutive threads take consecutive r
+// (down one tile column): the coalesced copy when the operand is contiguous along the
+// tile's row index (A stored column-major, or B stored column-major: B[k, n] at
+// b[n * ldb + k]). Its stores into dst land one tile row apart, which padding the tile's
+// rows (the Offset transformation) spreads over the banks.
+// HLSL has no pointers: dst is the array's name and AT a macro's name.
+//   dst         groupshared array indexed dst[r][c] (any padding of its rows is fine)
+//   AT          accessor macro: AT(i, j) is element (i, j) of the logical matrix (A_AT, B_AT)
+//   row0, col0  logical coordinates of the tile's top-left element
+//   ROWS, COLS  tile extent
+//   rows, cols  the logical matrix's extent (for the bounds check)
+//   tid, nthr   this thread's linear index in the group (SV_GroupIndex), and the group's size
+#define PEAK_TILE_LOAD(dst, AT, row0, col0, ROWS, COLS, rows, cols, tid, nthr)             \
+    for (int peak_i = (int)(tid); peak_i < (ROWS) * (COLS); peak_i += (nthr)) {            \
+        const int peak_r = peak_i / (COLS), peak_c = peak_i % (COLS);                      \
+        const int peak_gr = (int)(row0) + peak_r, peak_gc = (int)(col0) + peak_c;          \
+        if (peak_gr < (int)(rows) && peak_gc < (int)(cols)) dst[peak_r][peak_c] = AT(peak_gr, peak_gc); \
+        else dst[peak_r][peak_c] = peak_zero(dst[peak_r][peak_c]);                         \
+    }
+#define PEAK_TILE_LOAD_COLMAJOR(dst, AT, row0, col0, ROWS, COLS, rows, cols, tid, nthr)    \
+    for (int peak_i = (int)(tid); peak_i < (ROWS) * (COLS); peak_i += (nthr)) {            \
+        const int peak_r = peak_i % (ROWS), peak_c = peak_i / (ROWS);                      \
+        const int peak_gr = (int)(row0) + peak_r, peak_gc = (int)(col0) + peak_c;          \
+        if (peak_gr < (int)(rows) && peak_gc < (int)(cols)) dst[peak_r][peak_c] = AT(peak_gr, peak_gc); \
+        else dst[peak_r][peak_c] = peak_zero(dst[peak_r][peak_c]);                         \
+    }
