@@ -125,6 +125,23 @@ fn attention_workflow_replays() {
     assert!(log[0]["summary"].as_str().unwrap().contains("KV-Tile"));
 }
 
+/// A bf16 elementwise map a user brings (GELU, one work-item per element, 2^20 + 3
+/// elements): Grid-Stride, then Vector-Body with 16-byte vectors of eight bf16s and a scalar
+/// tail (issue 24). Validation runs at 1003 elements, tuning at the context's size.
+#[test]
+fn gelu_bf16_workflow_replays() {
+    let Some(log) = replay("gelu-bf16", &[], &["Grid-Stride", "Vector-Body"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Vector-Body"));
+}
+
+/// A layernorm over rows of 1001 floats: rows start at addresses no vector is aligned to,
+/// so Vector-Body's scalar head and tail run on every row (issue 24).
+#[test]
+fn layernorm_odd_rows_workflow_replays() {
+    let Some(log) = replay("layernorm", &["N=64"], &["Block-Reduce", "Vector-Body"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Vector-Body"));
+}
+
 /// The CUDA twins' workflows (for bench/h200-kernels.sh) take the same chains, written by
 /// the agent executor and compile-checked only (`--defer`): the H200 replay validates them.
 /// The reduction and the softmax go on with Warp-Reduce (CUDA only: PoCL has no subgroups),
