@@ -332,6 +332,9 @@ pub struct NewArgs {
     /// The values a scalar input is run at: `n=256,1024`. Asked for when missing and stdin is a terminal.
     #[arg(long = "input", value_name = "NAME=V1,V2")]
     pub inputs: Vec<String>,
+    /// The value of a float parameter, written into the launch: `eps=1e-5`. Asked for when missing and stdin is a terminal.
+    #[arg(long = "scalar", value_name = "NAME=VALUE")]
+    pub scalars: Vec<String>,
     /// An array that holds the kernel's result (repeat for several). Default: every array not declared `const`.
     #[arg(long = "output", value_name = "ARRAY")]
     pub outputs: Vec<String>,

@@ -82,6 +82,93 @@ pub fn version() -> Result<String, BackendError> {
     Ok(format!("{}.{}", install.version.0, install.version.1))
 }
 
+/// What nvcc's implicit host headers (`math.h`, `float.h`, `limits.h`, `sys/types.h`)
+/// give device code and NVRTC does not, for CUDA and HIP alike: kernels written for nvcc
+/// use `INFINITY`, `FLT_MAX`, `M_PI` or `uint` freely. Each macro is guarded, so a source
+/// that defines its own keeps it (with a redefinition warning where they differ); the
+/// typedefs repeat glibc's, which C++ allows. `INFINITY` and `NAN` are constant
+/// expressions, as `math.h`'s are, so `constexpr` code can use them. Its own `#line` keeps
+/// it from being mistaken for lines of the context's file in messages.
+pub const PRELUDE: &str = r#"#line 1 "peak-nvrtc-prelude"
+#ifndef INFINITY
+#define INFINITY (1.0f / 0.0f)
+#endif
+#ifndef NAN
+#define NAN (0.0f / 0.0f)
+#endif
+#ifndef HUGE_VALF
+#define HUGE_VALF INFINITY
+#endif
+#ifndef FLT_MAX
+#define FLT_MAX 3.40282346638528859812e+38F
+#endif
+#ifndef FLT_MIN
+#define FLT_MIN 1.17549435082228750797e-38F
+#endif
+#ifndef FLT_EPSILON
+#define FLT_EPSILON 1.1920928955078125e-07F
+#endif
+#ifndef DBL_MAX
+#define DBL_MAX 1.79769313486231570815e+308
+#endif
+#ifndef DBL_MIN
+#define DBL_MIN 2.22507385850720138309e-308
+#endif
+#ifndef DBL_EPSILON
+#define DBL_EPSILON 2.22044604925031308085e-16
+#endif
+#ifndef INT_MAX
+#define INT_MAX 2147483647
+#endif
+#ifndef INT_MIN
+#define INT_MIN (-INT_MAX - 1)
+#endif
+#ifndef UINT_MAX
+#define UINT_MAX 4294967295U
+#endif
+#ifndef M_E
+#define M_E 2.7182818284590452354
+#endif
+#ifndef M_LOG2E
+#define M_LOG2E 1.4426950408889634074
+#endif
+#ifndef M_LOG10E
+#define M_LOG10E 0.43429448190325182765
+#endif
+#ifndef M_LN2
+#define M_LN2 0.69314718055994530942
+#endif
+#ifndef M_LN10
+#define M_LN10 2.30258509299404568402
+#endif
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+#ifndef M_PI_2
+#define M_PI_2 1.57079632679489661923
+#endif
+#ifndef M_PI_4
+#define M_PI_4 0.78539816339744830962
+#endif
+#ifndef M_1_PI
+#define M_1_PI 0.31830988618379067154
+#endif
+#ifndef M_2_PI
+#define M_2_PI 0.63661977236758134308
+#endif
+#ifndef M_2_SQRTPI
+#define M_2_SQRTPI 1.12837916709551257390
+#endif
+#ifndef M_SQRT2
+#define M_SQRT2 1.41421356237309504880
+#endif
+#ifndef M_SQRT1_2
+#define M_SQRT1_2 0.70710678118654752440
+#endif
+typedef unsigned int uint;
+typedef unsigned short ushort;
+"#;
+
 /// The options a compile of `request` passes to NVRTC.
 pub fn options(request: &CompileRequest, arch: &Arch) -> Result<Vec<String>, BackendError> {
     let install = libs::nvrtc()?;
@@ -107,9 +194,9 @@ pub fn compile(request: &CompileRequest, dialect: Dialect, arch: &Arch) -> Resul
     // `#line` makes every message name the context's file with its own line numbers.
     let file = request.file_name.replace(['"', '\\'], "_");
     let text = match dialect {
-        Dialect::Cuda => format!("#line 1 \"{file}\"\n{}", request.source),
+        Dialect::Cuda => format!("{PRELUDE}#line 1 \"{file}\"\n{}", request.source),
         // hipcc includes hip_runtime.h implicitly; so does the prelude.
-        Dialect::Hip => format!("#include <hip/hip_runtime.h>\n#line 1 \"{file}\"\n{}", request.source),
+        Dialect::Hip => format!("#include <hip/hip_runtime.h>\n{PRELUDE}#line 1 \"{file}\"\n{}", request.source),
     };
     let source = CString::new(text).map_err(|_| nul("source"))?;
     let name = CString::new(file.clone()).map_err(|_| nul("file name"))?;

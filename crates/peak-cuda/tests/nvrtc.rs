@@ -112,6 +112,33 @@ extern "C" __global__ void k(const __half* a, float* out, int n) {
     assert!(err.to_string().contains("hip/hip_fp16.h"), "{err}");
 }
 
+/// What nvcc's host headers give and NVRTC lacks, written as kernels from the wild use it.
+const NVCC_NAMES: &str = r#"
+#define FLT_EPSILON 1.1920928955078125e-07F
+constexpr float NEG_INF = -INFINITY;
+extern "C" __global__ void k(float* out, uint n) {
+    ushort lane = threadIdx.x;
+    float v = fmaxf(NEG_INF, (float)M_PI) + FLT_MAX * 0.0f + FLT_MIN + FLT_EPSILON + (float)M_SQRT1_2 + (float)INT_MAX;
+    if (lane < n && !isnan(NAN)) out[lane] = v;
+}
+"#;
+
+#[test]
+fn the_prelude_gives_what_nvcc_host_headers_would() {
+    if !nvrtc_present("the_prelude_gives_what_nvcc_host_headers_would") {
+        return;
+    }
+    for dialect in [Dialect::Cuda, Dialect::Hip] {
+        let cubin = nvrtc::compile(&request(NVCC_NAMES, &[]), dialect, &Arch::default()).unwrap_or_else(|e| panic!("{dialect:?}: {e}"));
+        assert_eq!(cubin.kernels.len(), 1);
+        // The source's own FLT_EPSILON wins without a word: it is the same value.
+        assert!(!cubin.log.contains("FLT_EPSILON"), "{}", cubin.log);
+    }
+    // Messages still name the context's file and its own lines.
+    let err = nvrtc::compile(&request("extern \"C\" __global__ void k(float* o) {\n o[0] = INFINITY + missing; }\n", &[]), Dialect::Cuda, &Arch::default()).unwrap_err();
+    assert!(err.to_string().contains("ctx/kernel.cu(2)"), "{err}");
+}
+
 #[test]
 fn a_repeated_compile_still_reports_resources() {
     if !nvrtc_present("a_repeated_compile_still_reports_resources") {

@@ -349,6 +349,9 @@ pub struct ImportKernelParams {
     /// The values each integer parameter is run at. Example: {"rows": [4096], "cols": [1024]}.
     #[serde(default)]
     pub inputs: std::collections::BTreeMap<String, Vec<i64>>,
+    /// The value of each float parameter, written into the launch. Example: {"eps": 1e-5}.
+    #[serde(default)]
+    pub scalars: std::collections::BTreeMap<String, f64>,
     /// The arrays holding the kernel's result. Default: every array not declared const.
     #[serde(default)]
     pub outputs: Vec<String>,

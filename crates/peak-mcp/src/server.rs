@@ -277,11 +277,13 @@ impl PeakServer {
         .await
     }
 
-    /// Bring a kernel in: scaffold a context folder from a kernel source file. Pointer
+    /// Bring a kernel in: scaffold a context folder from a kernel source file (host code,
+    /// host headers and other kernels in it are left out; local headers are read). Pointer
     /// parameters become arrays (const ones inputs, the others outputs unless `outputs`
-    /// says which), integer parameters scalar inputs; give each array's length and each
-    /// input's values. The launch script proposes one thread per element of the first
-    /// output: read it (read_region, host) and adjust it before init_workflow.
+    /// says which), integer parameters scalar inputs, float parameters fixed values; give
+    /// each array's length, each input's values and each float's value. The launch script
+    /// is proposed from the kernel's own index and bound checks, and says what it read:
+    /// check it (read_region, host) and adjust it before init_workflow.
     #[tool(annotations(destructive_hint = false))]
     async fn import_kernel(&self, Parameters(p): Parameters<ImportKernelParams>) -> ToolResult {
         self.quick(move |_| {
@@ -289,14 +291,16 @@ impl PeakServer {
                 kernel: p.kernel,
                 sizes: p.sizes.into_iter().collect(),
                 inputs: p.inputs.into_iter().collect(),
+                scalars: p.scalars.into_iter().collect(),
                 outputs: (!p.outputs.is_empty()).then_some(p.outputs),
                 domain: p.domain,
                 description: p.description,
             };
-            let ctx = peak_spec::import::import_file(Path::new(&p.file), Path::new(&p.context), None, &choices).map_err(|e| anyhow!(e))?;
+            let (ctx, notes) = peak_spec::import::import_file(Path::new(&p.file), Path::new(&p.context), None, &choices).map_err(|e| anyhow!(e))?;
             let launch = ctx.regions.get(Region::Host);
-            let text = format!("wrote context {} (kernel `{}`)\n\nproposed launch script:\n{launch}", p.context, ctx.manifest.kernel.name);
-            Ok(Answer::ok(text, json!({ "context": p.context, "manifest": ctx.manifest, "launch": launch })))
+            let said: String = notes.iter().map(|n| format!("- {n}\n")).collect();
+            let text = format!("wrote context {} (kernel `{}`)\n\nfrom the file:\n{said}\nproposed launch script:\n{launch}", p.context, ctx.manifest.kernel.name);
+            Ok(Answer::ok(text, json!({ "context": p.context, "manifest": ctx.manifest, "launch": launch, "notes": notes })))
         })
         .await
     }

@@ -231,12 +231,13 @@ fn an_agent_imports_a_kernel_file_as_a_context() -> Result<(), Failed> {
     let session = Session::start();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scale.cu");
-    std::fs::write(&file, "__global__ void scale(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }\n").unwrap();
+    std::fs::write(&file, "#include <stdio.h>\n__global__ void scale(const float* x, float* y, int n, float k) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = k * x[i]; }\n").unwrap();
     let ctx = dir.path().join("scale");
     let (error, text) = session.call("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": { "x": "n" }, "inputs": { "n": [1024] } }));
-    assert!(error && text.contains("--size y=EXPR"), "what is missing is named: {text}");
-    let text = session.ok("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": { "x": "n", "y": "n" }, "inputs": { "n": [1024] }, "domain": "elementwise" }));
-    assert!(text.contains("launch(\"scale\", ceil_div(n, BLOCK_X), BLOCK_X, 0, x, y, n);"), "{text}");
+    assert!(error && text.contains("--size y=EXPR") && text.contains("--scalar k=VALUE"), "what is missing is named: {text}");
+    let text = session.ok("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": { "x": "n", "y": "n" }, "inputs": { "n": [1024] }, "scalars": { "k": 2 }, "domain": "elementwise" }));
+    assert!(text.contains("launch(\"scale\", ceil_div(n, BLOCK_X), BLOCK_X, 0, x, y, n, 2.0);"), "{text}");
+    assert!(text.contains("left out #include <stdio.h>"), "what the import left out is said: {text}");
     let loaded = peak_spec::Context::load(&ctx).expect("the imported context loads");
     assert_eq!(loaded.manifest.kernel.domain(), Some("elementwise"));
     assert!(loaded.regions.get(peak_spec::Region::Device).starts_with("extern \"C\" __global__ void scale("));

@@ -1,12 +1,14 @@
 //! `peak new FILE --to DIR`: a context scaffolded from an existing kernel source file.
 //!
-//! The signature gives arrays and scalar inputs (`peak_spec::import`); array lengths and
-//! the sizes to run come from flags, or are asked for when stdin is a terminal.
+//! The signature gives arrays, scalar inputs and float parameters (`peak_spec::import`);
+//! array lengths, the sizes to run and the floats' values come from flags, or are asked
+//! for when stdin is a terminal. What the import left out of the file is printed.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
-use peak_spec::import::{ImportChoices, Param, backend_of, find_kernels, import_file};
+use peak_spec::import::{ImportChoices, Param, backend_of, import_file, read_signature};
 use peak_spec::{Backend, Region};
 use serde_json::json;
 
@@ -20,17 +22,17 @@ pub fn run(args: NewArgs) -> Result<()> {
         kernel: args.kernel.clone(),
         sizes: pairs(&args.sizes, "--size", |v| Ok(v.to_string()))?.into_iter().collect(),
         inputs: pairs(&args.inputs, "--input", |v| v.split(',').map(|x| x.trim().parse::<i64>().map_err(|_| format!("`{x}` is not an integer"))).collect())?.into_iter().collect(),
+        scalars: pairs(&args.scalars, "--scalar", |v| v.parse::<f64>().map_err(|_| format!("`{v}` is not a number"))).map(|p| p.into_iter().collect())?,
         outputs: (!args.outputs.is_empty()).then(|| args.outputs.clone()),
         domain: args.domain.clone(),
         description: args.description.clone(),
     };
     if std::io::stdin().is_terminal()
-        && let Ok(source) = std::fs::read_to_string(&args.file)
         && let Some(backend) = backend.or_else(|| backend_of(&args.file.display().to_string()))
     {
-        ask_for_missing(&source, backend, &mut choices)?;
+        ask_for_missing(&args.file, backend, &mut choices)?;
     }
-    let ctx = import_file(&args.file, &args.to, backend, &choices).map_err(|e| usage(anyhow!(e)))?;
+    let (ctx, notes) = import_file(&args.file, &args.to, backend, &choices).map_err(|e| usage(anyhow!(e)))?;
     let m = &ctx.manifest;
     if args.json {
         return print_json(&json!({
@@ -40,7 +42,9 @@ pub fn run(args: NewArgs) -> Result<()> {
             "arrays": m.arrays,
             "inputs": m.inputs,
             "tuning": m.tuning,
+            "constraints": m.constraints,
             "launch": ctx.regions.get(Region::Host),
+            "notes": notes,
         }));
     }
     println!("wrote {} ({} kernel `{}`)", args.to.display(), m.kernel.backend, m.kernel.name);
@@ -51,7 +55,12 @@ pub fn run(args: NewArgs) -> Result<()> {
     for (name, domain) in &m.inputs {
         println!("  input  {name:<12} {}", domain.expand().unwrap_or_default().iter().map(i64::to_string).collect::<Vec<_>>().join(", "));
     }
-    println!("  launch {}", ctx.regions.get(Region::Host).lines().filter(|l| !l.starts_with("//")).collect::<Vec<_>>().join(" "));
+    for line in ctx.regions.get(Region::Host).lines() {
+        println!("  host   {line}");
+    }
+    for note in &notes {
+        println!("  note   {note}");
+    }
     println!("next: read the launch in {}, then `peak run {}`", ctx.source_path().display(), args.to.display());
     Ok(())
 }
@@ -68,13 +77,11 @@ fn pairs<T>(flags: &[String], flag: &str, parse: impl Fn(&str) -> Result<T, Stri
         .collect()
 }
 
-/// At a terminal: ask for each array length and input size the flags did not give.
-fn ask_for_missing(source: &str, backend: Backend, choices: &mut ImportChoices) -> Result<()> {
-    let Ok(kernels) = find_kernels(source, backend) else { return Ok(()) };
-    let Some(kernel) = kernels.iter().find(|k| choices.kernel.as_ref().is_none_or(|w| *w == k.name)) else { return Ok(()) };
-    if choices.kernel.is_none() && kernels.len() > 1 {
-        return Ok(()); // scaffold names them and asks for --kernel
-    }
+/// At a terminal: ask for each array length, input size and float value the flags did
+/// not give.
+fn ask_for_missing(file: &Path, backend: Backend, choices: &mut ImportChoices) -> Result<()> {
+    // A file peak cannot read as a kernel is left to import_file, which says why.
+    let Ok(kernel) = read_signature(file, backend, choices.kernel.as_deref()) else { return Ok(()) };
     let scalars: Vec<&str> = kernel.params.iter().filter(|p| matches!(p, Param::Scalar { .. })).map(Param::name).collect();
     for p in &kernel.params {
         match p {
@@ -82,20 +89,30 @@ fn ask_for_missing(source: &str, backend: Backend, choices: &mut ImportChoices) 
                 let answer = ask(&format!("length of array {name}, as an expression over {}: ", scalars.join(", ")))?;
                 choices.sizes.insert(name.clone(), answer);
             }
-            Param::Scalar { name } if !choices.inputs.contains_key(name) => loop {
-                let answer = ask(&format!("values of {name} to run at (e.g. 256,1024): "))?;
-                match answer.split(',').map(|x| x.trim().parse::<i64>()).collect::<Result<Vec<_>, _>>() {
-                    Ok(values) if !values.is_empty() => {
-                        choices.inputs.insert(name.clone(), values);
-                        break;
-                    }
-                    _ => eprintln!("integers separated by commas, please"),
-                }
-            },
+            Param::Scalar { name, .. } if !choices.inputs.contains_key(name) => {
+                let values = ask_until(&format!("values of {name} to run at (e.g. 256,1024): "), "integers separated by commas, please", |a| {
+                    a.split(',').map(|x| x.trim().parse::<i64>()).collect::<Result<Vec<_>, _>>().ok().filter(|v| !v.is_empty())
+                })?;
+                choices.inputs.insert(name.clone(), values);
+            }
+            Param::Float { name } if !choices.scalars.contains_key(name) => {
+                let value = ask_until(&format!("value of float parameter {name} (e.g. 1e-5): "), "a finite number, please", |a| a.parse::<f64>().ok().filter(|v| v.is_finite()))?;
+                choices.scalars.insert(name.clone(), value);
+            }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Ask `question` until `parse` accepts the answer.
+fn ask_until<T>(question: &str, again: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T> {
+    loop {
+        match parse(&ask(question)?) {
+            Some(value) => return Ok(value),
+            None => eprintln!("{again}"),
+        }
+    }
 }
 
 fn ask(question: &str) -> Result<String> {

@@ -1,0 +1,218 @@
+use super::*;
+use crate::Region;
+
+const SOFTMAX: &str = r#"
+// A row softmax. __global__ void commented_out(float* x) {}
+extern "C" __global__ void softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) { for (int c = 0; c < cols; c++) y[r * cols + c] = x[r * cols + c]; }
+}
+/* __global__ void also_not(int* z) */
+"#;
+
+fn no_headers(_: &Path) -> Option<String> {
+    None
+}
+
+fn signature_of(source: &str, backend: Backend) -> Result<Vec<Param>, String> {
+    let parsed = Parsed::new(source, backend, &no_headers)?;
+    let (at, name) = parsed.choose(None, "k")?;
+    parsed.parameters(at, name)
+}
+
+fn choices(sizes: &[(&str, &str)], inputs: &[(&str, &[i64])]) -> ImportChoices {
+    ImportChoices {
+        sizes: sizes.iter().map(|(a, s)| (a.to_string(), s.to_string())).collect(),
+        inputs: inputs.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect(),
+        ..ImportChoices::default()
+    }
+}
+
+#[test]
+fn signatures_give_arrays_and_scalar_inputs() {
+    assert_eq!(kernel_names(SOFTMAX, Backend::Cuda, &no_headers).unwrap(), ["softmax"], "commented-out kernels are not read");
+    assert_eq!(signature_of(SOFTMAX, Backend::Cuda).unwrap(), vec![
+        Param::Array { name: "x".into(), dtype: DType::F32, read_only: true },
+        Param::Array { name: "y".into(), dtype: DType::F32, read_only: false },
+        Param::Scalar { name: "rows".into(), wide: false },
+        Param::Scalar { name: "cols".into(), wide: false },
+    ]);
+    let cl = "__kernel void t(__global const half *a, __global unsigned int *b, const int n, float s) {}";
+    let params = signature_of(cl, Backend::Opencl).unwrap();
+    assert_eq!(params[0], Param::Array { name: "a".into(), dtype: DType::F16, read_only: true });
+    assert_eq!(params[1], Param::Array { name: "b".into(), dtype: DType::U32, read_only: false });
+    assert_eq!(params[2], Param::Scalar { name: "n".into(), wide: false });
+    assert_eq!(params[3], Param::Float { name: "s".into() });
+    let err = signature_of("__global__ void k(double* a) {}", Backend::Cuda).unwrap_err();
+    assert!(err.contains("kernel `k`") && err.contains("`double`"), "{err}");
+}
+
+#[test]
+fn a_scaffold_asks_for_what_the_signature_lacks() {
+    let mut c = ImportChoices::default();
+    let err = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap_err();
+    assert!(err.contains("--size x=EXPR --size y=EXPR") && err.contains("--input rows=256,1024 --input cols=256,1024"), "everything missing at once: {err}");
+    c = choices(&[("x", "rows * cols"), ("y", "rows * cols")], &[("rows", &[64]), ("cols", &[128, 256])]);
+    c.domain = Some("softmax".into());
+    let made = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap();
+    let manifest = &made.manifest;
+    assert_eq!(manifest.kernel.domain(), Some("softmax"));
+    assert_eq!((manifest.arrays[0].output, manifest.arrays[0].init), (false, Init::Random));
+    assert_eq!((manifest.arrays[1].output, manifest.arrays[1].init), (true, Init::Zeros));
+    assert_eq!(manifest.inputs["cols"].expand().unwrap(), vec![128, 256]);
+    let host = made.regions.get(Region::Host);
+    assert!(host.contains("launch(\"softmax\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, x, y, rows, cols);"), "one thread per row: {host}");
+    assert!(host.contains("y has rows * cols elements: each thread handles several"), "{host}");
+    manifest.validate("peak.toml").unwrap();
+    assert_eq!(made.regions.get(Region::Device).matches("extern \"C\"").count(), 1, "an extern \"C\" kernel is left as it is");
+
+    let plain = scaffold("__global__ void k(float* y, int n) {}", Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
+    assert_eq!(plain.regions.get(Region::Device), "extern \"C\" __global__ void k(float* y, int n) {}\n", "peak finds kernels by their C name");
+
+    c.outputs = Some(vec!["nope".into()]);
+    assert!(scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap_err().contains("no parameter `nope`"));
+    c.outputs = None;
+    c.inputs.insert("x".into(), vec![1]);
+    let err = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap_err();
+    assert!(err.contains("--input x: `x` is not an integer parameter") && err.contains("give its length with --size"), "{err}");
+}
+
+const SAXPY: &str = "__global__ void saxpy(int n, float a, const float* x, float* y) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a * x[i] + y[i];\n}\n";
+
+#[test]
+fn float_parameters_take_values_written_into_the_launch() {
+    let mut c = choices(&[("x", "n"), ("y", "n")], &[("n", &[1024])]);
+    let err = scaffold(SAXPY, Backend::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err();
+    assert!(err.contains("the value of float parameter a: --scalar a=VALUE"), "{err}");
+    c.scalars.insert("a".into(), 2.0);
+    let made = scaffold(SAXPY, Backend::Cuda, "saxpy.cu", &no_headers, &c).unwrap();
+    let host = made.regions.get(Region::Host);
+    assert!(host.contains("launch(\"saxpy\", ceil_div(n, BLOCK_X), BLOCK_X, 0, n, 2.0, x, y);"), "{host}");
+    // y is read before it is written: it starts from an input of its own on every run.
+    assert!(host.contains("copy(y_in, y);"), "{host}");
+    let y_in = made.manifest.arrays.iter().find(|a| a.name == "y_in").expect("y_in");
+    assert_eq!((y_in.init, y_in.output, y_in.size.as_str()), (Init::Random, false, "n"));
+    c.scalars.insert("a".into(), f64::NAN);
+    assert!(scaffold(SAXPY, Backend::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err().contains("finite"));
+}
+
+#[test]
+fn float_literals_keep_their_point_and_parse_as_floats() {
+    let engine = rhai::Engine::new();
+    for (v, text) in [(1.0, "1.0"), (1e-5, "1.0e-5"), (0.5, "0.5"), (-3.25e20, "-3.25e20"), (2.5e-7, "2.5e-7")] {
+        assert_eq!(float_literal(v), text);
+        assert_eq!(engine.eval::<f64>(text).unwrap(), v, "{text}");
+    }
+}
+
+#[test]
+fn wide_integers_are_passed_as_64_bits() {
+    let source = "__global__ void k(float* y, size_t n) { size_t i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }";
+    let made = scaffold(source, Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
+    assert!(made.regions.get(Region::Host).contains("0, y, i64(n));"), "{}", made.regions.get(Region::Host));
+}
+
+/// A kernel file as people have it: a header with a typedef and host helpers, host
+/// includes, a CPU reference, several kernels, a launcher and a main.
+const LLMC_LIKE: &str = r#"/* Licence: keep me. */
+#include <stdio.h>
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+#include "common.h"
+namespace cg = cooperative_groups;
+
+#define SCALE sqrtf(2.0f / M_PI)
+
+void gelu_cpu(float* out, const float* inp, int N) { for (int i = 0; i < N; i++) out[i] = inp[i]; }
+
+__device__ float twice(float x) { return 2.0f * x; }
+__device__ float unused_helper(float x) { return x; }
+
+// elementwise
+__global__ void gelu_kernel1(floatX* out, const floatX* inp, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) { out[i] = SCALE * twice((float)inp[i]) + (float)WARP_SIZE * 0.0f - INFINITY * 0.0f; }
+}
+
+__global__ void gelu_kernel2(floatX* out, const floatX* inp, int N) {
+    cg::thread_block block = cg::this_thread_block();
+}
+
+void gelu_forward1(floatX* out, const floatX* inp, int N, const int block_size) {
+    gelu_kernel1<<<ceil_div(N, block_size), block_size>>>(out, inp, N);
+    cudaCheck(cudaGetLastError());
+}
+
+int main(int argc, char** argv) {
+    float* d_out;
+    cudaCheck(cudaMalloc(&d_out, 1024 * sizeof(floatX)));
+    return 0;
+}
+"#;
+
+const COMMON_H: &str = r#"#include <stdlib.h>
+#define ENABLE_BF16
+#define WARP_SIZE 32U
+#define cudaCheck(err) (cuda_check(err, __FILE__, __LINE__))
+extern cudaDeviceProp deviceProp;
+void cuda_check(cudaError_t error, const char *file, int line) { if (error != cudaSuccess) exit(1); };
+template<class T>
+__host__ __device__ T ceil_div(T dividend, T divisor) { return (dividend + divisor-1) / divisor; }
+#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ >= 900
+#define MAX_1024_THREADS_BLOCKS 2
+#else
+#define MAX_1024_THREADS_BLOCKS 1
+#endif
+#if defined(ENABLE_BF16)
+typedef __nv_bfloat16 floatX;
+#else
+typedef float floatX;
+#endif
+"#;
+
+#[test]
+fn a_whole_file_keeps_the_kernel_and_what_it_uses() {
+    let read = |p: &Path| (p == Path::new("common.h")).then(|| COMMON_H.to_string());
+    let c = ImportChoices { kernel: Some("gelu_kernel1".into()), ..choices(&[("out", "N"), ("inp", "N")], &[("N", &[4096])]) };
+    let made = scaffold(LLMC_LIKE, Backend::Cuda, "gelu.cu", &read, &c).unwrap();
+    assert_eq!(made.manifest.arrays[0].dtype, DType::Bf16, "floatX is followed through the header's typedef");
+    let macros = made.regions.get(Region::Macros);
+    let device = made.regions.get(Region::Device);
+    assert!(macros.starts_with("/* Licence: keep me. */\n"), "{macros}");
+    assert!(macros.contains("#include <cuda_bf16.h>") && macros.contains("#define SCALE sqrtf(2.0f / M_PI)") && macros.contains("#define WARP_SIZE 32U"), "{macros}");
+    for gone in ["<stdio.h>", "<cuda_runtime.h>", "<cooperative_groups.h>", "cudaCheck(err)", "MAX_1024_THREADS_BLOCKS"] {
+        assert!(!macros.lines().any(|l| l.starts_with('#') && l.contains(gone)), "{gone} left out: {macros}");
+    }
+    assert_eq!(
+        device,
+        "typedef __nv_bfloat16 floatX;\n\n__device__ float twice(float x) { return 2.0f * x; }\n\n// elementwise\nextern \"C\" __global__ void gelu_kernel1(floatX* out, const floatX* inp, int N) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < N) { out[i] = SCALE * twice((float)inp[i]) + (float)WARP_SIZE * 0.0f - INFINITY * 0.0f; }\n}\n"
+    );
+    let notes = made.notes.join("\n");
+    for said in [
+        "left out #include <stdio.h>, <cuda_runtime.h>, <stdlib.h>: NVRTC compiles the device code alone",
+        "left out #include <cooperative_groups.h>: the kernel does not use them",
+        "added #include <cuda_bf16.h>: the kernel uses __nv_bfloat16",
+        "took from common.h what the kernel uses: WARP_SIZE, floatX",
+        "host functions (cuda_check, gelu_cpu, gelu_forward1, main)",
+        "host variables (deviceProp)",
+        "2 device declarations the kernel does not use",
+        "the other kernels (gelu_kernel2)",
+    ] {
+        assert!(notes.contains(said), "notes say `{said}`:\n{notes}");
+    }
+    assert!(macros.contains(&format!("// - {}", made.notes[0])), "the notes are in the macros region: {macros}");
+}
+
+#[test]
+fn a_template_kernel_is_refused_with_what_to_do() {
+    let source = "template <int N>\n__global__ void k(float* y) { y[threadIdx.x] = N; }\n";
+    let err = scaffold(source, Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "64")], &[])).unwrap_err();
+    assert!(err.contains("kernel `k` is a template") && err.contains("add a kernel that calls it"), "{err}");
+}
+
+#[test]
+fn a_missing_local_header_is_named() {
+    let source = "#include \"helpers.h\"\n__global__ void k(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }\n";
+    let made = scaffold(source, Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
+    assert!(made.notes[0].contains("left out #include \"helpers.h\": it is not next to k.cu"), "{:?}", made.notes);
+}
