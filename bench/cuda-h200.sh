@@ -35,7 +35,7 @@ run() {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
   nvcc --version | tail -2
   echo "== tests"
-  for t in backend_suite gpu fault nvrtc; do
+  for t in backend_suite gpu cublaslt fault nvrtc; do
     echo "-- $t"
     timeout 150 "carry/cuda/tests/$t" --nocapture --test-threads=4
     echo "exit: $?"

@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The test targets that hold GPU-gated tests: crate/target.
-TARGETS="peak-cuda/gpu peak-cuda/fault peak-cuda/nvrtc peak-eval/cuda peak-cli/sanitize peak-cli/cuda_commands"
+TARGETS="peak-cuda/gpu peak-cuda/cublaslt peak-cuda/fault peak-cuda/nvrtc peak-eval/cuda peak-cli/sanitize peak-cli/cuda_commands"
 
 build() {
   set -e

@@ -28,7 +28,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Compile every variant of a CUDA or HIP context with NVRTC (no GPU needed); report registers, shared memory and spills.
     Compile(CompileArgs),
-    /// Time a kernel and its yardstick in the same run: cuBLAS for a matmul, else a device-to-device copy of the same bytes; print the percentage.
+    /// Time a kernel and its yardstick in the same run: cuBLASLt on the same GEMM for a matmul, else a device-to-device copy of the same bytes; print the percentage.
     Baseline(BaselineArgs),
     /// Scaffold a context from an existing kernel source file: arrays and scalar inputs from its signature, a proposed launch script.
     New(NewArgs),
@@ -562,8 +562,8 @@ pub struct CompileArgs {
 pub struct BaselineArgs {
     /// The context folder (holding peak.toml).
     pub context: PathBuf,
-    /// What to time the kernel against: `cublas` (a cuda or hip context with [kernel.matmul]; the default for a matmul) or `copy`, a device-to-device copy of the bytes the kernel moves (any backend; the default for other kernels).
-    #[arg(long, value_name = "cublas|copy")]
+    /// What to time the kernel against: `cublaslt`, the same GEMM, layouts and fused epilogue through cuBLASLt (a cuda or hip context with [kernel.matmul]; the default for a matmul), or `copy`, a device-to-device copy of the bytes the kernel moves (any backend; the default for other kernels).
+    #[arg(long, value_name = "cublaslt|copy")]
     pub against: Option<String>,
     #[command(flatten)]
     pub set: SetArgs,

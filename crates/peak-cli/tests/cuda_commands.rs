@@ -75,7 +75,9 @@ fn baseline_reports_both_rates_from_one_run_or_explains_the_missing_gpu() {
     }
     assert!(out.status.success(), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["cublas"]["routine"], "cublasSgemm");
+    assert_eq!(json["cublas"]["routine"], "cublasLtMatmul");
+    assert_eq!(json["cublas"]["layout"], "NN");
+    assert_eq!(json["cublas"]["compute_type"], "CUBLAS_COMPUTE_32F", "f32 without TF32");
     assert!(json["percent_of_cublas"].as_f64().unwrap() > 0.0);
     assert_eq!(json["kernel_timing"]["times_ms"].as_array().unwrap().len(), 3);
     assert_eq!(json["validation"]["passed"], true);

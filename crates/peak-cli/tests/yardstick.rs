@@ -21,10 +21,10 @@ fn a_memory_bound_kernel_is_judged_against_a_copy_of_its_bytes() {
     assert!(kernel_ms > 0.0 && copy_ms > 0.0, "{report}");
     assert!((percent - 100.0 * copy_ms / kernel_ms).abs() < 1e-9, "{report}");
 
-    let wrong = env.peak(&["baseline", &softmax, "--against", "cublas"]);
+    let wrong = env.peak(&["baseline", &softmax, "--against", "cublaslt"]);
     assert_eq!(wrong.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("needs a cuda or hip context"), "{}", String::from_utf8_lossy(&wrong.stderr));
     let unknown = env.peak(&["baseline", &softmax, "--against", "memcpy"]);
     assert_eq!(unknown.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("expected cublas or copy"));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("expected cublaslt or copy"));
 }

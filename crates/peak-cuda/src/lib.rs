@@ -12,8 +12,8 @@
 //! - [`offline`] is a backend with no device: NVRTC for a named architecture and that
 //!   architecture's limits, so a compile-only worker can check what a deferred apply
 //!   wrote (`peak apply --defer`).
-//! - [`baseline`] times cuBLAS on a matmul-shaped context in the same process as the
-//!   context's own kernel: `peak baseline`.
+//! - [`baseline`] times cuBLASLt on a context's `[kernel.matmul]` GEMM (its layouts, types
+//!   and fused epilogue) in the same process as the context's own kernel: `peak baseline`.
 //!
 //! Launch-script functions this backend adds: `cuda_max_dynamic_shared(kernel, bytes)`
 //! and `cuda_tensor_map(buffer, dtype, dims, strides, box, swizzle)` ([`tensor_map`]).

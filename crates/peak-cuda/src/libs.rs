@@ -178,27 +178,52 @@ fn load_driver() -> Result<DriverFeatures, BackendError> {
     Ok(DriverFeatures { param_info: has(DRIVER_SYMBOL_PARAM_INFO) })
 }
 
-const CUBLAS_HINT: &str = "install cuBLAS for CUDA 13 (a CUDA toolkit, or `pip install nvidia-cublas`), or point PEAK_NVRTC_PATH at the folder holding libcublas.so.13";
+const CUBLASLT_HINT: &str = "install cuBLAS for CUDA 13 (a CUDA toolkit, or `pip install nvidia-cublas`), or point PEAK_NVRTC_PATH at the folder holding libcublasLt.so.13";
 
-/// Locate and load cuBLAS (and cuBLASLt, which it links against) once per process.
-pub fn cublas() -> Result<&'static Path, BackendError> {
-    static CUBLAS: OnceLock<Result<PathBuf, BackendError>> = OnceLock::new();
-    CUBLAS.get_or_init(load_cublas).as_ref().map(PathBuf::as_path).map_err(Clone::clone)
+/// Every cuBLASLt function peak calls through cudarc: cudarc panics on a missing symbol at
+/// its first call, so an older library is refused here instead.
+const CUBLASLT_SYMBOLS: &[&str] = &[
+    "cublasLtGetVersion",
+    "cublasLtGetStatusString",
+    "cublasLtCreate",
+    "cublasLtDestroy",
+    "cublasLtMatmulDescCreate",
+    "cublasLtMatmulDescDestroy",
+    "cublasLtMatmulDescSetAttribute",
+    "cublasLtMatrixLayoutCreate",
+    "cublasLtMatrixLayoutDestroy",
+    "cublasLtMatrixLayoutSetAttribute",
+    "cublasLtMatmulPreferenceCreate",
+    "cublasLtMatmulPreferenceDestroy",
+    "cublasLtMatmulPreferenceSetAttribute",
+    "cublasLtMatmulAlgoGetHeuristic",
+    "cublasLtMatmulAlgoConfigGetAttribute",
+    "cublasLtMatmul",
+];
+
+/// Locate and load cuBLASLt (`peak baseline`'s vendor GEMM) once per process.
+pub fn cublaslt() -> Result<&'static Path, BackendError> {
+    static CUBLASLT: OnceLock<Result<PathBuf, BackendError>> = OnceLock::new();
+    CUBLASLT.get_or_init(load_cublaslt).as_ref().map(PathBuf::as_path).map_err(Clone::clone)
 }
 
-fn load_cublas() -> Result<PathBuf, BackendError> {
-    let unavailable = |reason: String| BackendError::Unavailable { what: "cuBLAS".into(), reason, hint: CUBLAS_HINT.into() };
-    let name = format!("libcublas.so.{CUDA_MAJOR}");
+fn load_cublaslt() -> Result<PathBuf, BackendError> {
+    let unavailable = |reason: String| BackendError::Unavailable { what: "cuBLASLt".into(), reason, hint: CUBLASLT_HINT.into() };
+    let name = format!("libcublasLt.so.{CUDA_MAJOR}");
     let (library, _) = locate(&name).ok_or_else(|| unavailable(format!("{name} was found in none of: {}", searched_places())))?;
-    // libcublas needs libcublasLt; a toolkit folder is not always on the loader's path,
-    // so open the one beside it first and let the soname match do the rest.
-    let lt = library.with_file_name(format!("libcublasLt.so.{CUDA_MAJOR}"));
-    if lt.exists() {
-        open(&lt).map_err(|reason| unavailable(format!("loading {}: {reason}", lt.display())))?;
-    }
     open(&library).map_err(|reason| unavailable(format!("loading {}: {reason}", library.display())))?;
-    if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+    let lib = unsafe { Library::open(Some(&library), RTLD_NOW) }.map_err(|e| unavailable(e.to_string()))?;
+    if let Some(missing) = CUBLASLT_SYMBOLS.iter().find(|s| unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_err()) {
+        return Err(unavailable(format!("{} lacks the function {missing}", library.display())));
+    }
+    if !unsafe { cudarc::cublaslt::sys::is_culib_present() } {
         return Err(unavailable(format!("{} loaded, yet cudarc cannot open it", library.display())));
+    }
+    // cudarc opens the library by bare name, and an unversioned `libcublasLt.so` of another
+    // CUDA on the loader's path would win over ours: check what answers its calls.
+    let version = unsafe { cudarc::cublaslt::sys::cublasLtGetVersion() };
+    if version / 10_000 != CUDA_MAJOR as usize {
+        return Err(unavailable(format!("the cuBLASLt cudarc loaded is version {version}; peak needs CUDA {CUDA_MAJOR}'s ({} was found)", library.display())));
     }
     Ok(library)
 }
@@ -301,7 +326,7 @@ fn locate(file_name: &str) -> Option<(PathBuf, String)> {
 fn loaded_path(file_name: &str) -> Option<PathBuf> {
     let lib = unsafe { Library::open(Some(file_name), RTLD_NOW) }.ok()?;
     // Any exported symbol tells dladdr which file the library came from.
-    let symbol = ["nvrtcVersion", "cublasCreate_v2", "cuInit"]
+    let symbol = ["nvrtcVersion", "cublasLtCreate", "cuInit"]
         .iter()
         .find_map(|s| unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.ok().map(|f| *f as *const c_void))?;
     let mut info = libc::Dl_info { dli_fname: std::ptr::null(), dli_fbase: std::ptr::null_mut(), dli_sname: std::ptr::null(), dli_saddr: std::ptr::null_mut() };

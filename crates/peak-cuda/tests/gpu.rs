@@ -1,5 +1,5 @@
 //! CUDA-only behaviour on a real GPU: the launch-script functions (dynamic shared memory,
-//! Hopper tensor maps), argument checks, cache flushing and the cuBLAS baseline. Without
+//! Hopper tensor maps), argument checks, cache flushing and the cuBLASLt baseline. Without
 //! an NVIDIA GPU every test prints why it skipped.
 
 use std::path::Path;
@@ -189,8 +189,8 @@ fn timing_with_cache_flushes_runs() {
 }
 
 #[test]
-fn the_cublas_baseline_agrees_with_every_example() {
-    let Some(backend) = gpu("the_cublas_baseline_agrees_with_every_example") else { return };
+fn the_cublaslt_baseline_agrees_with_every_example() {
+    let Some(backend) = gpu("the_cublaslt_baseline_agrees_with_every_example") else { return };
     for (name, hip) in [("matmul-cuda-f32", false), ("matmul-cuda-f16", false), ("matmul-hip-f32", true), ("matmul-hip-f16", true)] {
         let ctx = Context::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)).unwrap();
         let mut space = ctx.space();
@@ -204,7 +204,7 @@ fn the_cublas_baseline_agrees_with_every_example() {
             &backend
         };
         let report = run_baseline(backend, &ctx, &params, &quick()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(report.validation.passed, "{name}: the kernel disagrees with cuBLAS: {:?}", report.validation);
+        assert!(report.validation.passed, "{name}: the kernel disagrees with cuBLASLt: {:?}", report.validation);
         assert!(report.percent_of_cublas > 0.0 && report.cublas_timing.tflops > 0.0, "{name}");
         assert_eq!(report.kernel_timing.times_ms.len(), 2);
     }

@@ -1,7 +1,7 @@
 //! CUDA benchmarks that write JSON under bench/results/ with the command, the device, the
 //! commit and the date. Two of them:
 //!
-//! - `baseline CONTEXT... [--set ...]`: each context's naive kernel against cuBLAS, in one
+//! - `baseline CONTEXT... [--set ...]`: each context's naive kernel against cuBLASLt, in one
 //!   process per context, for every point the `--set`s leave (see `peak baseline`);
 //! - `compile-time CONTEXT... [--set ...]`: per variant, NVRTC compiling in process against
 //!   `nvcc` building an executable from the same kernel.
@@ -37,7 +37,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Bench {
-    /// Naive kernel against cuBLAS, same process, same inputs, same timing.
+    /// Naive kernel against cuBLASLt, same process, same inputs, same timing.
     Baseline {
         contexts: Vec<PathBuf>,
         #[arg(long = "set")]
@@ -124,7 +124,7 @@ fn baseline(contexts: &[PathBuf], set: &[String], warmup: usize, reps: usize) ->
             let options = RunOptions { warmup, repetitions: reps, data_seed: results.len() as u64 + 1, ..RunOptions::default() };
             let report = run_baseline(&backend, &ctx, &params, &options).map_err(|e| format!("{} ({params}): {e}", ctx.dir.display()))?;
             eprintln!(
-                "{:<28} {:<32} kernel {:>9.3} ms {:>8.2} TFLOP/s | cuBLAS {:>7.3} ms {:>7.2} TFLOP/s | {:>6.2}% | {}",
+                "{:<28} {:<32} kernel {:>9.3} ms {:>8.2} TFLOP/s | cuBLASLt {:>7.3} ms {:>7.2} TFLOP/s | {:>6.2}% | {}",
                 path.display(),
                 params.to_string(),
                 report.kernel_timing.median_ms,
@@ -137,7 +137,7 @@ fn baseline(contexts: &[PathBuf], set: &[String], warmup: usize, reps: usize) ->
             results.push(serde_json::to_value(&report).unwrap());
         }
     }
-    Ok((device, "naive kernel vs cuBLAS (peak-cuda baseline)", results))
+    Ok((device, "naive kernel vs cuBLASLt (peak-cuda baseline)", results))
 }
 
 fn find_nvcc(given: Option<PathBuf>) -> Result<PathBuf, String> {
