@@ -34,6 +34,9 @@ pub enum Scripted {
     Status { status: u16, retry_after: Option<String> },
     /// Exactly this status, content type and body, for malformed answers.
     Raw { status: u16, content_type: String, body: String },
+    /// 401 whose error message quotes the key the request carried (its `Authorization:
+    /// Bearer` token or `x-api-key`), as some servers do: what must never reach a record.
+    EchoKey,
     /// The inner answer, sent after a pause (for time-outs).
     Delayed { delay: Duration, then: Box<Scripted> },
 }
@@ -50,6 +53,11 @@ impl Scripted {
     /// 429 with `retry-after: seconds`.
     pub fn rate_limited(seconds: u64) -> Self {
         Scripted::Status { status: 429, retry_after: Some(seconds.to_string()) }
+    }
+
+    /// 401 quoting the request's key back in the error message.
+    pub fn unauthorized_echoing_key() -> Self {
+        Scripted::EchoKey
     }
 
     /// 200, JSON content type, body that is not JSON.
@@ -189,6 +197,12 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
     let request = RecordedRequest { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+    let sent_key = request
+        .header("authorization")
+        .map(|v| v.trim_start_matches("Bearer").trim())
+        .or_else(|| request.header("x-api-key"))
+        .unwrap_or_default()
+        .to_string();
 
     let anthropic = request.path.ends_with("/messages");
     let known = anthropic || request.path.ends_with("/chat/completions");
@@ -212,6 +226,7 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
         Scripted::Reply { text, tokens_in, tokens_out } => (200, "application/json".to_string(), success_body(anthropic, &model, &text, tokens_in, tokens_out), None),
         Scripted::Status { status, retry_after } => (status, "application/json".to_string(), error_body(anthropic, status), retry_after),
         Scripted::Raw { status, content_type, body } => (status, content_type, body, None),
+        Scripted::EchoKey => (401, "application/json".to_string(), key_error_body(anthropic, &sent_key), None),
         Scripted::Delayed { .. } => unreachable!("delays are unwrapped above"),
     };
     let mut response = format!(
@@ -253,6 +268,16 @@ fn error_body(anthropic: bool, status: u16) -> String {
         json!({"type": "error", "error": {"type": "api_error", "message": message}})
     } else {
         json!({"error": {"message": message, "type": "server_error", "code": status}})
+    };
+    body.to_string()
+}
+
+fn key_error_body(anthropic: bool, key: &str) -> String {
+    let message = format!("Incorrect API key provided: {key}");
+    let body = if anthropic {
+        json!({"type": "error", "error": {"type": "authentication_error", "message": message}})
+    } else {
+        json!({"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
     };
     body.to_string()
 }

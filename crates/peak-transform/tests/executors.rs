@@ -105,6 +105,19 @@ async fn client_errors_fail_at_once_without_the_key() {
 }
 
 #[tokio::test]
+async fn a_key_the_server_quotes_back_is_scrubbed_from_the_error() {
+    for speaks_anthropic in [false, true] {
+        let server = FakeLlmServer::start([Scripted::unauthorized_echoing_key()]).await.unwrap();
+        let executor = if speaks_anthropic { anthropic(&server) } else { openai(&server) };
+        let err = reply(&executor, "p").await.unwrap_err();
+        assert!(matches!(&err, ExecutorError::Http { status: 401, .. }), "{err}");
+        let text = format!("{err} {err:?}");
+        assert!(text.contains("Incorrect API key provided: [REDACTED]") && !text.contains(KEY), "{text}");
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[tokio::test]
 async fn slow_server_times_out() {
     let server = FakeLlmServer::start([Scripted::reply("late").delayed(Duration::from_secs(3))]).await.unwrap();
     let config = LlmConfig::new(Protocol::OpenAiChat, server.openai_base_url(), "gpt-test").with_api_key(KEY).with_timeout(Duration::from_millis(300));

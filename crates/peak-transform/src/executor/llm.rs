@@ -7,16 +7,21 @@
 //!
 //! - 429 and 5xx are retried with exponential backoff, waiting what `retry-after` /
 //!   `retry-after-ms` asks when the server says (capped by [`RetryPolicy::max_wait`]);
-//!   connection failures are retried the same way.
+//!   connection failures are retried the same way. Each retry is announced on stderr with
+//!   its wait as it happens, so a run never sits silent on a failing endpoint.
+//! - Before an apply starts, [`LlmExecutor::check_reachable`] opens one TCP connection to
+//!   the endpoint with a short time-out: an endpoint that is down fails at once.
 //! - A request that outlives [`LlmConfig::timeout`] is not retried: a model that is too
 //!   slow once is usually too slow again, and each try costs the full time-out.
 //! - Other 4xx (bad key, unknown model) and malformed bodies fail at once with the
 //!   server's message.
 //!
-//! The key lives only in this process's memory: [`LlmConfig`]'s `Debug` redacts it and no
-//! error or [`Response`] carries request headers.
+//! The key lives only in this process's memory: [`LlmConfig`]'s `Debug` redacts it, no
+//! error or [`Response`] carries request headers, and a server's error text that quotes
+//! the key back is scrubbed of it before it becomes an error.
 
 use std::fmt;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use genai::adapter::AdapterKind;
@@ -39,8 +44,10 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
+    /// At most 2 + 4 + 8 + 16 + 30 s of waiting: a server asking for longer is not waited
+    /// for longer than 30 s a try.
     fn default() -> Self {
-        RetryPolicy { max_retries: 5, initial_backoff: Duration::from_secs(2), max_wait: Duration::from_secs(120) }
+        RetryPolicy { max_retries: 5, initial_backoff: Duration::from_secs(2), max_wait: Duration::from_secs(30) }
     }
 }
 
@@ -84,6 +91,13 @@ impl fmt::Debug for LlmConfig {
 
 /// Ten minutes: reasoning models think for minutes on a long kernel.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long [`LlmExecutor::check_reachable`] waits for a connection: a server that is up
+/// accepts in milliseconds, even across the world.
+const CONNECT_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What stands for the key in a server's text that quoted it.
+const REDACTED: &str = "[REDACTED]";
 
 impl LlmConfig {
     pub fn new(protocol: Protocol, base_url: impl Into<String>, model: impl Into<String>) -> Self {
@@ -191,9 +205,17 @@ impl LlmExecutor {
                 Ok(Err(error)) => self.classify(error),
             };
             match error {
-                Failure::Retryable { server_asked, .. } if retry < self.config.retry.max_retries => {
+                Failure::Retryable { server_asked, status, .. } if retry < self.config.retry.max_retries => {
                     retry += 1;
-                    tokio::time::sleep(self.config.retry.wait(retry, server_asked)).await;
+                    let wait = self.config.retry.wait(retry, server_asked);
+                    let what = status.map_or_else(|| "no connection".to_string(), |s| format!("HTTP {s}"));
+                    eprintln!(
+                        "{model}: {what} from {}; retry {retry} of {} in {:.1} s",
+                        self.config.base_url,
+                        self.config.retry.max_retries,
+                        wait.as_secs_f64()
+                    );
+                    tokio::time::sleep(wait).await;
                 }
                 Failure::Retryable { status: Some(status), body, .. } => {
                     return Err(ExecutorError::RetriesExhausted { model, status, attempts: retry + 1, body });
@@ -225,11 +247,34 @@ impl LlmExecutor {
         })
     }
 
+    /// `text` without the key: some servers quote the key they were sent back in their
+    /// error text ("Incorrect API key provided: ..."), and errors end up in records.
+    fn scrub(&self, text: String) -> String {
+        match self.config.api_key.as_deref().filter(|key| !key.is_empty()) {
+            Some(key) if text.contains(key) => text.replace(key, REDACTED),
+            _ => text,
+        }
+    }
+
+    /// Open one connection to the endpoint, failing within [`CONNECT_CHECK_TIMEOUT`].
+    fn connect(&self) -> Result<(), String> {
+        let (host, port) = host_port(&self.config.base_url).ok_or("not an http:// or https:// URL with a host")?;
+        let addresses = (host.as_str(), port).to_socket_addrs().map_err(|e| format!("cannot resolve {host}: {e}"))?;
+        let mut last = format!("{host} has no address");
+        for address in addresses {
+            match TcpStream::connect_timeout(&address, CONNECT_CHECK_TIMEOUT) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = format!("{address}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
     fn classify(&self, error: genai::Error) -> Failure {
         let model = self.config.model.clone();
         if let Some(status) = error.status() {
             let server_asked = retry_after(&error);
-            let body = failed_body(&error);
+            let body = self.scrub(failed_body(&error));
             if status.as_u16() == 429 || status.is_server_error() {
                 return Failure::Retryable { status: Some(status.as_u16()), body, server_asked };
             }
@@ -241,8 +286,8 @@ impl LlmExecutor {
         };
         match webc {
             Some(genai::webc::Error::Reqwest(e)) if e.is_timeout() => Failure::Fatal(ExecutorError::Timeout { model, after: self.config.timeout }),
-            Some(genai::webc::Error::Reqwest(e)) if e.is_connect() => Failure::Retryable { status: None, body: e.to_string(), server_asked: None },
-            _ => Failure::Fatal(ExecutorError::MalformedResponse { model, detail: clip(&error.to_string()) }),
+            Some(genai::webc::Error::Reqwest(e)) if e.is_connect() => Failure::Retryable { status: None, body: self.scrub(e.to_string()), server_asked: None },
+            _ => Failure::Fatal(ExecutorError::MalformedResponse { model, detail: self.scrub(clip(&error.to_string())) }),
         }
     }
 }
@@ -260,6 +305,41 @@ impl Executor for LlmExecutor {
     fn execute<'a>(&'a self, request: &'a PassRequest) -> BoxFuture<'a, Result<Outcome, ExecutorError>> {
         Box::pin(self.run(request))
     }
+
+    fn check_reachable(&self) -> Result<(), ExecutorError> {
+        self.connect().map_err(|detail| ExecutorError::Connection {
+            model: self.config.model.clone(),
+            url: self.config.base_url.clone(),
+            detail: format!("{detail} (checked before asking anything)"),
+        })
+    }
+}
+
+/// The host and port of an `http://` or `https://` URL (the scheme's port when none is
+/// written); an IPv6 host is written in brackets.
+fn host_port(url: &str) -> Option<(String, u16)> {
+    let (rest, default_port) = match url.trim() {
+        u if u.starts_with("http://") => (&u[7..], 80),
+        u if u.starts_with("https://") => (&u[8..], 443),
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6.split_once(']')?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = match port {
+        Some(port) => port.parse().ok()?,
+        None => default_port,
+    };
+    (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
 /// The body of a failed HTTP response: what the provider said was wrong.
@@ -306,6 +386,32 @@ mod tests {
         assert_eq!(policy.wait(10, None), Duration::from_secs(1));
         assert_eq!(policy.wait(1, Some(Duration::from_millis(750))), Duration::from_millis(750));
         assert_eq!(policy.wait(1, Some(Duration::from_secs(30))), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn host_and_port_come_from_the_base_url() {
+        assert_eq!(host_port("https://api.openai.com/v1"), Some(("api.openai.com".into(), 443)));
+        assert_eq!(host_port("http://127.0.0.1:8000/v1"), Some(("127.0.0.1".into(), 8000)));
+        assert_eq!(host_port("http://[::1]:11434/v1"), Some(("::1".into(), 11434)));
+        assert_eq!(host_port("http://localhost"), Some(("localhost".into(), 80)));
+        assert_eq!(host_port("ftp://host/v1"), None);
+        assert_eq!(host_port("http://:80/v1"), None);
+    }
+
+    #[test]
+    fn an_endpoint_that_is_down_fails_the_check_at_once() {
+        // A port that was free a moment ago: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let executor = LlmExecutor::new(LlmConfig::new(Protocol::OpenAiChat, format!("http://127.0.0.1:{port}/v1"), "m")).unwrap();
+        let started = Instant::now();
+        let err = executor.check_reachable().unwrap_err();
+        assert!(started.elapsed() < CONNECT_CHECK_TIMEOUT, "took {:?}", started.elapsed());
+        assert!(matches!(err, ExecutorError::Connection { .. }), "{err}");
+        assert!(err.to_string().contains(&format!("127.0.0.1:{port}")), "{err}");
+
+        let listening = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let up = LlmExecutor::new(LlmConfig::new(Protocol::OpenAiChat, format!("http://{}/v1", listening.local_addr().unwrap()), "m")).unwrap();
+        up.check_reachable().unwrap();
     }
 
     #[test]

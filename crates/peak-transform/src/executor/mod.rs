@@ -81,6 +81,13 @@ pub trait Executor: Send + Sync {
     fn producer(&self) -> String;
 
     fn execute<'a>(&'a self, request: &'a PassRequest) -> BoxFuture<'a, Result<Outcome, ExecutorError>>;
+
+    /// Whether the executor can be reached at all, asked before an apply writes anything,
+    /// so an endpoint that is down fails in seconds instead of after every retry. Only an
+    /// executor behind a network connection has anything to check.
+    fn check_reachable(&self) -> Result<(), ExecutorError> {
+        Ok(())
+    }
 }
 
 impl ExecutorSpec {
