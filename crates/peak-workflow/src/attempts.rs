@@ -140,7 +140,7 @@ impl AttemptsLog {
 /// A fresh attempt id: 16 hex digits. Ids must not collide across clones whose logs get
 /// merged, so they mix the time, the pid, a counter and std's per-process random hash
 /// keys.
-pub(crate) fn new_id() -> String {
+pub fn new_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     std::time::SystemTime::now().hash(&mut h);

@@ -38,6 +38,11 @@ pub enum FindingKind {
     AttemptsDamaged,
     /// Tracked files in the working folder differ from HEAD.
     WorktreeDiffers,
+    /// An apply's files (`.git/peak/apply`) that no running command owns and no prompt
+    /// waits on: an apply that was interrupted, one whose checkpoint was made but whose
+    /// outcome was not recorded, or one that can no longer go on. Found by `peak_apply`,
+    /// which owns that folder; the message names the command that clears it.
+    InterruptedApply,
 }
 
 impl FindingKind {

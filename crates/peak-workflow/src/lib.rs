@@ -83,7 +83,8 @@
 //!   call fs4 makes), taken per write or for a whole session with
 //!   [`Workflow::hold_lock`]. The kernel drops it when its holder dies, so a crash never
 //!   wedges a workflow; the record left behind is reported by fsck as stale. Second
-//!   writers fail or wait per [`LockMode`], with errors naming the holder.
+//!   writers fail or wait per [`LockMode`], with errors naming the holder; a holder that
+//!   keeps the lock for a whole command is named at once, never waited for.
 //! * **Attempts log.** Appended to `.git/peak/attempts.jsonl` (inside `.git`, so checkouts
 //!   never rewrite it) and mirrored into the `peak-attempts` branch after each checkpoint
 //!   and on [`Workflow::sync_attempts`]. A branch rather than a custom ref because
@@ -119,6 +120,7 @@ pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
 pub use history::{CheckpointView, LogEntry, ResumeState, render_log};
 pub use lock::{LockHolder, LockMode};
+pub use secrets::{is_key_var, redact as redact_secrets};
 pub use speedup::speedup;
 /// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.
 pub use time::now_rfc3339;

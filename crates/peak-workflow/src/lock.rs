@@ -3,8 +3,9 @@
 //! The lock is an advisory exclusive `flock` on `.git/peak/lock` (std's `File::try_lock`,
 //! the same primitive fs4 wraps). The kernel drops it when the holder exits, however it
 //! exits, so a crashed writer can never wedge the workflow. While held, the file holds a
-//! one-line JSON [`LockHolder`] record (pid, host, command line, start time and the
-//! operation in progress) so a second writer's error names who is in the way. A clean
+//! one-line JSON [`LockHolder`] record (pid, host, command line, start time, the command
+//! holding it for its whole run, if any, and the operation in progress) so a second
+//! writer's error names who is in the way. A clean
 //! release empties the file; a record found in an unlocked file therefore means its
 //! holder died mid-operation. Its `operation` says what was cut short, which is what
 //! recovery needs (see `OP_REFRESH_WORKTREE`).
@@ -26,7 +27,9 @@ use crate::time::now_rfc3339;
 pub enum LockMode {
     /// Fail at once with [`WorkflowError::Locked`], naming the holder.
     Fail,
-    /// Poll until the lock is free, then fail with [`WorkflowError::LockTimeout`].
+    /// Poll until the lock is free, then fail with [`WorkflowError::LockTimeout`]. A
+    /// holder that keeps the lock for a whole command (its record names a `session`) is
+    /// refused at once, as with `Fail`: it runs for minutes, not milliseconds.
     Wait(Duration),
 }
 
@@ -47,6 +50,10 @@ pub struct LockHolder {
     pub command: String,
     /// When the lock was taken (RFC 3339, UTC).
     pub started: String,
+    /// The command holding the lock for its whole run (`apply`, `submit`, `retune`, ...),
+    /// if one does; `None` for a single operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// The operation in progress (`checkpoint`, `checkout`, ..., or `idle` between the
     /// operations of a session that keeps the lock).
     pub operation: String,
@@ -57,11 +64,18 @@ pub struct LockHolder {
 
 impl fmt::Display for LockHolder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "pid {} on {} (`{}`), doing {}, holding the lock since {}",
-            self.pid, self.host, self.command, self.operation, self.started
-        )
+        match &self.session {
+            Some(session) => write!(
+                f,
+                "pid {} on {} (`{}`), running {session} (now: {}), holding the lock since {}",
+                self.pid, self.host, self.command, self.operation, self.started
+            ),
+            None => write!(
+                f,
+                "pid {} on {} (`{}`), doing {}, holding the lock since {}",
+                self.pid, self.host, self.command, self.operation, self.started
+            ),
+        }
     }
 }
 
@@ -130,23 +144,21 @@ fn boxed_holder_of(path: &Path) -> Option<Box<LockHolder>> {
 }
 
 impl WorkflowLock {
-    /// Take the lock. Also returns the record a dead previous holder left behind, if any,
-    /// so the caller can finish what it cut short.
-    pub(crate) fn acquire(path: &Path, mode: LockMode, operation: &str) -> Result<(Self, Option<Option<LockHolder>>)> {
+    /// Take the lock, for the whole run of `session` when given. Also returns the record a
+    /// dead previous holder left behind, if any, so the caller can finish what it cut short.
+    pub(crate) fn acquire(path: &Path, mode: LockMode, operation: &str, session: Option<&str>) -> Result<(Self, Option<Option<LockHolder>>)> {
         let mut file = open(path)?;
         let start = Instant::now();
         while !try_lock(&file, path)? {
+            let holder = boxed_holder_of(path);
             match mode {
-                LockMode::Fail => {
-                    return Err(WorkflowError::Locked { path: path.to_path_buf(), holder: boxed_holder_of(path) });
+                LockMode::Fail => return Err(WorkflowError::Locked { path: path.to_path_buf(), holder }),
+                LockMode::Wait(_) if holder.as_ref().is_some_and(|h| h.session.is_some()) => {
+                    return Err(WorkflowError::Locked { path: path.to_path_buf(), holder });
                 }
                 LockMode::Wait(limit) => {
                     if start.elapsed() >= limit {
-                        return Err(WorkflowError::LockTimeout {
-                            path: path.to_path_buf(),
-                            waited_ms: start.elapsed().as_millis(),
-                            holder: boxed_holder_of(path),
-                        });
+                        return Err(WorkflowError::LockTimeout { path: path.to_path_buf(), waited_ms: start.elapsed().as_millis(), holder });
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
@@ -158,6 +170,7 @@ impl WorkflowLock {
             host: hostname(),
             command: secrets::redact(&std::env::args().collect::<Vec<_>>().join(" ")).into_owned(),
             started: now_rfc3339(),
+            session: session.map(str::to_string),
             operation: operation.to_string(),
             target: None,
         };
@@ -247,9 +260,9 @@ mod tests {
     fn second_taker_fails_naming_the_holder_and_release_clears_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("peak/lock");
-        let (first, stale) = WorkflowLock::acquire(&path, LockMode::Fail, "checkpoint").unwrap();
+        let (first, stale) = WorkflowLock::acquire(&path, LockMode::Fail, "checkpoint", None).unwrap();
         assert_eq!(stale, None);
-        let err = WorkflowLock::acquire(&path, LockMode::Fail, "tag").unwrap_err();
+        let err = WorkflowLock::acquire(&path, LockMode::Fail, "tag", None).unwrap_err();
         match &err {
             WorkflowError::Locked { holder: Some(h), .. } => {
                 assert_eq!(h.pid, std::process::id());
@@ -268,9 +281,22 @@ mod tests {
     fn wait_mode_times_out() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lock");
-        let _held = WorkflowLock::acquire(&path, LockMode::Fail, "checkpoint").unwrap();
-        let err = WorkflowLock::acquire(&path, LockMode::Wait(Duration::from_millis(60)), "tag").unwrap_err();
+        let _held = WorkflowLock::acquire(&path, LockMode::Fail, "checkpoint", None).unwrap();
+        let err = WorkflowLock::acquire(&path, LockMode::Wait(Duration::from_millis(60)), "tag", None).unwrap_err();
         assert!(matches!(err, WorkflowError::LockTimeout { waited_ms, .. } if waited_ms >= 60), "{err}");
+    }
+
+    #[test]
+    fn a_whole_command_holding_the_lock_is_named_at_once_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let _held = WorkflowLock::acquire(&path, LockMode::Fail, OP_IDLE, Some("submit")).unwrap();
+        let started = Instant::now();
+        let err = WorkflowLock::acquire(&path, LockMode::Wait(Duration::from_secs(60)), "checkout", None).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "waited {:?} for a holder that runs for minutes", started.elapsed());
+        let WorkflowError::Locked { holder: Some(holder), .. } = &err else { panic!("expected Locked naming the holder, got {err:?}") };
+        assert_eq!(holder.session.as_deref(), Some("submit"));
+        assert!(err.to_string().contains("running submit"), "{err}");
     }
 
     #[test]
@@ -282,12 +308,13 @@ mod tests {
             host: "h".into(),
             command: "peak apply".into(),
             started: "t".into(),
+            session: None,
             operation: OP_REFRESH_WORKTREE.into(),
             target: Some("0".repeat(40)),
         };
         std::fs::write(&path, serde_json::to_string(&dead).unwrap()).unwrap();
         assert_eq!(inspect(&path, false).unwrap(), LockState::Stale(Some(dead.clone())));
-        let (_lock, stale) = WorkflowLock::acquire(&path, LockMode::Fail, "checkpoint").unwrap();
+        let (_lock, stale) = WorkflowLock::acquire(&path, LockMode::Fail, "checkpoint", None).unwrap();
         assert_eq!(stale, Some(Some(dead)));
     }
 }

@@ -17,6 +17,7 @@ fn write_lock_record(wf: &Workflow, operation: &str, target: Option<String>) {
         host: "gone".into(),
         command: "peak apply".into(),
         started: "2026-01-01T00:00:00.000Z".into(),
+        session: None,
         operation: operation.into(),
         target,
     };

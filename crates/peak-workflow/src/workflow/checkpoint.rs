@@ -75,6 +75,14 @@ pub(super) fn check_context(dir: &Path) -> Result<Files> {
     Ok(files)
 }
 
+/// Replace every configured key's value in these records (a server's error text that
+/// echoed the key, say) before they are written: a committed key travels with every clone.
+pub(super) fn redact_key_values(records: &mut [&mut Value]) {
+    for record in records.iter_mut() {
+        secrets::redact_json_values(record);
+    }
+}
+
 pub(super) fn check_transcript(transcript: &Value) -> Result<()> {
     match secrets::find_in_json(transcript) {
         Some((pointer, kind)) => Err(WorkflowError::SecretInTranscript { pointer, kind }),
@@ -131,7 +139,8 @@ impl Workflow {
     /// rewritten. A crash before the ref update leaves only unreachable objects; a crash
     /// after it leaves the working folder behind HEAD, which the next writer or
     /// `fsck(repair)` restores (the lock record says the refresh was under way).
-    pub fn checkpoint(&mut self, input: CheckpointInput) -> Result<CheckpointId> {
+    pub fn checkpoint(&mut self, mut input: CheckpointInput) -> Result<CheckpointId> {
+        redact_key_values(&mut [&mut input.validation, &mut input.performance, &mut input.transcript]);
         check_transcript(&input.transcript)?;
         let files = check_context(&input.context_dir)?;
         let in_place = match (input.context_dir.canonicalize(), self.context_dir().canonicalize()) {

@@ -10,7 +10,7 @@ use crate::error::{GitContext, IoContext, Result, WorkflowError};
 use crate::lock::LockMode;
 use crate::time::now_rfc3339;
 
-use super::checkpoint::{CheckpointMeta, best_time, check_context, check_transcript, commit_message};
+use super::checkpoint::{CheckpointMeta, best_time, check_context, check_transcript, commit_message, redact_key_values};
 use super::objects::{json_bytes, write_tree};
 use super::{
     CHECKPOINT_FILE, DEFAULT_BRANCH, INIT_TRANSFORMATION, META_FORMAT, PERFORMANCE_FILE, REFERENCE_FILE, ROOT_TAG,
@@ -50,6 +50,12 @@ pub(super) fn is_fresh_dir(dir: &Path) -> Result<bool> {
 }
 
 impl Workflow {
+    /// Refuse a folder a workflow cannot be created in (one that exists and is not empty),
+    /// for callers with slow work to do before [`Workflow::init_with`] (tuning the root).
+    pub fn check_new_dir(dir: &Path) -> Result<()> {
+        if is_fresh_dir(dir)? { Ok(()) } else { Err(WorkflowError::DirNotEmpty { path: dir.to_path_buf() }) }
+    }
+
     /// Create a workflow in `dir` (missing or empty) whose root checkpoint is the context
     /// in `context_dir`, with `reference` as `reference.json`.
     pub fn init(dir: impl AsRef<Path>, context_dir: impl AsRef<Path>, reference: Value) -> Result<Workflow> {
@@ -57,12 +63,12 @@ impl Workflow {
     }
 
     /// [`Workflow::init`] with the root's validation, performance and transcript.
-    pub fn init_with(dir: impl AsRef<Path>, context_dir: impl AsRef<Path>, root: RootInput) -> Result<Workflow> {
+    pub fn init_with(dir: impl AsRef<Path>, context_dir: impl AsRef<Path>, mut root: RootInput) -> Result<Workflow> {
         let dir = dir.as_ref();
-        if !is_fresh_dir(dir)? {
-            return Err(WorkflowError::DirNotEmpty { path: dir.to_path_buf() });
-        }
+        Self::check_new_dir(dir)?;
         let files = check_context(context_dir.as_ref())?;
+        let RootInput { reference, validation, performance, transcript, .. } = &mut root;
+        redact_key_values(&mut [Some(reference), validation.as_mut(), performance.as_mut(), transcript.as_mut()].into_iter().flatten().collect::<Vec<_>>());
         if let Some(transcript) = &root.transcript {
             check_transcript(transcript)?;
         }

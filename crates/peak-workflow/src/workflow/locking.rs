@@ -15,18 +15,20 @@ impl Workflow {
         self.lock_mode = mode;
     }
 
-    /// Take the writer lock for a whole session (for instance a `peak apply` run), not
-    /// just for each write. Released by [`Workflow::release_lock`] or on drop.
-    pub fn hold_lock(&mut self) -> Result<()> {
+    /// Take the writer lock for the whole run of a command (`session`: `apply`, `submit`,
+    /// `retune`, ...), not just for each write, so no other writer gets in between its
+    /// reads and its checkpoint. Another writer is refused at once, naming `session`.
+    /// Released by [`Workflow::release_lock`] or on drop.
+    pub fn hold_lock(&mut self, session: &str) -> Result<()> {
         if self.held.is_none() {
-            self.acquire(OP_IDLE)?;
+            self.acquire(OP_IDLE, Some(session))?;
         }
         Ok(())
     }
 
     /// Take the lock, then finish whatever a dead previous holder cut short.
-    fn acquire(&mut self, operation: &str) -> Result<()> {
-        let (lock, stale) = WorkflowLock::acquire(&self.lock_path(), self.lock_mode, operation)?;
+    fn acquire(&mut self, operation: &str, session: Option<&str>) -> Result<()> {
+        let (lock, stale) = WorkflowLock::acquire(&self.lock_path(), self.lock_mode, operation, session)?;
         self.held = Some(lock);
         if let Some(stale) = stale
             && let Err(e) = self.recover(&stale)
@@ -54,7 +56,7 @@ impl Workflow {
     pub(crate) fn with_lock<T>(&mut self, operation: &str, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let temporary = self.held.is_none();
         if temporary {
-            self.acquire(operation)?;
+            self.acquire(operation, None)?;
         } else {
             self.set_operation(operation, None)?;
         }
