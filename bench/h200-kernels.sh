@@ -12,7 +12,8 @@
 # There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-kernels.sh run
 # Settings: BUDGET (tuning evaluations per input size and step, default 64), KINDS (default
 # "softmax reduction transpose stencil attention"), SANITIZE_SAMPLES (default 4), REPLAY_ARGS (more
-# `peak replay` flags, e.g. "--set rows=4096 --set cols=1024").
+# `peak replay` flags, e.g. "--set rows=4096 --set cols=1024"), FLUSH (default 1: both yardsticks evict
+# the L2 before each timed run, so arrays the H200's 60 MB L2 holds are timed from DRAM; empty: off).
 #
 # The yardsticks, at every input size the final step was tuned for: the final kernel at its
 # best configuration against a device-to-device copy of the same bytes, in the same process
@@ -37,7 +38,8 @@ run() {
   export PEAK_CACHE_DIR="$OUT/cache"
   BUDGET="${BUDGET:-64}"
   SANITIZE_SAMPLES="${SANITIZE_SAMPLES:-4}"
-  KINDS="${KINDS:-softmax reduction transpose stencil attention}"
+  KINDS="${KINDS:-softmax reduction transpose stencil attention gelu-bf16 layernorm}"
+  FLUSH="${FLUSH-1}"
   "$PEAK" info | tee "$OUT/info.txt"
   for kind in $KINDS; do
     echo "== $kind"
@@ -61,9 +63,9 @@ for run in json.load(open(sys.argv[1]))["performance"]["runs"]:
     i=0
     while IFS='|' read -r inputs tuning; do
       # shellcheck disable=SC2086
-      "$PEAK" baseline "$OUT/$kind/context" --against copy $inputs $tuning --reps 50 --json > "$OUT/$kind-$i-baseline.json" 2> "$OUT/$kind-$i-baseline.err"
+      "$PEAK" baseline "$OUT/$kind/context" --against copy $inputs $tuning --reps 50 ${FLUSH:+--flush-cache} --json > "$OUT/$kind-$i-baseline.json" 2> "$OUT/$kind-$i-baseline.err"
       # shellcheck disable=SC2086
-      python3 bench/library_time.py "examples/$kind-cuda" $inputs > "$OUT/$kind-$i-library.json" 2> "$OUT/$kind-$i-library.err"
+      python3 bench/library_time.py "examples/$kind-cuda" $inputs ${FLUSH:+--flush-cache} > "$OUT/$kind-$i-library.json" 2> "$OUT/$kind-$i-library.err"
       i=$((i + 1))
     done < "$OUT/$kind-sizes.txt"
   done

@@ -5,7 +5,9 @@
 The expression sees `torch`, every array of the manifest as a 1-D tensor on the GPU (random
 normal inputs, fresh for each timed run, as peak's own timing rotates input sets), and the
 scalar inputs by name. Prints JSON: the expression, the inputs, the median and every time
-in ms (CUDA events around the call alone, after warm-up runs).
+in ms (CUDA events around the call alone, after warm-up runs). With --flush-cache, twice the
+L2's size is written before each timed call, outside the events, as `peak baseline
+--flush-cache` does on its side: a memory-bound kernel is then timed from DRAM.
 """
 import argparse
 import json
@@ -25,6 +27,7 @@ def main():
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--input-sets", type=int, default=4)
+    parser.add_argument("--flush-cache", action="store_true", help="evict the L2 before each timed call")
     args = parser.parse_args()
 
     manifest_path = f"{args.context}/peak.toml"
@@ -62,9 +65,13 @@ def main():
     for i in range(args.warmup):
         eval(code, scope(i))
     torch.cuda.synchronize()
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device="cuda") if args.flush_cache else None
     times = []
     for i in range(args.reps):
         names = scope(i)
+        if flush is not None:
+            flush.fill_(i & 0xFF)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         eval(code, names)
@@ -72,7 +79,7 @@ def main():
         end.synchronize()
         times.append(start.elapsed_time(end))
     json.dump({"context": args.context, "expression": expression, "inputs": inputs, "torch": torch.__version__,
-               "device": torch.cuda.get_device_name(), "median_ms": statistics.median(times), "times_ms": times}, sys.stdout, indent=1)
+               "device": torch.cuda.get_device_name(), "flush_cache": args.flush_cache, "median_ms": statistics.median(times), "times_ms": times}, sys.stdout, indent=1)
     print()
 
 
