@@ -1,0 +1,152 @@
+//! The GEMM line (Refactor, TB-Tiling, Thread-Tiling) on a GEMM other than the paper's
+//! (issue 25): `out = inp . weight^T + bias`, weight stored output-channel-major, M, N
+//! and K independent and dividing no tile (examples/gemm-nt-bias-opencl, 1000 x 777 x
+//! 513, validated at 61 x 47 x 33). Its agent-written workflow replays on OpenCL (PoCL
+//! in CI): every step validates against the naive root, is tuned and timed, and ends on
+//! the recorded code, which reads the operands through the layout-hiding accessors and
+//! stores every output through EPILOGUE (the bias). The CUDA twin's workflow carries the
+//! same chain, compile-checked (`--defer`).
+
+mod support;
+
+use std::path::Path;
+
+use support::{Env, example, opencl_present, s};
+
+const CHAIN: [&str; 3] = ["Refactor", "TB-Tiling", "Thread-Tiling"];
+
+/// The chain from the root to the tip of `wf`'s current branch, through first parents,
+/// oldest first (the root included).
+fn first_parent_chain(env: &Env, wf: &Path) -> Vec<serde_json::Value> {
+    let log = env.json(&["log", "-w", s(wf), "--json"]);
+    let by_id = |id: &str| log.as_array().unwrap().iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("{id} is not in the log")).clone();
+    let mut line = vec![by_id(env.json(&["show", "HEAD", "-w", s(wf), "--json"])["id"].as_str().unwrap())];
+    while let Some(parent) = line.last().unwrap()["parents"].as_array().unwrap().first().map(|p| p.as_str().unwrap().to_string()) {
+        line.push(by_id(&parent));
+    }
+    line.reverse();
+    line
+}
+
+fn clone(bundle: &str, into: &Path) {
+    let out = std::process::Command::new("git").args(["clone", "-q", bundle, s(into)]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// What the GEMM line's vocabulary promises, in the code of a tip: the sizes and the
+/// layout in macros, tiles filled through the accessors (the transposed weight with the
+/// copy coalesced along k), every accumulator stored through the epilogue under the
+/// M x N guard.
+fn assert_gemm_vocabulary(source: &str) {
+    for expected in [
+        "#define GEMM_M (M)",
+        "#define GEMM_K (K)",
+        "#define B_AT(r, c) weight[(c) * (K) + (r)]",
+        "#define EPILOGUE(acc, r, c) ((acc) + bias[(c)])",
+        "#define PEAK_TILE_LOAD(",
+        "PEAK_TILE_LOAD(As, A_AT, BY * TILE_M, k0, TILE_M, TILE_K, GEMM_M, GEMM_K, TID, NTHREADS);",
+        "PEAK_TILE_LOAD_COLMAJOR(Bs, B_AT, k0, BX * TILE_N, TILE_K, TILE_N, GEMM_K, GEMM_N, TID, NTHREADS);",
+        "if (C_ROW(i) < GEMM_M && C_COL(j) < GEMM_N) C_AT(C_ROW(i), C_COL(j)) = EPILOGUE(acc[i][j], C_ROW(i), C_COL(j));",
+        "ceil_div(N, BLOCK_X * TRD_X), ceil_div(M, BLOCK_Y * TRD_Y)",
+    ] {
+        assert!(source.contains(expected), "missing {expected:?} in:\n{source}");
+    }
+    let device = source.split("@peak device").nth(1).unwrap();
+    assert!(!device.contains("bias["), "the bias lives in EPILOGUE only:\n{device}");
+}
+
+#[test]
+fn gemm_nt_bias_workflow_replays_on_opencl() {
+    if !opencl_present("gemm_nt_bias_workflow_replays_on_opencl") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/gemm-nt-bias-opencl-agent.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    clone(&bundle, &recorded);
+    // Smaller than the recording's sizes, still dividing no tile along M, N or K.
+    env.ok(&["replay", &bundle, "--into", s(&replayed), "--samples", "4", "--budget", "4", "--set", "M=250", "--set", "N=199", "--set", "K=129"]);
+
+    let line = first_parent_chain(&env, &replayed);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["init", CHAIN[0], CHAIN[1], CHAIN[2]], "the replay takes every recorded step");
+    let recorded_line = first_parent_chain(&env, &recorded);
+    assert_eq!(recorded_line.len(), line.len());
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+        assert_eq!(entry["executor"], "replay");
+        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
+        assert!(entry["best_time_ms"].as_f64().unwrap() > 0.0, "every step is timed: {entry}");
+        assert!(entry["speedup_over_root"].as_f64().unwrap() > 0.0);
+    }
+    // The replay reproduces the recorded code exactly, and every step changed it.
+    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string();
+    let tip = file(&replayed, "HEAD");
+    assert_eq!(tip, file(&recorded, "HEAD"), "the replayed tip differs from the recording");
+    for pair in line.windows(2) {
+        assert_ne!(file(&replayed, pair[0]["id"].as_str().unwrap()), file(&replayed, pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
+    }
+    assert_gemm_vocabulary(&tip);
+
+    // The recording was validated where no size divides a tile: the manifest's
+    // [validation.inputs], 61 x 47 x 33.
+    for entry in &recorded_line[1..] {
+        assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("passed"), Some("agent")), "{entry}");
+        let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&recorded), "--json"]);
+        let samples = show["validation"]["samples"].as_array().unwrap();
+        assert!(!samples.is_empty());
+        for sample in samples {
+            let inputs = &sample["params"]["inputs"];
+            assert_eq!((inputs["M"].as_i64(), inputs["N"].as_i64(), inputs["K"].as_i64()), (Some(61), Some(47), Some(33)), "{sample}");
+            assert_eq!(sample["verdict"]["category"], "passed", "{sample}");
+        }
+    }
+}
+
+#[test]
+fn gemm_nt_bias_cuda_twin_carries_the_same_chain_deferred() {
+    let env = Env::new();
+    let wf = env.path("cuda");
+    clone(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
+    let line = first_parent_chain(&env, &wf);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    assert_eq!(&steps[1..], CHAIN);
+    for entry in &line[1..] {
+        assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
+        let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);
+        let check = &show["validation"]["compile_check"];
+        assert!(check["counts"]["compiled"].as_u64().unwrap() > 0 && check["counts"].as_object().unwrap().len() == 1, "every sampled variant compiled: {check}");
+    }
+    let source = env.json(&["show", "HEAD", "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
+    assert!(source.contains("extern \"C\" __global__ void gemm_nt_bias("), "{source}");
+    assert_gemm_vocabulary(&source);
+}
+
+/// The texts of the GEMM line speak its vocabulary, never the paper's square row-major
+/// problem, and keep the shape recorded workflows replay against: the same passes, in the
+/// same regions, with the same parameters, requirements and constraints.
+#[test]
+fn the_gemm_line_speaks_sizes_accessors_and_epilogue() {
+    let env = Env::new();
+    for (name, regions, tuning, requires, constraints) in [
+        ("refactor", &["macros", "device"][..], &[][..], &["BLOCK_X", "BLOCK_Y"][..], &[][..]),
+        ("tb-tiling", &["macros", "device", "device", "device", "device", "host"], &["TILE_K"], &["BLOCK_X", "BLOCK_Y"], &["(BLOCK_X + BLOCK_Y) * TILE_K <= 12288"]),
+        ("thread-tiling", &["macros", "device", "host"], &["TRD_X", "TRD_Y"], &["BLOCK_X", "BLOCK_Y", "TILE_K"], &["TRD_X * TRD_Y <= 128", "(BLOCK_X * TRD_X + BLOCK_Y * TRD_Y) * TILE_K <= 12288"]),
+    ] {
+        let shown = env.json(&["transformations", "show", name, "--json"]);
+        let passes = shown["passes"].as_array().unwrap();
+        let got: Vec<&str> = passes.iter().map(|p| p["region"].as_str().unwrap()).collect();
+        assert_eq!(got, regions, "{name}: recorded workflows replay by (pass, attempt)");
+        let params: Vec<&str> = shown["tuning"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(params, tuning, "{name}");
+        assert_eq!(shown["requires"], serde_json::json!(requires), "{name}");
+        assert_eq!(shown["constraints"], serde_json::json!(constraints), "{name}");
+        let text = serde_json::to_string(&shown).unwrap();
+        for stale in ["row-major n x n", "k < n", "ROW < n", "(r) * n + (c)", "PEAK_TILE_COPY(As, A, n", "= acc[i][j];"] {
+            assert!(!text.contains(stale), "{name} still says {stale:?}");
+        }
+        for term in ["GEMM_", "EPILOGUE"] {
+            assert!(text.contains(term), "{name} does not speak of {term}");
+        }
+    }
+}
