@@ -196,8 +196,18 @@ pub struct SizedArray {
     pub fill: Fill,
 }
 
-/// Evaluate every array's size expression for `params`.
+/// Evaluate every array's size expression for `params`, refusing arrays the host cannot
+/// hold ([`fits_host`]): every array is generated on the host before a run, and an
+/// allocation beyond its memory would abort the process, not fail.
 pub fn size_arrays(ctx: &Context, params: &ExecParams) -> Result<Vec<SizedArray>, RunError> {
+    let arrays = size_arrays_unfilled(ctx, params)?;
+    fits_host(&arrays)?;
+    Ok(arrays)
+}
+
+/// [`size_arrays`] without the host's memory check, for what sizes arrays and never fills
+/// them: a compile-only check, made on a machine other than the one the kernel runs on.
+pub fn size_arrays_unfilled(ctx: &Context, params: &ExecParams) -> Result<Vec<SizedArray>, RunError> {
     let engine = expression_engine();
     let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();
     let mut scope = params.scope();
@@ -221,6 +231,56 @@ pub fn size_arrays(ctx: &Context, params: &ExecParams) -> Result<Vec<SizedArray>
             Ok(SizedArray { spec: spec.clone(), count: count as usize, fill })
         })
         .collect()
+}
+
+fn array_bytes(array: &SizedArray) -> u64 {
+    array.count as u64 * array.spec.dtype.size_bytes() as u64
+}
+
+fn gigabytes(bytes: u64) -> String {
+    format!("{:.1} GB", bytes as f64 / 1e9)
+}
+
+/// Refuse arrays that together take more than `limit` bytes of `memory`, naming each array
+/// and its bytes.
+fn refuse_beyond(arrays: &[SizedArray], limit: u64, memory: &str) -> Result<(), RunError> {
+    let total: u64 = arrays.iter().map(array_bytes).sum();
+    if total <= limit {
+        return Ok(());
+    }
+    let each: Vec<String> = arrays.iter().map(|a| format!("{} {}", a.spec.name, gigabytes(array_bytes(a)))).collect();
+    Err(RunError::Invalid(format!(
+        "the arrays take {total} bytes ({}: {}), more than the {} of {memory}",
+        gigabytes(total),
+        each.join(", "),
+        gigabytes(limit)
+    )))
+}
+
+/// The memory the host can give now without swapping (`MemAvailable` in
+/// `/proc/meminfo`), where the system says.
+fn host_available_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Refuse arrays beyond the memory the host has available (not checked where the system
+/// does not say).
+pub fn fits_host(arrays: &[SizedArray]) -> Result<(), RunError> {
+    match host_available_bytes() {
+        Some(available) => refuse_beyond(arrays, available, "memory available on this host"),
+        None => Ok(()),
+    }
+}
+
+/// Refuse arrays beyond the device's memory (a device that reports none is not checked).
+pub fn fits_device(arrays: &[SizedArray], device: &crate::backend::DeviceInfo) -> Result<(), RunError> {
+    if device.global_memory_bytes == 0 {
+        return Ok(());
+    }
+    refuse_beyond(arrays, device.global_memory_bytes, &format!("memory of {}", device.name))
 }
 
 /// The initial contents of every array; `data_seed` salts the random ones.
@@ -276,6 +336,7 @@ pub fn run_compiled(
     options: &RunOptions,
 ) -> Result<RunResult, RunError> {
     let arrays = size_arrays(ctx, params)?;
+    fits_device(&arrays, backend.device())?;
     let host = generate_arrays(&arrays, options.data_seed);
     let plan = plan(backend, ctx, params, &arrays)?;
     run_prepared(backend, module, options, &Prepared { arrays: &arrays, host: &host, plan: &plan, pristine: None })

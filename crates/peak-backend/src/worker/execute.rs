@@ -57,6 +57,7 @@ impl InputCache {
         // Other inputs (or another seed): the device copies hold the old contents.
         self.forget_device_copies(backend);
         let sized = runner::size_arrays(ctx, params)?;
+        runner::fits_device(&sized, backend.device())?;
         let host = runner::generate_arrays(&sized, data_seed);
         let arrays = Arc::new((sized, host));
         self.last = Some((key, arrays.clone()));
@@ -174,7 +175,9 @@ fn checked_plan(backend: &dyn Backend, ctx: &Context, compiled: &Compiled, job: 
 /// with no outputs and no times. Arrays are sized, never filled.
 pub(super) fn check_compiled(backend: &dyn Backend, ctx: &Context, compiled: &Compiled, job: &Job) -> Result<RunReport, Failure> {
     let start = Instant::now();
-    let sized = runner::size_arrays(ctx, &job.params).map_err(|e| Failure::from(&e))?;
+    // Sized, never filled: the host here is not where the kernel will run.
+    let sized = runner::size_arrays_unfilled(ctx, &job.params).map_err(|e| Failure::from(&e))?;
+    runner::fits_device(&sized, backend.device()).map_err(|e| Failure::from(&e))?;
     let plan = checked_plan(backend, ctx, compiled, job, &sized)?;
     Ok(RunReport {
         outputs: Vec::new(),
