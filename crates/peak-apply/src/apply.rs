@@ -10,21 +10,31 @@ use peak_spec::{Context, Region};
 use peak_transform::{
     AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
 };
-use peak_workflow::{Attempt, CheckpointInput, Workflow};
+use peak_workflow::{Attempt, CheckpointInput, CheckpointView, Workflow};
 use serde_json::{Value, json};
 
 use crate::defer::{self, CompileCheck};
 use crate::feasible;
-use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space};
+use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
 use crate::manifest::{extend, prompt_params};
 use crate::sanitize::{self, Plan, parse_inputs};
 use crate::state::{self, ApplyState, agent_dir, apply_dir, fresh_context};
 use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 
+/// The workflow at `workflow`, with its writer lock held for the whole run of `session`:
+/// no other command writes between this one's reads and its checkpoint. The lock is held
+/// while the command runs, not while an agent is asked (the process exits meanwhile);
+/// a waiting apply is kept from others by `state::refuse_if_pending`.
+fn open_locked(workflow: &Path, session: &str) -> Result<Workflow> {
+    let mut wf = Workflow::open(workflow)?;
+    wf.hold_lock(session)?;
+    Ok(wf)
+}
+
 /// Apply a transformation from the workflow's current checkpoint.
 pub fn apply(workflow: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let wf = Workflow::open(workflow)?;
+    let mut wf = open_locked(workflow, "apply")?;
     let dir = wf.dir().to_path_buf();
     state::refuse_if_pending(&dir)?;
     let spec: ExecutorSpec = options.executor.parse()?;
@@ -32,28 +42,36 @@ pub fn apply(workflow: &Path, options: &ApplyOptions, workers: &mut Workers, rep
     // Resolve the name now, so a typo fails before anything is written.
     let name = library.get(&options.transformation)?.name.clone();
     let parent = wf.head()?.id.to_string();
+    let executor = spec.build(&agent_dir(&dir), |var| std::env::var(var).ok())?;
+    // An endpoint that is down fails here, in seconds, recorded as a try that reached no model.
+    if let Err(e) = executor.check_reachable() {
+        let (kind, model) = who(executor.as_ref(), &spec.to_string());
+        wf.record_attempt(Attempt { transformation: name, executor: kind, model, parent: Some(parent), pass: Some(1), outcome: e.kind().into(), error: Some(e.to_string()), ..Attempt::default() })?;
+        bail!("{e}\nhint: start the server, or point peak at a running one (its base-URL variable, e.g. PEAK_OPENAI_BASE_URL); nothing was asked of it");
+    }
     let mut state = ApplyState::new(options, parent);
     state.transformation = name;
     state.executor = spec.to_string();
+    state.set = with_stored_set(&wf, &options.set)?;
     state::save(&dir, &state)?;
-    let executor = spec.build(&agent_dir(&dir), |var| std::env::var(var).ok())?;
     run(wf, state, executor.as_ref(), &library, workers, reporter)
 }
 
 /// Apply with a given executor (replay): `label` is what the records call it.
 pub(crate) fn apply_with(workflow: &Path, options: &ApplyOptions, label: &str, executor: &dyn Executor, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let wf = Workflow::open(workflow)?;
+    let wf = open_locked(workflow, "replay")?;
     let library = library(&options.library_dirs)?;
     let mut state = ApplyState::new(options, wf.head()?.id.to_string());
     state.transformation = library.get(&options.transformation)?.name.clone();
     state.executor = label.to_string();
+    state.set = with_stored_set(&wf, &options.set)?;
     state::save(wf.dir(), &state)?;
     run(wf, state, executor, &library, workers, reporter)
 }
 
 /// Hand in the agent's new region (a bare region or a fenced reply) and resume.
 pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let wf = Workflow::open(workflow)?;
+    let wf = open_locked(workflow, "submit")?;
     let dir = wf.dir().to_path_buf();
     let state = state::load(&dir)?.ok_or_else(|| anyhow!("no apply is waiting for a submission in {}\nhint: start one with `peak apply TRANSFORMATION --executor agent`", dir.display()))?;
     let agent = AgentExecutor::new(agent_dir(&dir));
@@ -72,13 +90,62 @@ pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dy
 /// Continue an interrupted apply (a crash, a closed terminal) from where it stopped:
 /// replies already given are reused, results already measured come from the caches.
 pub fn resume(workflow: &Path, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let wf = Workflow::open(workflow)?;
+    let mut wf = open_locked(workflow, "apply --resume")?;
     let dir = wf.dir().to_path_buf();
     let state = state::load(&dir)?.ok_or_else(|| anyhow!("no apply is in progress in {}", dir.display()))?;
+    // Stopped after its checkpoint was committed: nothing is left but to record it.
+    if let Some(done) = finish_committed(&mut wf, &state)? {
+        if let ApplyOutcome::Checkpoint { id, verdict, .. } = &done {
+            reporter.attempt(verdict, &format!("checkpoint {} (committed before the apply was interrupted)", &id[..id.len().min(7)]));
+        }
+        return Ok(done);
+    }
     let library = library(&state.library_dirs)?;
     let spec: ExecutorSpec = state.executor.parse()?;
     let executor = spec.build(&agent_dir(&dir), |var| std::env::var(var).ok())?;
+    executor.check_reachable()?;
     run(wf, state, executor.as_ref(), &library, workers, reporter)
+}
+
+/// The checkpoint an apply already made: HEAD, when it carries the attempt id the apply
+/// saved just before committing (its process stopped after the commit).
+pub(crate) fn committed(wf: &Workflow, state: &ApplyState) -> Result<Option<CheckpointView>> {
+    let Some(attempt) = &state.checkpoint_attempt else { return Ok(None) };
+    let head = wf.show("HEAD")?;
+    Ok((head.meta.attempt.as_ref() == Some(attempt)).then_some(head))
+}
+
+/// Finish an apply whose checkpoint was committed before its process stopped: record the
+/// outcome if that record was not written, and forget the apply. `None` when it made no
+/// checkpoint yet.
+pub(crate) fn finish_committed(wf: &mut Workflow, state: &ApplyState) -> Result<Option<ApplyOutcome>> {
+    let (Some(view), Some(attempt)) = (committed(wf, state)?, state.checkpoint_attempt.as_deref()) else { return Ok(None) };
+    let verdict = view.meta.verdict.clone().unwrap_or_else(|| "passed".into());
+    if !wf.attempts()?.records.iter().any(|r| r.id == attempt && !r.is_start()) {
+        wf.finish_attempt(
+            attempt,
+            Attempt {
+                transformation: view.meta.transformation.clone(),
+                executor: view.meta.executor.clone(),
+                model: view.meta.model.clone(),
+                parent: Some(state.parent.clone()),
+                outcome: verdict.clone(),
+                checkpoint: Some(view.id.to_string()),
+                retry: state.recorded_attempts as u32,
+                ..Attempt::default()
+            },
+        )?;
+    }
+    state::clear(wf.dir())?;
+    let parent = wf.show(&state.parent)?;
+    Ok(Some(ApplyOutcome::Checkpoint {
+        id: view.id.to_string(),
+        transformation: view.meta.transformation.clone(),
+        verdict,
+        best_ms: view.performance["best"]["time_ms"].as_f64(),
+        speedup_over_parent: peak_workflow::speedup(&parent.performance, &view.performance),
+        attempts: state.recorded_attempts + 1,
+    }))
 }
 
 /// The pass the agent executor is waiting for, if any.
@@ -96,10 +163,11 @@ pub fn pending(workflow: &Path) -> Result<Option<ApplyOutcome>> {
     Ok(Some(ApplyOutcome::Waiting { transformation: t.name.clone(), pass: p.pass, passes: t.passes.len(), attempt: p.attempt, region, prompt_file: p.prompt_file, prompt }))
 }
 
-/// Forget an apply in progress; the workflow is untouched.
+/// Forget an apply in progress (or the files of one cut short before it saved its state);
+/// the workflow is untouched. Whether there was anything to forget.
 pub fn abandon(workflow: &Path) -> Result<bool> {
-    let wf = Workflow::open(workflow)?;
-    let had = state::load(wf.dir())?.is_some();
+    let wf = open_locked(workflow, "apply --abandon")?;
+    let had = apply_dir(wf.dir()).exists();
     state::clear(wf.dir())?;
     Ok(had)
 }
@@ -375,6 +443,11 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
     let best_ms = performance["best"]["time_ms"].as_f64();
     let speedup_over_parent = peak_workflow::speedup(&parent_view.performance, &performance);
+    // Saved before the commit: if the process stops right after it, the next run finds
+    // this id on HEAD and finishes there (`finish_committed`).
+    let attempt_id = peak_workflow::attempts::new_id();
+    log.state.checkpoint_attempt = Some(attempt_id.clone());
+    state::save(&dir, &log.state)?;
     let id = log.wf.checkpoint(CheckpointInput {
         parent: Some(log.state.parent.clone()),
         context_dir: candidate_dir.clone(),
@@ -384,10 +457,11 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
         validation,
         performance,
         transcript: transcript_json,
-        attempt: None,
+        attempt: Some(attempt_id.clone()),
         force: false,
     })?;
-    log.record(Attempt { outcome: verdict.into(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
+    log.count += 1;
+    log.wf.finish_attempt(&attempt_id, Attempt { outcome: verdict.into(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
     reporter.attempt(verdict, &format!("checkpoint {}{detail}", id.short()));
     let attempts = log.count;
     state::clear(&dir)?;

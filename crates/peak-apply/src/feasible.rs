@@ -5,9 +5,9 @@
 //! block. Finding that after the executor has written the region wastes the work and
 //! misleads ("no execution parameter satisfies the constraints (after --set)", with no
 //! `--set` given). So the parent's manifest is extended with the transformation's
-//! parameters and constraints, and every input configuration it is tuned at must keep
-//! at least one configuration; the refusal names the size and the constraints that
-//! emptied it.
+//! parameters and constraints, and every input configuration it is tuned at, and the
+//! `[validation]` sizes it is checked at, must keep at least one configuration; the
+//! refusal names the size and the constraints that emptied it.
 
 use anyhow::{Result, bail};
 use peak_eval::EvalError;
@@ -15,6 +15,7 @@ use peak_eval::search::{SearchSpace, input_configurations};
 use peak_spec::Context;
 use peak_transform::Transformation;
 
+use crate::init::validation_space;
 use crate::manifest::extend;
 
 /// Refuse `t` on `parent` when, at some input configuration (after `set`), no choice of
@@ -35,6 +36,15 @@ pub fn check(parent: &Context, t: &Transformation, set: &[String]) -> Result<()>
             }
             Err(e) => return Err(e.into()),
         }
+    }
+    // Validation samples at the `[validation]` sizes: a transformation leaving no
+    // configuration there would be written by the executor and then never checked.
+    if let Err(e) = validation_space(&candidate, set) {
+        bail!(
+            "'{}' cannot be validated on this kernel: {e:#}. Nothing was asked of the executor.\nhint: its constraints are {}; validate at other sizes with --set, or choose another transformation",
+            t.name,
+            t.constraints.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+        );
     }
     Ok(())
 }

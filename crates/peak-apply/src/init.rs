@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use indexmap::IndexMap;
 use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
 use peak_spec::{Context, Space};
-use peak_workflow::{RootInput, Workflow};
+use peak_workflow::{ROOT_TAG, RootInput, Workflow};
 use serde_json::{Value, json};
 
 use crate::sanitize::{Plan, Sanitize, parse_inputs};
@@ -59,7 +59,11 @@ pub fn validation_space(ctx: &Context, set: &[String]) -> Result<Space> {
 }
 
 /// Create a workflow whose root checkpoint is `context_dir`, measured unless asked not to.
+/// The `set` restrictions of input sizes are stored in `reference.json`, and later steps
+/// work at those sizes unless told otherwise ([`with_stored_set`]).
 pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, workers: &mut Workers, reporter: &dyn TuneReporter) -> Result<Workflow> {
+    // Checked before the root is tuned: a folder taken fails in a moment, not after minutes.
+    Workflow::check_new_dir(dir)?;
     let ctx = Context::load(context_dir)?;
     let space = restricted(&ctx, &options.set)?;
     let mut inputs: Vec<Value> = Vec::new();
@@ -69,7 +73,8 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
             inputs.push(value);
         }
     }
-    let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs });
+    let sizes: Vec<&String> = options.set.iter().filter(|s| setting_name(s).is_some_and(|n| ctx.manifest.inputs.contains_key(n))).collect();
+    let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs, "set": sizes });
     let performance = if options.measure {
         // Resolved before tuning, so a sanitizer asked for but missing fails at once.
         let plan = if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?)) } else { None };
@@ -83,6 +88,26 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
         None
     };
     Ok(Workflow::init_with(dir, context_dir, RootInput { reference, performance, executor: Some("user".into()), ..RootInput::default() })?)
+}
+
+/// The name a `NAME=VALUE` setting restricts.
+fn setting_name(setting: &str) -> Option<&str> {
+    setting.split_once('=').map(|(name, _)| name.trim())
+}
+
+/// `given` settings, followed by the `stored` ones (a `reference.json`'s `set`: the input
+/// sizes the workflow was created at) whose names `given` does not restrict.
+pub(crate) fn merge_set(given: &[String], stored: &Value) -> Vec<String> {
+    let named: Vec<&str> = given.iter().filter_map(|s| setting_name(s)).collect();
+    let kept = stored.as_array().into_iter().flatten().filter_map(Value::as_str).filter(|s| setting_name(s).is_none_or(|n| !named.contains(&n)));
+    given.iter().cloned().chain(kept.map(str::to_string)).collect()
+}
+
+/// `given` settings with the input sizes `peak init` (or `peak replay`) was given for the
+/// workflow: a step validates and tunes at the sizes its reference was made at unless
+/// `--set` names other ones.
+pub(crate) fn with_stored_set(wf: &Workflow, given: &[String]) -> Result<Vec<String>> {
+    Ok(merge_set(given, &wf.show(ROOT_TAG)?.reference["set"]))
 }
 
 /// The tuning of every entry of a ranking `measure` wrote (a `top_k` list), best first.
@@ -160,4 +185,18 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
         "source_hash": report.source_hash,
         "runs": runs,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_sizes_fill_in_what_set_does_not_name() {
+        let stored = json!(["n=256", "batch=4"]);
+        assert_eq!(merge_set(&[], &stored), ["n=256", "batch=4"]);
+        assert_eq!(merge_set(&["n=512".into(), "BM=16".into()], &stored), ["n=512", "BM=16", "batch=4"]);
+        // A workflow made before sizes were stored has none.
+        assert_eq!(merge_set(&["n=512".into()], &Value::Null), ["n=512"]);
+    }
 }

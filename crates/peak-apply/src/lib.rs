@@ -23,6 +23,7 @@
 mod apply;
 mod defer;
 mod feasible;
+mod fsck;
 mod init;
 mod manifest;
 mod replay;
@@ -36,10 +37,11 @@ use std::time::Duration;
 
 pub use apply::{abandon, apply, pending, resume, submit};
 pub use defer::{Defer, is_deferred};
+pub use fsck::fsck;
 pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
 pub use retune::retune;
-pub use sanitize::Sanitize;
+pub use sanitize::{Plan, Sanitize};
 use serde::Serialize;
 
 /// What to apply and how.

@@ -19,7 +19,7 @@ use peak_transform::{ReplayExecutor, Transcript};
 use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle};
 
 use crate::apply::apply_with;
-use crate::init::{InitOptions, init_workflow};
+use crate::init::{InitOptions, init_workflow, merge_set};
 use crate::retune::{RETUNE, RetuneSettings, retune};
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, is_deferred};
 
@@ -132,7 +132,8 @@ fn replay_root(recorded: &Workflow, root: &CheckpointView, into: &Path, options:
         sanitize_at: options.sanitize_at.clone(),
         budget: options.budget,
         time_limit: options.time_limit,
-        set: options.set.clone(),
+        // The sizes the recording was made at, unless this replay names others.
+        set: merge_set(&options.set, &root.reference["set"]),
         cache_dir: options.cache_dir.clone(),
     };
     let result = init_workflow(into, &root_dir, &init, workers, reporter.tuning());

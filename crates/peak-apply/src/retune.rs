@@ -16,7 +16,7 @@ use peak_eval::Workers;
 use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
-use crate::init::{Measure, measure, ranked_tunings, restricted};
+use crate::init::{Measure, measure, ranked_tunings, restricted, with_stored_set};
 use crate::sanitize::{Plan, parse_inputs};
 use crate::state::{self, fresh_context, retune_dir};
 use crate::winner::check_winner;
@@ -36,6 +36,9 @@ pub fn retune(
     reporter: &dyn ApplyReporter,
 ) -> Result<ApplyOutcome> {
     let mut wf = Workflow::open(workflow)?;
+    // Held to the end: two retunes, or a retune and an apply, would both tune from one
+    // parent and only the first could record its checkpoint.
+    wf.hold_lock("retune")?;
     let dir = wf.dir().to_path_buf();
     state::refuse_if_pending(&dir)?;
     let head = wf.head()?;
@@ -62,7 +65,7 @@ pub fn retune(
     let root = fresh_context(&wf, "root", &work.join("root"))?;
     let plan = Plan::resolve(&options.sanitize, ctx.backend())?
         .at(parse_inputs(&options.sanitize_at, &ctx)?);
-    let space = restricted(&ctx, &options.set)?;
+    let space = restricted(&ctx, &with_stored_set(&wf, &options.set)?)?;
 
     reporter.stage("tune");
     let settings = Measure {

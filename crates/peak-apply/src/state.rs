@@ -41,6 +41,11 @@ pub struct ApplyState {
     /// Attempt records already written; a resumed apply replays its steps and must not
     /// write them twice.
     pub recorded_attempts: usize,
+    /// The attempt id the checkpoint is about to carry, saved before it is committed: a
+    /// process stopped between the commit and the end of the run leaves HEAD carrying this
+    /// id, and the next run finishes there instead of validating and tuning again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_attempt: Option<String>,
 }
 
 impl ApplyState {
@@ -63,6 +68,7 @@ impl ApplyState {
             cache_dir: options.cache_dir.clone(),
             defer: options.defer.clone(),
             recorded_attempts: 0,
+            checkpoint_attempt: None,
         }
     }
 
@@ -121,12 +127,14 @@ fn state_file(workflow: &Path) -> PathBuf {
     apply_dir(workflow).join("state.json")
 }
 
-/// Refuse to start anything that writes a checkpoint while an apply waits in `workflow`.
+/// Refuse to start anything that writes a checkpoint while an apply is in progress in
+/// `workflow` (waiting for `peak submit`, or interrupted).
 pub fn refuse_if_pending(workflow: &Path) -> Result<()> {
     match load(workflow)? {
         Some(existing) => bail!(
-            "an apply of {} is already in progress in {} (waiting for `peak submit`)\nhint: submit the pending region with `peak submit FILE`, or abandon it with `peak apply --abandon`",
+            "an apply of {} is already in progress in {} (waiting for `peak submit`, or interrupted)\nhint: `peak pending -w {2}` shows what it waits for; answer it with `peak submit FILE -w {2}`, finish an interrupted one with `peak apply --resume -w {2}`, or drop it with `peak apply --abandon -w {2}`",
             existing.transformation,
+            workflow.display(),
             workflow.display()
         ),
         None => Ok(()),

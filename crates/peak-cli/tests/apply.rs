@@ -251,3 +251,61 @@ fn a_reply_that_changes_nothing_is_not_a_checkpoint() {
     let repair = server.requests()[1].prompt().unwrap();
     assert!(repair.contains("leave every region exactly as it was"), "{repair}");
 }
+
+#[test]
+fn a_key_the_server_quotes_back_reaches_nothing_peak_writes() {
+    let Some(env) = setup() else { return };
+    let w = s(&env.wf);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(FakeLlmServer::start([Scripted::unauthorized_echoing_key()])).unwrap();
+    // Shaped like no provider's key, so only its value can find it.
+    let key = "peak-test-key-7f3a9c2e41b8d605";
+    let base_url = server.openai_base_url();
+    let vars = [("PEAK_OPENAI_BASE_URL", base_url.as_str()), ("OPENAI_API_KEY", key)];
+    let out = peak(&env, &[&["apply", "refactor", "--executor", "openai:fake-model", "-w", w, "--json"][..], &FAST].concat(), &vars);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(server.requests()[0].header("authorization").is_some_and(|h| h.contains(key)), "the server was sent the key it quotes back");
+    let last = attempts(&env).pop().unwrap();
+    assert_eq!(last["outcome"], "http-error");
+    assert!(last["error"].as_str().unwrap().contains("Incorrect API key provided: [REDACTED]"), "{last}");
+    // Mirrored to the peak-attempts branch, which bundles and clones carry.
+    ok(&env, &["bundle", w, s(&env.wf.with_extension("bundle"))], &vars);
+
+    let mut written = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let mut folders = vec![env.wf.clone()];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                written.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    // Git's objects are compressed: read every one back as git stores it.
+    let objects = Command::new("git").args(["-C", w, "cat-file", "--batch-all-objects", "--batch"]).output().unwrap();
+    assert!(objects.status.success());
+    let objects = String::from_utf8_lossy(&objects.stdout);
+    assert!(objects.contains("[REDACTED]"), "the attempts mirror holds the redacted error");
+    written.push_str(&objects);
+    assert!(!written.contains(key), "the key was written somewhere under {w} or printed");
+}
+
+#[test]
+fn the_sizes_given_to_init_are_the_ones_later_steps_validate_and_tune_at() {
+    let Some(env) = setup() else { return };
+    let w = s(&env.wf);
+    let root = json(&ok(&env, &["show", "root", "-w", w, "--json"], &[]));
+    assert_eq!(root["reference"]["set"], serde_json::json!(["n=256"]), "init stores its --set");
+    // No --set: the manifest lists n = 256, 512 and 1024, the root was made at 256.
+    ok(&env, &["apply", "refactor", "-w", w, "--samples", "3", "--budget", "4"], &[]);
+    ok(&env, &["submit", s(&fixture("refactor/macros.c")), "-w", w], &[]);
+    let done = json(&ok(&env, &["submit", s(&fixture("refactor/device.c")), "-w", w, "--json"], &[]));
+    assert_eq!(done["status"], "checkpoint", "{done}");
+    let head = json(&ok(&env, &["show", "HEAD", "-w", w, "--json"], &[]));
+    let tuned: Vec<&serde_json::Value> = head["performance"]["runs"].as_array().unwrap().iter().map(|r| &r["inputs"]).collect();
+    assert_eq!(tuned, [&serde_json::json!({"n": 256})], "tuned only at the size of the reference");
+    let validated: Vec<&serde_json::Value> = head["validation"]["samples"].as_array().unwrap().iter().map(|s| &s["params"]["inputs"]["n"]).collect();
+    assert!(!validated.is_empty() && validated.iter().all(|n| **n == 256), "validated only at the size of the reference: {validated:?}");
+}

@@ -43,14 +43,19 @@ fn kill_after(env: &Env, args: &[&str], ms: u64) -> bool {
 }
 
 /// The checks after a kill: peak's and git's consistency checks, when there is a workflow.
+/// The one finding a repair leaves is an apply the kill interrupted, which fsck names with
+/// the command that finishes it.
 fn consistent(env: &Env, wf: &Path, moment: u64) {
     if !wf.join(".git").exists() {
         return;
     }
     // `peak init` builds beside the folder and moves it into place: a workflow is whole.
-    let fsck = env.peak(&["fsck", "--repair", "-w", s(wf)]);
+    let fsck = env.peak(&["fsck", "--repair", "--json", "-w", s(wf)]);
     let text = format!("{}{}", String::from_utf8_lossy(&fsck.stdout), String::from_utf8_lossy(&fsck.stderr));
-    assert!(fsck.status.success(), "killed at {moment} ms: fsck failed:\n{text}");
+    let findings: Vec<serde_json::Value> = serde_json::from_slice(&fsck.stdout).unwrap_or_else(|e| panic!("killed at {moment} ms: fsck printed no findings ({e}):\n{text}"));
+    let open: Vec<&serde_json::Value> = findings.iter().filter(|f| f["repaired"] != true).collect();
+    let resumable = |f: &&serde_json::Value| f["kind"] == "interrupted-apply" && f["message"].as_str().is_some_and(|m| m.contains("peak apply --resume -w"));
+    assert!(open.iter().all(resumable), "killed at {moment} ms: fsck failed:\n{text}");
     let git = Command::new("git").args(["-C", s(wf), "fsck", "--no-progress"]).output().unwrap();
     assert!(git.status.success(), "killed at {moment} ms: git fsck:\n{}", String::from_utf8_lossy(&git.stderr));
 }

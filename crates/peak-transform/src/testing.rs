@@ -175,7 +175,10 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
-    reader.read_line(&mut request_line).await?;
+    // A connection closed before a request (a reachability check) is not a request.
+    if reader.read_line(&mut request_line).await? == 0 {
+        return Ok(());
+    }
     let mut parts = request_line.split_whitespace();
     let method = parts.next().unwrap_or_default().to_string();
     let path = parts.next().unwrap_or_default().to_string();

@@ -1,4 +1,4 @@
-//! `peak fsck`: verify a workflow.
+//! `peak fsck`: verify a workflow, and the apply it may hold.
 
 use anyhow::Result;
 
@@ -8,8 +8,9 @@ use crate::cli::FsckArgs;
 use crate::output::print_json;
 
 pub fn run(args: FsckArgs) -> Result<()> {
-    let mut wf = open_workflow(&args.workflow)?;
-    let findings = wf.fsck(args.repair)?;
+    let wf = open_workflow(&args.workflow)?;
+    // The workflow's checks and the apply it may hold (an interrupted or stale one).
+    let findings = peak_apply::fsck(wf.dir(), args.repair)?;
     let open: Vec<_> = findings.iter().filter(|f| !f.repaired).collect();
     if args.json {
         print_json(&findings)?;
