@@ -44,5 +44,5 @@ fn a_kernel_file_becomes_a_context_that_runs() {
     env.ok(&["init", &wf, "--from", &ctx, "--no-measure", "--set", "n=1000", "--samples", "2"]);
     let refused = env.peak(&["apply", "thread-tiling", "-w", &wf, "--executor", "agent"]);
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("is written for matmul kernels, and this context's kernel is of kind 'elementwise'"), "{err}");
+    assert!(err.contains("'Thread-Tiling' is written for gemm kernels, and this context's kernel is an elementwise map"), "{err}");
 }

@@ -352,7 +352,7 @@ pub struct ImportKernelParams {
     /// The value of each float parameter, written into the launch. Example: {"eps": 1e-5}.
     #[serde(default)]
     pub scalars: std::collections::BTreeMap<String, f64>,
-    /// The arrays holding the kernel's result. Default: every array not declared const.
+    /// The arrays holding the kernel's result. Default: every array the kernel writes.
     #[serde(default)]
     pub outputs: Vec<String>,
     /// The kind of kernel (matmul, softmax, reduction, stencil, transpose, ...); transformations written for another kind are refused.

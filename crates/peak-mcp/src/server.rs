@@ -279,11 +279,11 @@ impl PeakServer {
 
     /// Bring a kernel in: scaffold a context folder from a kernel source file (host code,
     /// host headers and other kernels in it are left out; local headers are read). Pointer
-    /// parameters become arrays (const ones inputs, the others outputs unless `outputs`
-    /// says which), integer parameters scalar inputs, float parameters fixed values; give
-    /// each array's length, each input's values and each float's value. The launch script
-    /// is proposed from the kernel's own index and bound checks, and says what it read:
-    /// check it (read_region, host) and adjust it before init_workflow.
+    /// parameters become arrays (those the kernel writes outputs, the others inputs, unless
+    /// `outputs` says which), integer parameters scalar inputs, float parameters fixed
+    /// values; give each array's length, each input's values and each float's value. The
+    /// launch script is proposed from the kernel's own index and bound checks, and says
+    /// what it read: check it (read_region, host) and adjust it before init_workflow.
     #[tool(annotations(destructive_hint = false))]
     async fn import_kernel(&self, Parameters(p): Parameters<ImportKernelParams>) -> ToolResult {
         self.quick(move |_| {

@@ -9,10 +9,11 @@
 //! and reads the kernel's signature with the file's typedefs followed ([`signature`]).
 //!
 //! The signature says most of what a manifest needs: pointer parameters are arrays (their
-//! element type from the C type, `const` ones read-only), integer parameters are scalar
-//! inputs, float parameters fixed values written into the launch. What a signature cannot
-//! say (how long each array is, which sizes to run, each float's value, which written
-//! arrays are results) comes from the caller: the CLI asks for it or takes flags, an agent
+//! element type from the C type; those the kernel writes are outputs), integer parameters
+//! are scalar inputs, float parameters fixed values written into the launch. What a
+//! signature cannot say (how long each array is, which sizes to run, each float's value,
+//! which written arrays are results) comes from the caller: the CLI asks for it or takes
+//! flags, an agent
 //! passes it through MCP. The launch script is a proposal read from the kernel's own index
 //! and bound checks ([`launch`]), which says in the host region what it read; the user
 //! reads and adjusts it. [`import_file`] writes the context only into a fresh folder, and
@@ -56,8 +57,8 @@ pub struct ImportChoices {
     pub inputs: IndexMap<String, Vec<i64>>,
     /// The value of each float parameter, written into the launch.
     pub scalars: IndexMap<String, f64>,
-    /// The arrays whose contents are the kernel's result. Default: every array not
-    /// declared `const`.
+    /// The arrays whose contents are the kernel's result. Default: every array the kernel
+    /// writes (not declared `const`, and not only read element by element).
     pub outputs: Option<Vec<String>>,
     pub domain: Option<String>,
     pub description: Option<String>,
@@ -173,20 +174,21 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
     let params = parsed.parameters(at, name)?;
     check_choices(name, &params, choices)?;
 
-    let is_output = |p: &Param| match (&choices.outputs, p) {
-        (Some(list), _) => list.iter().any(|o| o == p.name()),
-        (None, Param::Array { read_only, .. }) => !read_only,
-        _ => false,
-    };
     let mut seed = 0;
     let mut arrays = Vec::new();
     // Outputs the kernel also reads start each run from a random input of their own.
     let mut starts = Vec::new();
+    // Not `const` is not written: OpenCL code rarely says `const`. Where the body shows no
+    // write at all (it writes through a macro peak does not expand), every array not
+    // declared `const` may be written.
+    let seen = |array: &str| launch::writes(code, array);
+    let any_seen = params.iter().any(|p| matches!(p, Param::Array { name, read_only: false, .. } if seen(name)));
     for p in &params {
         let Param::Array { name: array, dtype, read_only } = p else { continue };
-        let output = is_output(p);
+        let written = !read_only && (seen(array) || !any_seen);
+        let output = choices.outputs.as_ref().map_or(written, |list| list.contains(array));
         seed += u64::from(!output);
-        arrays.push(array_spec(array, *dtype, &choices.sizes[array], output, !output && !read_only, seed));
+        arrays.push(array_spec(array, *dtype, &choices.sizes[array], output, !output && written, seed));
         if output && launch::reads(code, array) {
             let mut from = format!("{array}_in");
             while params.iter().any(|q| q.name() == from) {
@@ -205,7 +207,7 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
     let inputs: Vec<&str> = params.iter().filter(|p| matches!(p, Param::Scalar { .. })).map(Param::name).collect();
     let proposal = launch::propose(code, backend, name, &inputs, launch::Covered { name: &first_output.name, size: &first_output.size });
     let selection = select::select(&parsed.pre, &parsed.decls, at, backend, file_name);
-    let host = host_region(name, &params, choices, &proposal, &starts);
+    let host = host_region(name, code, &params, choices, &proposal, &starts);
 
     let manifest = Manifest {
         kernel: KernelSection {
@@ -303,9 +305,9 @@ fn describe(params: &[Param], name: &str) -> &'static str {
     }
 }
 
-/// The proposed launch script: what it was read from, the float values, the outputs that
-/// start from an input, the launch.
-fn host_region(kernel: &str, params: &[Param], choices: &ImportChoices, proposal: &launch::Proposal, starts: &[(String, String)]) -> String {
+/// The proposed launch script for the kernel whose masked code is `code`: what it was
+/// read from, the float values, the outputs that start from an input, the launch.
+fn host_region(kernel: &str, code: &str, params: &[Param], choices: &ImportChoices, proposal: &launch::Proposal, starts: &[(String, String)]) -> String {
     let mut lines: Vec<String> = proposal.comment.iter().map(|c| format!("// {c}")).collect();
     let floats: Vec<String> = params.iter().filter(|p| matches!(p, Param::Float { .. })).map(|p| format!("{} = {}", p.name(), float_literal(choices.scalars[p.name()]))).collect();
     if !floats.is_empty() {
@@ -323,7 +325,15 @@ fn host_region(kernel: &str, params: &[Param], choices: &ImportChoices, proposal
             Param::Float { name } => float_literal(choices.scalars[name]),
         })
         .collect();
-    lines.push(format!("launch(\"{kernel}\", {}, {}, 0, {});", proposal.grid, proposal.block, args.join(", ")));
+    let threads = proposal.block.trim_matches(['[', ']']).replace(", ", " * ");
+    let shared = match launch::dynamic_shared(code, &threads) {
+        Some((bytes, why)) => {
+            lines.insert(proposal.comment.len(), format!("// {why}"));
+            bytes
+        }
+        None => "0".to_string(),
+    };
+    lines.push(format!("launch(\"{kernel}\", {}, {}, {shared}, {});", proposal.grid, proposal.block, args.join(", ")));
     lines.join("\n") + "\n"
 }
 

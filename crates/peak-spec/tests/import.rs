@@ -142,6 +142,8 @@ fn khronos_saxpy_without_a_bound_keeps_blocks_inside_the_array() {
     let (ctx, _, _dir) = import("OpenCL-SDK/saxpy.cl", choices);
     assert_eq!(launch_line(&ctx), "launch(\"saxpy\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, 2.0, x, y);");
     assert_eq!(ctx.manifest.constraints.tuning, ["4096 % BLOCK_X == 0"]);
+    let roles: Vec<(&str, bool)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output)).collect();
+    assert_eq!(roles, [("x", false), ("y", true), ("y_in", false)], "x is not const, but the kernel only reads it");
     assert!(ctx.region(Region::Host).contains("gid = get_global_id(0), which it never checks against a bound"), "{}", ctx.region(Region::Host));
     assert!(ctx.region(Region::Macros).starts_with("/*\n * Copyright (c) 2021 The Khronos Group Inc."));
 }

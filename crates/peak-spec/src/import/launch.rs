@@ -63,7 +63,13 @@ pub(super) fn propose(code: &str, backend: Backend, kernel: &str, inputs: &[&str
     let found: Vec<&Index> = axes.iter().flatten().collect();
     let intro = format!("Proposed by `peak new` from how `{kernel}` indexes its threads:");
     match (dims, found.len()) {
-        (_, 0) => fallback(covered, "it computes no global thread index (blockIdx.x * blockDim.x + threadIdx.x, or get_global_id(0))"),
+        (_, 0) => match block_index(&defs, backend) {
+            Some(var) => match guard(&tokens, &var).and_then(|(bound, check)| as_launch_expr(&bound, inputs, &defs, 0).map(|b| (b, check))) {
+                Some((bound, check)) => per_block(&intro, &var, &bound, &check),
+                None => fallback(covered, &format!("it indexes by block (`{var}` = its block index) and checks `{var}` against no bound, so the number of blocks is unknown: launch one block per `{var}`")),
+            },
+            None => fallback(covered, "it computes no global thread index (blockIdx.x * blockDim.x + threadIdx.x, or get_global_id(0))"),
+        },
         (0, _) => fallback(covered, &format!("its thread index `{}` is not along x", found[0].var)),
         (d, n) if d < n => fallback(covered, "its thread indices skip a dimension"),
         (1, _) => match &found[0].bound {
@@ -104,6 +110,28 @@ fn along(intro: &str, indices: &[&Index], covered: Covered) -> Proposal {
         tuning,
         constraints: vec![format!("{product} >= 32"), format!("{product} <= 1024")],
     }
+}
+
+/// One block per value of a block index the kernel checks against `bound` (a row
+/// kernel whose threads share the row).
+fn per_block(intro: &str, var: &str, bound: &str, check: &str) -> Proposal {
+    Proposal {
+        comment: vec![
+            intro.to_string(),
+            format!("  {var} = its block index, guarded by `{check}`"),
+            format!("so one block per `{var}` below {bound}, BLOCK_X threads per block sharing it."),
+        ],
+        grid: bound.to_string(),
+        block: "BLOCK_X".into(),
+        tuning: one_dimension(),
+        constraints: vec![],
+    }
+}
+
+/// The variable the kernel sets to its block index along x, if any.
+fn block_index(defs: &[(String, String)], backend: Backend) -> Option<String> {
+    let forms: &[&str] = if backend == Backend::Opencl { &["get_group_id(0)"] } else { &["blockIdx.x", "hipBlockIdx_x"] };
+    defs.iter().find(|(_, expr)| forms.contains(&strip_cast(&expr.replace(char::is_whitespace, "")))).map(|(var, _)| var.clone())
 }
 
 /// One index along x that the kernel never checks: as many threads as the first output
@@ -279,6 +307,64 @@ fn as_launch_expr(tokens: &[String], inputs: &[&str], defs: &[(String, String)],
     Some(out.join(" ").replace("( ", "(").replace(" )", ")"))
 }
 
+/// The dynamic shared memory the kernel declares (`extern __shared__ float s[];`, HIP's
+/// `HIP_DYNAMIC_SHARED(float, s)`): the launch's shared-bytes argument as a guess of one
+/// element per thread of a block of `threads`, and the comment saying so.
+pub(super) fn dynamic_shared(code: &str, threads: &str) -> Option<(String, String)> {
+    let tokens = scan::tokens(body(code));
+    let element: Vec<&str> = if let Some(at) = tokens.windows(2).position(|w| w[0] == "extern" && w[1] == "__shared__") {
+        // The type: the words between `__shared__` and the array's name, attributes skipped.
+        let rest = &tokens[at + 2..];
+        let name_at = rest.iter().position(|t| t == "[")?.checked_sub(1)?;
+        let mut words = Vec::new();
+        let mut depth = 0;
+        for t in &rest[..name_at] {
+            match t.as_str() {
+                "(" => depth += 1,
+                ")" => depth -= 1,
+                w if depth == 0 && !w.starts_with("__align") && w != "alignas" => words.push(w),
+                _ => {}
+            }
+        }
+        words
+    } else {
+        let at = tokens.iter().position(|t| t == "HIP_DYNAMIC_SHARED")?;
+        tokens[at + 2..].iter().take_while(|t| *t != ",").map(String::as_str).collect()
+    };
+    let element = element.join(" ");
+    let bytes = match element.as_str() {
+        "char" | "unsigned char" | "int8_t" | "uint8_t" => 1,
+        "half" | "__half" | "__nv_bfloat16" | "__hip_bfloat16" | "short" | "unsigned short" => 2,
+        "float" | "int" | "unsigned" | "unsigned int" | "uint" | "int32_t" | "uint32_t" => 4,
+        "double" | "float2" | "int2" | "long" | "long long" | "int64_t" | "uint64_t" | "size_t" => 8,
+        "float4" | "int4" | "double2" => 16,
+        _ => {
+            let why = format!("It declares dynamic shared memory of `{element}`: set the launch's shared bytes (0 here) to what it indexes.");
+            return Some(("0".into(), why));
+        }
+    };
+    let why = format!("It declares dynamic shared memory of {element}: one per thread is a guess ({threads} * {bytes} bytes); check it against what it indexes.");
+    Some((format!("{threads} * {bytes}"), why))
+}
+
+/// Whether the kernel may write array `name`: `name[i] = ...`, a compound assignment or
+/// increment, its address taken, or any use that is not an element access (pointer
+/// arithmetic, a call, an alias), which may write through another name.
+pub(super) fn writes(code: &str, name: &str) -> bool {
+    let tokens = scan::tokens(body(code));
+    tokens.iter().enumerate().filter(|(_, t)| *t == name).any(|(i, _)| {
+        let before = if i > 0 { tokens[i - 1].as_str() } else { "" };
+        if matches!(before, "&" | "++" | "--") || tokens.get(i + 1).is_none_or(|t| t != "[") {
+            return true;
+        }
+        let after = i + 1 + subscript_len(&tokens, i + 1);
+        let next = tokens.get(after).map(String::as_str);
+        // `a[i] |= x` is the tokens `|` and `=`.
+        matches!(next, Some("=" | "+=" | "-=" | "*=" | "/=" | "%=" | "++" | "--"))
+            || (matches!(next, Some("|" | "&" | "^" | "<<" | ">>")) && tokens.get(after + 1).is_some_and(|t| t == "="))
+    })
+}
+
 /// Whether the kernel reads array `name` (not only writes it): `name[i]` anywhere but
 /// the left of a plain `=`, a compound assignment, or its address taken (atomics).
 pub(super) fn reads(code: &str, name: &str) -> bool {
@@ -290,13 +376,20 @@ pub(super) fn reads(code: &str, name: &str) -> bool {
         if tokens.get(i + 1).is_none_or(|t| t != "[") {
             return false; // pointer arithmetic or a call: what the alias does is not read here
         }
-        let mut depth = 0;
-        let close = tokens[i + 1..].iter().position(|t| {
+        tokens.get(i + 1 + subscript_len(&tokens, i + 1)).is_none_or(|after| after != "=")
+    })
+}
+
+/// How many tokens the subscript opening at `tokens[open]` spans, brackets included.
+fn subscript_len(tokens: &[String], open: usize) -> usize {
+    let mut depth = 0;
+    tokens[open..]
+        .iter()
+        .position(|t| {
             depth += i32::from(t == "[") - i32::from(t == "]");
             depth == 0
-        });
-        close.and_then(|c| tokens.get(i + 1 + c + 1)).is_none_or(|after| after != "=")
-    })
+        })
+        .map_or(tokens.len() - open, |c| c + 1)
 }
 
 #[cfg(test)]
@@ -334,6 +427,13 @@ mod tests {
     }
 
     #[test]
+    fn a_block_index_with_a_bound_gets_one_block_per_value() {
+        let p = propose_for("__global__ void k(float* out, int rows, int cols) {\n  int row = blockIdx.x;\n  if (row >= rows) return;\n  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[row * cols + c] = 0;\n}", Backend::Cuda, &["rows", "cols"]);
+        assert_eq!((p.grid.as_str(), p.block.as_str()), ("rows", "BLOCK_X"));
+        assert!(p.comment[2].contains("one block per `row` below rows"), "{:?}", p.comment);
+    }
+
+    #[test]
     fn bounds_are_expressions_over_inputs() {
         let p = propose_for("__global__ void k(float* out, int B, int T) {\n  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);\n  const int n = B * T;\n  if (n > i) out[i] = 0;\n  if (i <= B * T - 1) out[i] = 1;\n}", Backend::Cuda, &["B", "T"]);
         assert_eq!(p.grid, "ceil_div((B * T), BLOCK_X)", "{:?}", p.comment);
@@ -348,8 +448,22 @@ mod tests {
         assert!(p.comment[1].contains("computes no global thread index"), "{:?}", p.comment);
         let p = propose_for("__global__ void k(float* out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 32) out[i] = 0; }", Backend::Cuda, &["n"]);
         assert_eq!(p.constraints, ["n % BLOCK_X == 0"], "a literal is no extent: the index counts as unchecked");
+        let p = propose_for("__global__ void k(float* out, int n) { int row = blockIdx.x; out[row] = 0; }", Backend::Cuda, &["n"]);
+        assert!(p.comment[1].contains("indexes by block (`row` = its block index) and checks `row` against no bound"), "{:?}", p.comment);
         let p = propose_for("__kernel void k(__global float* out) { int r = get_global_id(0); int c = get_global_id(1); out[r + c] = 0; }", Backend::Opencl, &[]);
         assert!(p.comment[1].contains("does not check `r` against a bound"), "{:?}", p.comment);
+    }
+
+    #[test]
+    fn dynamic_shared_memory_gets_one_element_per_thread() {
+        let code = |body: &str| scan::mask(&format!("__global__ void k(float* out) {{ {body} }}"));
+        let (bytes, why) = dynamic_shared(&code("extern __shared__ float shared[]; shared[threadIdx.x] = 0;"), "BLOCK_X").unwrap();
+        assert_eq!(bytes, "BLOCK_X * 4");
+        assert!(why.contains("dynamic shared memory of float"), "{why}");
+        assert_eq!(dynamic_shared(&code("extern __shared__ __align__(16) double2 s[];"), "BLOCK_X * BLOCK_Y").unwrap().0, "BLOCK_X * BLOCK_Y * 16");
+        assert_eq!(dynamic_shared(&code("HIP_DYNAMIC_SHARED(__half, s)"), "BLOCK_X").unwrap().0, "BLOCK_X * 2");
+        assert_eq!(dynamic_shared(&code("extern __shared__ MyPair s[];"), "BLOCK_X").unwrap().0, "0");
+        assert_eq!(dynamic_shared(&code("__shared__ float fixed[32];"), "BLOCK_X"), None);
     }
 
     #[test]
@@ -360,5 +474,17 @@ mod tests {
         assert!(reads(&code("atomicAdd(&C[0], 1);"), "C"));
         assert!(!reads(&code("C[i * n + j] = 1; D[i] = C2;"), "C"));
         assert!(!reads(&code("float* row = C + i; row[0] = 1;"), "C"));
+    }
+
+    #[test]
+    fn writing_an_array_is_told_from_reading_it() {
+        let code = |body: &str| scan::mask(&format!("__global__ void k(float* C, float* D, float* E) {{ {body} }}"));
+        assert!(!writes(&code("E[i] = C[i] + (C[i + 1] == D[0]);"), "C"), "element reads only");
+        assert!(!writes(&code("E[0] = 1;"), "C"), "not used at all");
+        assert!(writes(&code("C[i] = 0;"), "C"));
+        assert!(writes(&code("C[i] |= 1;"), "C"));
+        assert!(writes(&code("atomicAdd(&C[0], 1.0f);"), "C"));
+        assert!(writes(&code("float* row = C + i * n; row[0] = 1;"), "C"), "an alias may write");
+        assert!(writes(&code("helper(C, i);"), "C"), "so may a call");
     }
 }

@@ -113,6 +113,9 @@ fn parse_param(text: &str, typedefs: &Typedefs) -> Result<Param, String> {
     let ty = resolved.trim_end_matches(['*', ' ']).trim_start_matches("const ").to_string();
     let shown = if ty == written.join(" ") { format!("`{ty}`") } else { format!("`{}` (a typedef of `{ty}`)", written.join(" ")) };
     let read_only = (words.contains(&"const") && pointer) || words.contains(&"__constant") || words.contains(&"constant");
+    if words.contains(&"__local") || words.contains(&"local") {
+        return Err("`__local` memory as a parameter is not imported yet: declare the buffer inside the kernel (`__local float tile[256];`), or import without it and add it back as the last parameter, which the launch's shared bytes then size".into());
+    }
     if pointer {
         let dtype = match (ty.as_str(), unsigned) {
             ("float", _) => DType::F32,
