@@ -41,7 +41,7 @@ pub use fsck::fsck;
 pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
 pub use retune::retune;
-pub use sanitize::{Plan, Sanitize};
+pub use sanitize::{Plan, Record as SanitizerRecord, Sanitize};
 use serde::Serialize;
 
 /// What to apply and how.

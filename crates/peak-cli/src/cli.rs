@@ -580,10 +580,14 @@ pub struct BaselineArgs {
 pub struct ValidateArgs {
     #[command(flatten)]
     pub candidate: CandidateArgs,
-    /// Also run compute-sanitizer tools (CUDA): memcheck, racecheck, initcheck, synccheck.
-    #[arg(long, value_name = "TOOL,...")]
-    pub sanitize: Vec<String>,
-    /// How many of the samples the sanitizer runs on (it is slow).
+    /// compute-sanitizer tools run on the samples whose outputs are right, as `peak apply`
+    /// runs them: `auto` (memcheck,racecheck on CUDA and HIP; skipped, saying why, where
+    /// compute-sanitizer is missing), `none`, or a list such as `memcheck,initcheck` (an error
+    /// where it cannot run).
+    #[arg(long, default_value = "auto", value_name = "TOOL,...|auto|none")]
+    pub sanitize: peak_apply::Sanitize,
+    /// How many of the samples the sanitizer runs on (it is slow), each at the smallest
+    /// input size it is valid for.
     #[arg(long, default_value_t = 4)]
     pub sanitize_samples: usize,
     /// Seconds one run may take before it is killed and judged timed-out.

@@ -5,7 +5,8 @@ use std::io::Write;
 /// Print an error chain to stderr. Lines starting with `hint:` are kept as they are so
 /// the hint stands out at the end.
 pub fn print_error(err: &anyhow::Error) {
-    let text = format!("{err:#}");
+    // A batch job's stderr is a log file: a key a server quoted back must not reach it.
+    let text = peak_workflow::redact_secrets(&format!("{err:#}")).into_owned();
     let mut stderr = std::io::stderr().lock();
     let (hints, body): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.trim_start().starts_with("hint:"));
     let _ = writeln!(stderr, "error: {}", body.join("\n"));

@@ -72,3 +72,34 @@ fn an_opencl_workflow_records_that_no_sanitizer_runs() {
     assert!(sanitizer.get("outcome").is_none(), "nothing ran, so there is no outcome: {sanitizer}");
     assert_eq!(head["performance"]["sanitizer_winner"]["summary"], "none for opencl");
 }
+
+#[test]
+fn peak_validate_resolves_the_sanitizer_as_apply_does_when_not_told() {
+    if let Some(path) = peak_eval::sanitizer::locate_tool("compute-sanitizer") {
+        eprintln!("SKIPPED: compute-sanitizer is installed here ({})", path.display());
+        return;
+    }
+    let env = Env::new();
+    // A CUDA kernel: `auto` wants memcheck and racecheck, and says it skips them here (the
+    // validation itself needs a GPU; the plan is made, and said, before anything runs).
+    let cuda = example("matmul-cuda-f32");
+    let out = env.peak(&["validate", &cuda, "--against", &cuda, "--samples", "1", "--set", "n=256"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("sanitizer skipped (compute-sanitizer not found): cuda candidates are validated without memcheck and racecheck"), "{stderr}");
+    // Asked for by name, a missing sanitizer is an error before anything runs, as in apply.
+    let out = env.peak(&["validate", &cuda, "--against", &cuda, "--sanitize", "memcheck"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sanitize memcheck: compute-sanitizer: not found"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // An OpenCL kernel: `auto` means no sanitizer, and the report says so.
+    if peak_opencl::list_devices().is_err() {
+        eprintln!("SKIPPED (the OpenCL half): no OpenCL device (install pocl-opencl-icd)");
+        return;
+    }
+    let naive = example("matmul-opencl-naive");
+    let report = json(&env.ok(&["validate", &naive, "--against", &naive, "--samples", "2", "--set", "n=64", "--json"]));
+    assert_eq!(report["outcome"], "passed", "{report}");
+    assert_eq!(report["sanitizer"]["summary"], "none for opencl", "{report}");
+    let text = env.ok(&["validate", &naive, "--against", &naive, "--samples", "2", "--set", "n=64"]);
+    assert!(text.contains("sanitizer: none for opencl"), "{text}");
+}

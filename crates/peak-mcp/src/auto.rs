@@ -382,7 +382,8 @@ impl EventLog {
     /// Append one line; the log is append-only, one object per line, so a crash loses at
     /// most the line being written.
     fn write(&mut self, reporter: &dyn AutoReporter, event: AutoEvent) -> Result<()> {
-        let mut line = serde_json::to_string(&event)?;
+        // Planner replies and errors pass through here: no key may reach the file.
+        let mut line = peak_workflow::redact_secrets(&serde_json::to_string(&event)?).into_owned();
         line.push('\n');
         if let Some(dir) = self.file.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

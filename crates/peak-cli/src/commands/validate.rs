@@ -2,16 +2,18 @@
 //!
 //! N execution parameters sampled from the candidate's space (seeded), each on fresh
 //! random inputs, run in a crash-isolated worker and compared with the reference's outputs
-//! on the same inputs; optionally each sample is also run under compute-sanitizer. Every
-//! sample gets a verdict; the command fails (exit 1) unless every sample that could run
-//! passed.
+//! on the same inputs. When every output is right, compute-sanitizer checks the samples as
+//! `peak apply` does, with the same default (`--sanitize auto`: memcheck and racecheck on
+//! CUDA and HIP where compute-sanitizer is installed; what ran, or why nothing did, is
+//! reported). Every sample gets a verdict; the command fails (exit 1) unless every sample
+//! that could run passed and the sanitizer found nothing.
 
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
+use peak_apply::Plan;
 use peak_backend::worker::PoolOptions;
 use peak_eval::reference::ReferenceStore;
-use peak_eval::sanitizer::{SanitizerTool, SanitizerValidator};
 use peak_eval::validate::{Outcome, SampleReport, ValidateReporter, samples};
 use peak_eval::{OutputValidator, ValidationReport, Validator, Workers, default_cache_dir, validate};
 use serde::Serialize;
@@ -27,6 +29,9 @@ struct Report<'a> {
     seed: u64,
     #[serde(flatten)]
     report: &'a ValidationReport,
+    /// What compute-sanitizer did: the tools and samples, or why nothing ran; `None` when
+    /// the outputs did not pass, so it was not asked.
+    sanitizer: Option<&'a peak_apply::SanitizerRecord>,
 }
 
 /// Prints one line per sample as it is judged (text mode only).
@@ -47,13 +52,8 @@ pub fn run(args: ValidateArgs) -> Result<()> {
     if chosen.is_empty() {
         return Err(usage(anyhow!("{}: no execution parameter satisfies the constraints (after --set)", candidate.manifest_path().display())));
     }
-    let tools = args
-        .sanitize
-        .iter()
-        .flat_map(|list| list.split(','))
-        .filter(|t| !t.trim().is_empty())
-        .map(|t| t.parse::<SanitizerTool>().map_err(|e| usage(anyhow!("--sanitize: {e}"))))
-        .collect::<Result<Vec<_>>>()?;
+    // Resolved before anything runs: tools asked for but missing fail at once.
+    let plan = Plan::resolve(&args.sanitize, candidate.backend()).map_err(usage)?;
 
     let timeout = Duration::from_secs_f64(args.timeout);
     let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() });
@@ -61,18 +61,20 @@ pub fn run(args: ValidateArgs) -> Result<()> {
     let mut output = OutputValidator::new(reference.clone(), ReferenceStore::new(cache_dir.join("references")));
     output.timeout = Some(timeout);
     let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(output)];
-    if !tools.is_empty() {
-        let mut sanitizer = SanitizerValidator::new(tools, SanitizerValidator::locate()?);
-        sanitizer.samples = args.sanitize_samples;
-        validators.push(Box::new(sanitizer));
-    }
 
     let report = if args.json { validate(&mut workers, &candidate, &chosen, &mut validators, &())? } else { validate(&mut workers, &candidate, &chosen, &mut validators, &Lines)? };
+    // Right outputs first, as an apply checks: sanitizing a wrong kernel tells nothing new.
+    let sanitizer = match report.outcome {
+        Outcome::Passed => Some(plan.validate(&mut workers, &candidate, &space, &chosen, args.sanitize_samples)?),
+        _ => None,
+    };
+    let sanitizer_failed = sanitizer.as_ref().is_some_and(|r| r.failure().is_some());
     if args.json {
-        print_json(&Report { reference: reference.dir.display().to_string(), seed: args.candidate.seed, report: &report })?;
+        print_json(&Report { reference: reference.dir.display().to_string(), seed: args.candidate.seed, report: &report, sanitizer: sanitizer.as_ref() })?;
     } else {
         let counts: Vec<String> = report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
         let word = match report.outcome {
+            Outcome::Passed if sanitizer_failed => "FAIL",
             Outcome::Passed => "PASS",
             Outcome::Failed => "FAIL",
             Outcome::Inconclusive => "INCONCLUSIVE",
@@ -82,9 +84,13 @@ pub fn run(args: ValidateArgs) -> Result<()> {
             let served: Vec<String> = report.devices_served.iter().map(usize::to_string).collect();
             println!("  spread over {} devices: {} runs each", report.devices_served.len(), served.join(" / "));
         }
+        println!("  sanitizer: {}", sanitizer.as_ref().map_or("not run: the outputs did not pass", |r| r.summary.as_str()));
         if report.outcome == Outcome::Inconclusive {
             eprintln!("note: every sample was pruned as invalid on this device, so nothing was checked");
         }
+    }
+    if sanitizer_failed {
+        return Err(Failed.into());
     }
     match report.outcome {
         Outcome::Passed => Ok(()),
