@@ -422,6 +422,8 @@ mod tests {
         assert_eq!(p.grid, "[ceil_div(M, BLOCK_X), ceil_div(N, BLOCK_Y)]");
         assert_eq!(p.block, "[BLOCK_X, BLOCK_Y]");
         assert_eq!(p.constraints, ["BLOCK_X * BLOCK_Y >= 32", "BLOCK_X * BLOCK_Y <= 1024"]);
+        let hip = propose_for("__global__ void k(float* a, int n, int m) {\n  int i = hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x;\n  int j = hipThreadIdx_y + hipBlockIdx_y * hipBlockDim_y;\n  if (i < n && j < m) a[i * m + j] = 0; }", Backend::Hip, &["n", "m"]);
+        assert_eq!(hip.grid, "[ceil_div(n, BLOCK_X), ceil_div(m, BLOCK_Y)]", "HIP's own spellings: {:?}", hip.comment);
         let cl = propose_for("__kernel void k(__global float* a, int rows, int cols) {\n  int r = get_global_id(1); int c = get_global_id(0);\n  if (r >= rows || c >= cols) return;\n  a[r * cols + c] = 0; }", Backend::Opencl, &["rows", "cols"]);
         assert_eq!(cl.grid, "[ceil_div(cols, BLOCK_X), ceil_div(rows, BLOCK_Y)]");
     }
