@@ -335,7 +335,7 @@ pub struct NewArgs {
     /// The value of a float parameter, written into the launch: `eps=1e-5`. Asked for when missing and stdin is a terminal.
     #[arg(long = "scalar", value_name = "NAME=VALUE")]
     pub scalars: Vec<String>,
-    /// An array that holds the kernel's result (repeat for several). Default: every array not declared `const`.
+    /// An array that holds the kernel's result (repeat for several). Default: every array the kernel writes.
     #[arg(long = "output", value_name = "ARRAY")]
     pub outputs: Vec<String>,
     /// The kind of kernel (matmul, softmax, reduction, stencil, transpose, ...): transformations check it.
