@@ -428,7 +428,10 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
             if options.sanitize_winner && plan.runs() {
                 reporter.stage("sanitize");
             }
-            if let Some(why) = check_winner(workers, options.sanitize_winner.then_some(&plan), &candidate, &space, options.seed, &mut performance)? {
+            // The sanitizer runs the winner at the validation sizes: under compute-sanitizer a
+            // run at tuning sizes (a GEMM of 8192 x 3072 x 768) takes minutes.
+            let checked_at = validation_space(&candidate, &options.set)?;
+            if let Some(why) = check_winner(workers, options.sanitize_winner.then_some(&plan), &candidate, &checked_at, options.seed, &mut performance)? {
                 reporter.attempt("sanitizer-finding", &why);
                 log.record(Attempt { outcome: "sanitizer-finding".into(), error: Some(why.clone()), retry: repairs, ..base.clone() })?;
                 return give_up(&dir, &t, log.count, "sanitizer-finding", &why);

@@ -80,7 +80,7 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
         let plan = if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?)) } else { None };
         let settings = Measure { budget: options.budget, time_limit: options.time_limit, seed: options.seed, start_from: Vec::new(), cache_dir: options.cache_dir.clone() };
         let mut performance = measure(workers, &ctx, &space, None, &settings, reporter)?;
-        if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &space, options.seed, &mut performance)? {
+        if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &validation_space(&ctx, &options.set)?, options.seed, &mut performance)? {
             bail!("{}: {why}\nhint: fix the kernel, or record it unchecked with `--no-sanitize-winner`", context_dir.display());
         }
         Some(performance)

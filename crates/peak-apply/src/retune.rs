@@ -16,7 +16,7 @@ use peak_eval::Workers;
 use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
-use crate::init::{Measure, measure, ranked_tunings, restricted, with_stored_set};
+use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
 use crate::sanitize::{Plan, parse_inputs};
 use crate::state::{self, fresh_context, retune_dir};
 use crate::winner::check_winner;
@@ -96,7 +96,7 @@ pub fn retune(
         &mut *workers,
         options.sanitize_winner.then_some(&plan),
         &ctx,
-        &space,
+        &validation_space(&ctx, &with_stored_set(&wf, &options.set)?)?,
         options.seed,
         &mut performance,
     )? {
