@@ -12,8 +12,15 @@ the same inputs in one process and checks one against the other; the kernel only
 right. PyTorch is then timed the same way (warm-up, CUDA events around each call, median)
 on inputs drawn like peak's (uniform in [-1, 1)), f32 without TF32, f16 and bf16 with
 PyTorch's defaults, which like cuBLASLt's leave the split-K reduction scheme free.
+
+By default the L2 cache is flushed before every timed call on both sides (`peak baseline
+--flush-cache`; a memset here): the GPU is then still busy when the call is issued, so
+neither side's host overhead (Rust's cublasLtMatmul call, PyTorch's Python dispatch) falls
+inside the timed span, and both read their operands from memory. FLUSH=0 times calls back
+on a warm cache instead, where the host overhead counts.
 Settings: REPS (timed runs per side, default 30), WARMUP (default 5), DTYPES (default
-"f32 f16 bf16"), CASES (indices into CASES below, default all), PEAK (the binary).
+"f32 f16 bf16"), CASES (indices into CASES below, default all), FLUSH (default 1), PEAK
+(the binary), NOTE (a remark recorded in the results).
 """
 
 import json
@@ -28,6 +35,7 @@ from case_study import PEAK, run_stamp
 REPS = int(os.environ.get("REPS", "30"))
 WARMUP = int(os.environ.get("WARMUP", "5"))
 DTYPES = os.environ.get("DTYPES", "f32 f16 bf16").split()
+FLUSH = os.environ.get("FLUSH", "1") == "1"
 
 # (M, N, K, layout, epilogue). llm.c's matmul_forward is out = inp · Wᵀ + bias with W stored
 # output-channel-major (NT); GPT-2 124M at B·T = 8192 tokens, C = 768: the MLP's fc (C -> 4C)
@@ -155,12 +163,18 @@ def time_torch(case, dtype):
     w = uniform(k, n) if layout == "NN" else uniform(n, k)
     bias = uniform(n)
     call = torch_call(case)
-    run = lambda: eval(call, {"torch": torch, "F": F, "x": x, "w": w, "bias": bias})
+    # Compiled once: parsing the text inside the timed span would time Python, not the GEMM.
+    run = eval(f"lambda: {call}", {"torch": torch, "F": F, "x": x, "w": w, "bias": bias})
+    # As peak flushes: more than twice the L2, and long enough (about 70 µs) to cover
+    # PyTorch's dispatch of the call behind it.
+    flush = torch.empty(max(2 * torch.cuda.get_device_properties(0).L2_cache_size, 256 << 20), dtype=torch.uint8, device="cuda") if FLUSH else None
     for _ in range(WARMUP):
         run()
     torch.cuda.synchronize()
     times = []
     for _ in range(REPS):
+        if flush is not None:
+            flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         run()
@@ -183,7 +197,7 @@ def kernels_of(torch, run):
 
 def peak_baseline(folder):
     """`peak baseline --json`: its report, also when the reference kernel disagrees (exit 1)."""
-    args = [PEAK, "baseline", folder, "--reps", str(REPS), "--warmup", str(WARMUP), "--json"]
+    args = [PEAK, "baseline", folder, "--reps", str(REPS), "--warmup", str(WARMUP), "--json"] + (["--flush-cache"] if FLUSH else [])
     result = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
     try:
         return json.loads(result.stdout), result.stderr
@@ -201,6 +215,7 @@ def row(case, dtype, work):
         entry.update({
             "cublaslt_ms": report["cublas_timing"]["median_ms"],
             "tflops": report["cublas_timing"]["tflops"],
+            "cublaslt_times_ms": report["cublas_timing"]["times_ms"],
             "cublaslt": {key: lt[key] for key in ("layout", "cublaslt_ops", "epilogue", "types", "compute_type", "algorithm", "workspace_needed", "version")},
             "reference_kernel": {"median_ms": report["kernel_timing"]["median_ms"], "matches_cublaslt": report["validation"]["passed"],
                                  "relative_error": report["validation"]["relative_error"], "tolerance": report["validation"]["tolerance"]},
@@ -212,7 +227,7 @@ def row(case, dtype, work):
     try:
         torch_result = time_torch(case, dtype)
         entry.update({"torch_ms": torch_result["median_ms"], "torch_tflops": flops / (torch_result["median_ms"] * 1e-3) / 1e12,
-                      "torch_call": torch_result["call"], "torch_kernels": torch_result["kernels"]})
+                      "torch_times_ms": torch_result["times_ms"], "torch_call": torch_result["call"], "torch_kernels": torch_result["kernels"]})
     except Exception as e:  # recorded, so one failing call leaves the other rows standing
         entry["torch_error"] = f"{type(e).__name__}: {e}"
     if "cublaslt_ms" in entry and "torch_ms" in entry:
@@ -228,8 +243,10 @@ def run(out):
         "command": "bash bench/h200-gemm-vendor.sh run",
         **run_stamp(),
         "method": f"per row, peak baseline (cuBLASLt: cublasLtMatmul, CUBLAS_COMPUTE_32F, epilogue fused, heuristic algorithm, 32 MiB workspace) "
-                  f"and PyTorch's call, each {WARMUP} warm-ups then the median of {REPS} CUDA-event-timed calls on one input set; "
-                  "tflops is cuBLASLt's, 2 m n k per call",
+                  f"and PyTorch's call, each {WARMUP} warm-ups then the median of {REPS} CUDA-event-timed calls on one input set, "
+                  + ("the L2 flushed before every call on both sides (host overhead outside the timed span)" if FLUSH else "back to back on a warm L2 (host overhead inside the timed span)")
+                  + "; tflops is cuBLASLt's, 2 m n k per call",
+        **({"note": os.environ["NOTE"]} if os.environ.get("NOTE") else {}),
         "torch": {"version": torch.__version__, "cuda": torch.version.cuda, "allow_tf32": False,
                   "allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
                   "allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction},
@@ -241,6 +258,11 @@ def run(out):
             entry = row(case, dtype, work)
             result["rows"].append(entry)
             print(summary(entry), flush=True)
+            # Written after every row: a run cut short by a device call's time limit keeps its rows.
+            save(result, out)
+
+
+def save(result, out):
     for path in (os.path.join(out, "h200-gemm-vendor.json"), "bench/results/h200-gemm-vendor.json"):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
