@@ -137,3 +137,47 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
     assert_eq!(git(&wf, &["branch", "--list", "study/*"]), branches);
 }
+
+#[test]
+fn a_study_that_reaches_no_model_fails_and_counts_connections_apart() {
+    if peak_opencl::list_devices().is_err() {
+        eprintln!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    let w = wf.to_str().unwrap();
+    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--set", "n=256", "--budget", "4"]);
+    // A port nothing listens on: the one a listener had a moment ago.
+    let down = format!("http://{}/v1", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let good = || [Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(fenced("refactor/device.c"))];
+    let server = runtime.block_on(FakeLlmServer::start([good(), good()].concat())).unwrap();
+    let up = server.anthropic_base_url();
+    let vars = [("PEAK_OPENAI_BASE_URL", down.as_str()), ("OPENAI_API_KEY", "test-key-not-secret"), ("PEAK_ANTHROPIC_BASE_URL", up.as_str()), ("ANTHROPIC_API_KEY", "test-key-not-secret")];
+    let study = |executors: &str| {
+        let args = ["study", "-w", w, "--transformations", "refactor", "--executors", executors, "--repeat", "2", "--set", "n=256", "--samples", "2", "--budget", "2", "--json"];
+        env.peak_with(&args, &vars)
+    };
+
+    // Every endpoint down: nothing was measured, and the study says so, at once.
+    let started = std::time::Instant::now();
+    let out = study("openai:model-a");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "an endpoint that is down must not be retried for minutes: {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no run reached a model"), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let cell = &report["cells"][0];
+    assert_eq!((cell["runs"].as_u64(), cell["unreachable"].as_u64(), cell["failed"].as_u64()), (Some(2), Some(2), Some(0)), "{cell}");
+    assert_eq!(cell["failures"], serde_json::json!({}), "a connection failure is not the model's: {cell}");
+    assert!(report["runs"].as_array().unwrap().iter().all(|r| r["status"] == "unreachable" && r["tries"] == serde_json::json!(["connection"])), "{report:#}");
+
+    // One model reached: the study measured something and exits 0, the other counted apart.
+    let out = study("anthropic:model-b,openai:model-a");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let (b, a) = (&report["cells"][0], &report["cells"][1]);
+    assert_eq!((b["successes"].as_u64(), b["unreachable"].as_u64()), (Some(2), Some(0)), "{b}");
+    assert_eq!(server.remaining(), 0);
+    assert_eq!((a["failed"].as_u64(), a["unreachable"].as_u64()), (Some(0), Some(2)), "{a}");
+}

@@ -4,7 +4,10 @@
 //! its branch and its working folder are where they were afterwards (restored on error
 //! too). Every try lands in the attempts log with the executor and the model, which is
 //! what `peak report` reads for its success figure; a successful run is a checkpoint on
-//! its branch. Failed runs are data, not errors: the command exits 0 once the study ran.
+//! its branch. Failed runs are data, not errors: the command exits 0 once the study ran,
+//! unless no run reached a model at all (every endpoint down, every key refused), which
+//! measures nothing. A run whose model could not be connected to is counted apart
+//! (`unreachable`), never as the model's failure.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow};
 use clap::Args;
 use peak_apply::ApplyOutcome;
-use peak_transform::ExecutorSpec;
+use peak_transform::{ExecutorError, ExecutorSpec};
 use peak_workflow::Workflow;
 use serde::Serialize;
 
@@ -55,7 +58,9 @@ pub struct StudyRun {
     /// 1-based, within this transformation and executor.
     pub repeat: usize,
     pub branch: String,
-    /// `checkpoint`, `failed`, or `error` (the apply itself stopped, e.g. no API key).
+    /// `checkpoint`, `failed` (the model's answers did not pass), `unreachable` (no
+    /// connection to the model's server), or `error` (the apply stopped otherwise, e.g. a
+    /// key refused).
     pub status: String,
     pub checkpoint: Option<String>,
     pub best_ms: Option<f64>,
@@ -73,7 +78,10 @@ pub struct StudyCell {
     pub successes: usize,
     pub first_try: usize,
     pub after_repair: usize,
+    /// Runs that did not succeed, whatever stopped them, apart from `unreachable` ones.
     pub failed: usize,
+    /// Runs that could not connect to the model's server: nothing was asked of the model.
+    pub unreachable: usize,
     pub tries: usize,
     /// Failed tries by kind, as `peak report` names them (bad-reply, compile-failed, ...).
     pub failures: BTreeMap<String, usize>,
@@ -126,10 +134,28 @@ pub fn run(args: StudyArgs) -> Result<()> {
 
     let report = StudyReport { from, head: after.id.to_string(), branch: after.branch, cells: cells(&runs), runs };
     if args.json {
-        return print_json(&report);
+        print_json(&report)?;
+    } else {
+        print_table(&report);
     }
-    print_table(&report);
+    // A study where no model answered measured nothing: that is a failure, not data.
+    if !reached_a_model(&report.runs) {
+        let unreachable = report.runs.iter().filter(|r| r.status == UNREACHABLE).count();
+        anyhow::bail!(
+            "no run reached a model: {unreachable} of {} could not connect, the others stopped before any answer\nhint: check the endpoints (PEAK_OPENAI_BASE_URL, PEAK_ANTHROPIC_BASE_URL, ...) and keys, then run the study again",
+            report.runs.len()
+        );
+    }
     Ok(())
+}
+
+/// The status of a run that could not connect to its model's server.
+const UNREACHABLE: &str = "unreachable";
+
+/// Whether some run got an answer from its model: it made a checkpoint, or its answers
+/// were tried and failed.
+fn reached_a_model(runs: &[StudyRun]) -> bool {
+    runs.iter().any(|r| r.status == "checkpoint" || r.status == "failed")
 }
 
 fn study(args: &StudyArgs, transformations: &[String], dir: &std::path::Path, from: &str, progress: &ApplyProgress, runs: &mut Vec<StudyRun>) -> Result<()> {
@@ -167,7 +193,9 @@ fn study(args: &StudyArgs, transformations: &[String], dir: &std::path::Path, fr
                     Err(e) => {
                         // Leave no apply in progress behind, or the next run would be refused.
                         let _ = peak_apply::abandon(dir);
-                        run.status = "error".into();
+                        // The apply records a connection failure as its last try.
+                        let connection = run.tries.last().is_some_and(|t| t == ExecutorError::CONNECTION);
+                        run.status = if connection { UNREACHABLE } else { "error" }.into();
                         run.error = Some(format!("{e:#}"));
                     }
                 }
@@ -191,20 +219,23 @@ fn cells(runs: &[StudyRun]) -> Vec<StudyCell> {
         let i = match cells.iter().position(|c| c.transformation == run.transformation && c.executor == run.executor) {
             Some(i) => i,
             None => {
-                cells.push(StudyCell { transformation: run.transformation.clone(), executor: run.executor.clone(), runs: 0, successes: 0, first_try: 0, after_repair: 0, failed: 0, tries: 0, failures: BTreeMap::new() });
+                cells.push(StudyCell { transformation: run.transformation.clone(), executor: run.executor.clone(), runs: 0, successes: 0, first_try: 0, after_repair: 0, failed: 0, unreachable: 0, tries: 0, failures: BTreeMap::new() });
                 cells.len() - 1
             }
         };
         let cell = &mut cells[i];
         cell.runs += 1;
         cell.tries += run.tries.len();
-        if run.status == "checkpoint" {
-            cell.successes += 1;
-            if run.tries.len() <= 1 { cell.first_try += 1 } else { cell.after_repair += 1 }
-        } else {
-            cell.failed += 1;
+        match run.status.as_str() {
+            "checkpoint" => {
+                cell.successes += 1;
+                if run.tries.len() <= 1 { cell.first_try += 1 } else { cell.after_repair += 1 }
+            }
+            UNREACHABLE => cell.unreachable += 1,
+            _ => cell.failed += 1,
         }
-        for outcome in run.tries.iter().filter(|o| o.as_str() != "passed" && o.as_str() != "deferred") {
+        // Connection failures are the endpoint's, counted in `unreachable`, not the model's.
+        for outcome in run.tries.iter().filter(|o| !["passed", "deferred", ExecutorError::CONNECTION].contains(&o.as_str())) {
             *cell.failures.entry(peak_report::data::failure_kind(outcome).to_string()).or_default() += 1;
         }
         if run.status == "error" {
@@ -216,16 +247,16 @@ fn cells(runs: &[StudyRun]) -> Vec<StudyCell> {
 
 fn print_table(report: &StudyReport) {
     println!("study from {}; HEAD {} on {} (unchanged)", short(&report.from), short(&report.head), report.branch.as_deref().unwrap_or("(detached)"));
-    let rows: Vec<[String; 8]> = report
+    let rows: Vec<[String; 9]> = report
         .cells
         .iter()
         .map(|c| {
             let failures = if c.failures.is_empty() { "-".to_string() } else { c.failures.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ") };
-            [c.transformation.clone(), c.executor.clone(), c.runs.to_string(), c.successes.to_string(), c.first_try.to_string(), c.after_repair.to_string(), c.failed.to_string(), failures]
+            [c.transformation.clone(), c.executor.clone(), c.runs.to_string(), c.successes.to_string(), c.first_try.to_string(), c.after_repair.to_string(), c.failed.to_string(), c.unreachable.to_string(), failures]
         })
         .collect();
-    let header = ["transformation", "executor", "runs", "ok", "first-try", "repaired", "failed", "failed tries by kind"].map(String::from);
-    let widths: Vec<usize> = (0..8).map(|i| std::iter::once(&header).chain(&rows).map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let header = ["transformation", "executor", "runs", "ok", "first-try", "repaired", "failed", "unreachable", "failed tries by kind"].map(String::from);
+    let widths: Vec<usize> = (0..9).map(|i| std::iter::once(&header).chain(&rows).map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     for row in std::iter::once(&header).chain(&rows) {
         let line: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
         println!("{}", line.join("  ").trim_end());

@@ -146,6 +146,10 @@ pub enum ExecutorError {
 }
 
 impl ExecutorError {
+    /// The kind of [`ExecutorError::Connection`]: the server could not be reached, so no
+    /// model was asked (what `peak study` counts apart from a model's failures).
+    pub const CONNECTION: &'static str = "connection";
+
     /// A stable, short name for records and reports.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -153,7 +157,7 @@ impl ExecutorError {
             ExecutorError::Http { .. } => "http-error",
             ExecutorError::RetriesExhausted { .. } => "retries-exhausted",
             ExecutorError::Timeout { .. } => "timeout",
-            ExecutorError::Connection { .. } => "connection",
+            ExecutorError::Connection { .. } => Self::CONNECTION,
             ExecutorError::MalformedResponse { .. } => "malformed-response",
             ExecutorError::EmptyResponse { .. } => "empty-response",
             ExecutorError::Io { .. } => "io",
