@@ -309,3 +309,17 @@ fn the_sizes_given_to_init_are_the_ones_later_steps_validate_and_tune_at() {
     let validated: Vec<&serde_json::Value> = head["validation"]["samples"].as_array().unwrap().iter().map(|s| &s["params"]["inputs"]["n"]).collect();
     assert!(!validated.is_empty() && validated.iter().all(|n| **n == 256), "validated only at the size of the reference: {validated:?}");
 }
+
+#[test]
+fn llm_retries_are_reported_as_they_happen() {
+    let Some(env) = setup() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let two = format!("{}\n{}", fenced("refactor/macros.c"), fenced("refactor/macros.c"));
+    let server = runtime.block_on(FakeLlmServer::start([Scripted::rate_limited(0), Scripted::reply(two)])).unwrap();
+    let vars = llm_vars(&server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = peak(&env, &[&["apply", "refactor", "--executor", "openai:fake-model", "--retries", "0", "-w", s(&env.wf)][..], &FAST].concat(), &vars);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("fake-model: HTTP 429 from {}; retry 1 of 5 in 0.0 s", server.openai_base_url())), "{stderr}");
+}
