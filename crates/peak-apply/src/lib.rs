@@ -68,7 +68,8 @@ pub struct ApplyOptions {
     /// Tuning budget in evaluations per input configuration (`None`: the whole space).
     pub budget: Option<usize>,
     pub time_limit: Option<Duration>,
-    /// `NAME=VALUE` restrictions of validation and tuning (e.g. one input size).
+    /// `NAME=VALUE` restrictions of validation and tuning (e.g. one input size). The input
+    /// sizes the workflow was created at (`init --set`) fill in the names this leaves out.
     pub set: Vec<String>,
     /// Extra transformation folders layered over the built-in library.
     pub library_dirs: Vec<PathBuf>,

@@ -37,11 +37,13 @@ impl Bar {
         self.bar.finish_and_clear();
     }
 
-    /// Print a line above the bar, or to the log.
+    /// Print a line above the bar, or to the log. Lines carry errors from servers and
+    /// compilers, so configured keys are redacted: a batch job's stderr is a file.
     pub fn println(&self, line: impl AsRef<str>) {
+        let line = peak_workflow::redact_secrets(line.as_ref());
         match self.log_since {
-            Some(since) => eprintln!("[{:>7.1}s] {}", since.elapsed().as_secs_f64(), line.as_ref()),
-            None => self.bar.println(line.as_ref()),
+            Some(since) => eprintln!("[{:>7.1}s] {line}", since.elapsed().as_secs_f64()),
+            None => self.bar.println(line),
         }
     }
 }

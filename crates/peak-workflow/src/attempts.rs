@@ -63,8 +63,8 @@ pub struct Attempt {
     pub model: Option<String>,
     /// Outcome category; see [`outcome`].
     pub outcome: String,
-    /// The error text (compiler log, validator message, ...). Key-shaped tokens are
-    /// replaced by `[REDACTED]` before the record is written.
+    /// The error text (compiler log, validator message, ...). Configured key values and
+    /// key-shaped tokens are replaced by `[REDACTED]` before the record is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// 0 for the first try, 1 for the first repair, ...

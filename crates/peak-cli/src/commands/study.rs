@@ -196,7 +196,7 @@ fn study(args: &StudyArgs, transformations: &[String], dir: &std::path::Path, fr
                         // The apply records a connection failure as its last try.
                         let connection = run.tries.last().is_some_and(|t| t == ExecutorError::CONNECTION);
                         run.status = if connection { UNREACHABLE } else { "error" }.into();
-                        run.error = Some(format!("{e:#}"));
+                        run.error = Some(peak_workflow::redact_secrets(&format!("{e:#}")).into_owned());
                     }
                 }
                 progress.println(format!("  {}: {}", run.status, run.error.as_deref().or(run.checkpoint.as_deref()).unwrap_or("")));
