@@ -257,3 +257,26 @@ fn fsck_names_the_command_that_clears_an_apply_left_behind_and_repair_clears_it(
     env.ok(&["fsck", "--repair", "-w", w]);
     assert!(env.ok(&["fsck", "-w", w]).contains("consistent"));
 }
+
+#[test]
+fn a_second_retune_is_refused_while_the_first_tunes() {
+    if !opencl_present("a_second_retune_is_refused_while_the_first_tunes") {
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    let w = s(&wf);
+    env.ok(&[&["init", w, "--from", &example("matmul-opencl-naive")][..], &MEASURE[..2], &MEASURE[4..]].concat());
+    let gate = Gate::new(&env, "gate");
+    let mut first = spawn(&env, &["retune", "-w", w, "--budget", "8"], &[gate.launcher()]);
+    gate.wait_until_held(&mut first);
+    let second = env.peak_with(&["retune", "-w", w, "--budget", "8"], &[("PEAK_WORKER_LAUNCHER", "false")]);
+    let said = text(&second);
+    assert_eq!(second.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("locked by pid {}", first.id())) && said.contains("running retune"), "{said}");
+    gate.open();
+    let out = first.finish();
+    assert!(out.status.success(), "{}", text(&out));
+    let steps: Vec<String> = env.json(&["log", "-w", w, "--json"]).as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect();
+    assert_eq!(steps, ["Retune", "init"], "one retune recorded");
+}
