@@ -43,7 +43,10 @@ pub fn fsck(workflow: &Path, repair: bool) -> Result<Vec<Finding>> {
         let repaired = match fix {
             _ if !repair => false,
             Repair::None => false,
-            Repair::Clear => state::clear(wf.dir()).map(|()| true)?,
+            Repair::Clear => {
+                state::clear(wf.dir())?;
+                true
+            }
             Repair::Finish(state) => finish_committed(&mut wf, &state)?.is_some(),
         };
         findings.push(Finding { kind: FindingKind::InterruptedApply, subject: apply_dir(wf.dir()).display().to_string(), message, repaired });
