@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::SpecError;
 use crate::expr::{Expr, expression_engine};
-use crate::manifest::{Backend, DType, Manifest};
+use crate::manifest::{Backend, Manifest};
 use crate::regions::{Region, Regions};
 use crate::space::Space;
 
@@ -213,17 +213,26 @@ impl Manifest {
             Expr::compile(&engine, flops, &input_names).map_err(|m| field_err("kernel.flops".into(), format!("`{flops}`: {m}")))?;
         }
         if let Some(mm) = &self.kernel.matmul {
-            for (key, expr) in [("m", &mm.m), ("n", &mm.n), ("k", &mm.k)] {
+            let optional = [("lda", &mm.lda), ("ldb", &mm.ldb), ("ldc", &mm.ldc), ("batch", &mm.batch), ("stride_a", &mm.stride_a), ("stride_b", &mm.stride_b), ("stride_c", &mm.stride_c)];
+            let given = optional.iter().filter_map(|(key, expr)| expr.as_ref().map(|e| (*key, e)));
+            for (key, expr) in [("m", &mm.m), ("n", &mm.n), ("k", &mm.k)].into_iter().chain(given) {
                 Expr::compile(&engine, expr, &input_names).map_err(|m| field_err(format!("kernel.matmul.{key}"), format!("`{expr}`: {m}")))?;
             }
-            for (key, array) in [("a", &mm.a), ("b", &mm.b), ("c", &mm.c)] {
+            let epilogue = [("bias", &mm.bias), ("residual", &mm.residual)];
+            let epilogue = epilogue.iter().filter_map(|(key, array)| array.as_ref().map(|a| (*key, a)));
+            for (key, array) in [("a", &mm.a), ("b", &mm.b), ("c", &mm.c)].into_iter().chain(epilogue) {
                 let spec = self.arrays.iter().find(|a| &a.name == array);
                 match spec {
                     None => return Err(field_err(format!("kernel.matmul.{key}"), format!("no array named '{array}'"))),
-                    Some(s) if !matches!(s.dtype, DType::F32 | DType::F16) => {
-                        return Err(field_err(format!("kernel.matmul.{key}"), format!("array '{array}' is {}; matmul baselines support f32 and f16", s.dtype)))
+                    Some(s) if !s.dtype.is_float() => {
+                        return Err(field_err(format!("kernel.matmul.{key}"), format!("array '{array}' is {}; a GEMM's arrays are f32, f16 or bf16", s.dtype)))
                     }
                     Some(_) => {}
+                }
+            }
+            for (key, value) in [("alpha", mm.alpha), ("beta", mm.beta)] {
+                if !value.is_finite() {
+                    return Err(field_err(format!("kernel.matmul.{key}"), format!("must be a finite number, got {value}")));
                 }
             }
         }

@@ -196,16 +196,9 @@ impl Manifest {
         }
         text.push_str(". ");
         match (&k.description, &k.matmul) {
-            (Some(d), _) => text.push_str(d.trim()),
-            (None, Some(mm)) => text.push_str(&format!(
-                "It computes {c} = {a} x {b} for row-major matrices: {a} is {m} x {kk}, {b} is {kk} x {n}, {c} is {m} x {n}.",
-                a = mm.a,
-                b = mm.b,
-                c = mm.c,
-                m = mm.m,
-                n = mm.n,
-                kk = mm.k
-            )),
+            (Some(d), None) => text.push_str(d.trim()),
+            (None, Some(mm)) => text.push_str(&mm.describe()),
+            (Some(d), Some(mm)) => text.push_str(&format!("{} {}", d.trim(), mm.describe())),
             (None, None) => text.push_str("The context does not describe it: read the code."),
         }
         if !self.inputs.is_empty() {
@@ -227,8 +220,23 @@ impl Manifest {
     }
 }
 
-/// Declares that the context computes `C = A × B` (row-major, m×k times k×n), so the
-/// vendor library can be timed on the same problem.
+/// Declares that the context computes a GEMM, so prompts can say exactly which and the
+/// vendor library can be timed on the same work:
+/// `C[m, n] = act(alpha * sum_k op(A)[m, k] * op(B)[k, n] + beta * C[m, n] + bias[n]) + residual[m, n]`,
+/// for each of `batch` problems. The defaults are the paper's kernel: row-major
+/// operands, no transpose, tight leading dimensions, one problem, no epilogue.
+///
+/// ```toml
+/// [kernel.matmul]                 # out = inp . W^T + bias, W stored output-channel-major
+/// m = "B * T"
+/// n = "OC"
+/// k = "C"
+/// a = "inp"
+/// b = "weight"
+/// c = "out"
+/// b_layout = "col"                # B[k, n] at weight[n * ldb + k]
+/// bias = "bias"
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MatmulShape {
@@ -238,6 +246,133 @@ pub struct MatmulShape {
     pub a: String,
     pub b: String,
     pub c: String,
+    /// How A[m, k] is stored: `row` at `a[m * lda + k]` (NN), `col` at `a[k * lda + m]`.
+    #[serde(default, skip_serializing_if = "Layout::is_row")]
+    pub a_layout: Layout,
+    /// How B[k, n] is stored: `row` at `b[k * ldb + n]`, `col` at `b[n * ldb + k]` (a
+    /// weight matrix stored output-channel-major, as `x . W^T` reads it).
+    #[serde(default, skip_serializing_if = "Layout::is_row")]
+    pub b_layout: Layout,
+    /// Leading dimensions, as expressions over the inputs; tight when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lda: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ldb: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ldc: Option<String>,
+    /// Independent problems, each `stride_*` elements after the previous one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stride_a: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stride_b: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stride_c: Option<String>,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub alpha: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub beta: f64,
+    /// An array of `n` elements added to every row of the product.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bias: Option<String>,
+    #[serde(default, skip_serializing_if = "Activation::is_none")]
+    pub activation: Activation,
+    /// An array of `m x n` elements (ldc) added after the activation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual: Option<String>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// How a GEMM operand is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// Row-major in its logical shape (A as m x k, B as k x n): not transposed.
+    #[default]
+    Row,
+    /// Column-major in its logical shape: the stored matrix is the transpose.
+    Col,
+}
+
+impl Layout {
+    fn is_row(&self) -> bool {
+        *self == Layout::Row
+    }
+}
+
+/// The activation of a GEMM's epilogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activation {
+    #[default]
+    None,
+    Relu,
+    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, as GPT-2 and cuBLASLt's GELU epilogue compute it.
+    GeluTanh,
+}
+
+impl Activation {
+    fn is_none(&self) -> bool {
+        *self == Activation::None
+    }
+}
+
+impl MatmulShape {
+    /// The GEMM in words, with where each element lives, for a prompt's "The kernel".
+    pub fn describe(&self) -> String {
+        let (a, b, c, m, n, k) = (&self.a, &self.b, &self.c, &self.m, &self.n, &self.k);
+        let ld = |given: &Option<String>, tight: &str| given.clone().unwrap_or_else(|| tight.to_string());
+        let a_at = match self.a_layout {
+            Layout::Row => format!("{a}[m * ({}) + k]", ld(&self.lda, k)),
+            Layout::Col => format!("{a}[k * ({}) + m]", ld(&self.lda, m)),
+        };
+        let b_at = match self.b_layout {
+            Layout::Row => format!("{b}[k * ({}) + n]", ld(&self.ldb, n)),
+            Layout::Col => format!("{b}[n * ({}) + k]", ld(&self.ldb, k)),
+        };
+        let c_at = format!("{c}[m * ({}) + n]", ld(&self.ldc, n));
+        let mut value = "acc".to_string();
+        if self.alpha != 1.0 {
+            value = format!("{} * acc", self.alpha);
+        }
+        if self.beta != 0.0 {
+            value = format!("{value} + {} * {c_at}", self.beta);
+        }
+        if let Some(bias) = &self.bias {
+            value = format!("{value} + {bias}[n]");
+        }
+        value = match self.activation {
+            Activation::None => value,
+            Activation::Relu => format!("relu({value})"),
+            Activation::GeluTanh => format!("gelu_tanh({value})"),
+        };
+        if let Some(residual) = &self.residual {
+            value = format!("{value} + {residual}[m * ({}) + n]", ld(&self.ldc, n));
+        }
+        let mut text = format!(
+            "It computes a GEMM of M = {m}, N = {n}, K = {k}: for every m < M and n < N, acc = sum over k < K of A[m, k] * B[k, n], where A[m, k] is {a_at} and B[k, n] is {b_at}; then {c_at} = {value}."
+        );
+        if let Some(batch) = &self.batch {
+            let stride = |s: &Option<String>, name: &str| s.clone().map_or(format!("{name} holds one problem after another"), |s| format!("{name} advances {s} elements per problem"));
+            text.push_str(&format!(" There are {batch} independent problems: {}, {}, {}.", stride(&self.stride_a, a), stride(&self.stride_b, b), stride(&self.stride_c, c)));
+        }
+        if self.activation == Activation::GeluTanh {
+            text.push_str(" gelu_tanh(x) = 0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x^3))).");
+        }
+        text
+    }
 }
 
 /// The device-code language of a context, and so the backend that runs it. Also the

@@ -234,7 +234,24 @@ fn a_matmul_shape_is_a_matmul_kernel_described_by_its_shape() {
     let text = MANIFEST.replacen("[inputs]", "[kernel.matmul]\nm = \"n\"\nn = \"n\"\nk = \"n\"\na = \"A\"\nb = \"A\"\nc = \"C\"\n\n[inputs]", 1);
     let m = Manifest::parse("peak.toml", &text).unwrap();
     assert_eq!(m.kernel.domain(), Some("matmul"));
-    assert!(m.describe_kernel().starts_with("Kernel `matmul` (kind: matmul; pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue)). It computes C = A x A for row-major matrices: A is n x n, A is n x n, C is n x n."), "{}", m.describe_kernel());
+    assert!(
+        m.describe_kernel().starts_with("Kernel `matmul` (kind: matmul; pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue)). It computes a GEMM of M = n, N = n, K = n: for every m < M and n < N, acc = sum over k < K of A[m, k] * B[k, n], where A[m, k] is A[m * (n) + k] and B[k, n] is A[k * (n) + n]; then C[m * (n) + n] = acc."),
+        "{}",
+        m.describe_kernel()
+    );
+}
+
+#[test]
+fn a_gemm_describes_its_layouts_and_epilogue() {
+    let shape = "[kernel.matmul]\nm = \"n\"\nn = \"2 * n\"\nk = \"n\"\na = \"A\"\nb = \"A\"\nc = \"C\"\nb_layout = \"col\"\nbias = \"A\"\nactivation = \"gelu-tanh\"\nalpha = 0.5\n\n[inputs]";
+    let m = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", shape, 1)).unwrap();
+    let text = m.kernel.matmul.as_ref().unwrap().describe();
+    assert!(text.contains("B[k, n] is A[n * (n) + k]"), "a transposed B is read along k: {text}");
+    assert!(text.contains("C[m * (2 * n) + n] = gelu_tanh(0.5 * acc + A[n])"), "the epilogue, in order: {text}");
+    let text = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", &shape.replace("b_layout = \"col\"", "b_layout = \"diagonal\""), 1)).unwrap_err().to_string();
+    assert!(text.contains("b_layout") || text.contains("diagonal"), "{text}");
+    let err = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", &shape.replace("bias = \"A\"", "bias = \"nope\""), 1)).unwrap_err().to_string();
+    assert!(err.contains("kernel.matmul.bias") && err.contains("no array named 'nope'"), "{err}");
 }
 
 #[test]
