@@ -1,7 +1,8 @@
-//! `peak new` on kernel files from public codebases (issue 24): each imports with the
-//! flags a user would give, the CUDA ones compile with NVRTC (`peak compile`, no GPU), and
-//! the OpenCL one runs on PoCL, where a float parameter is checked to reach the kernel as
-//! f32. The files and their origin: crates/peak-spec/tests/fixtures/import/README.md.
+//! `peak new` on kernel files in the shape people bring them (issue 24), written for peak's
+//! tests: each imports with the flags a user would give, the CUDA ones compile with NVRTC
+//! (`peak compile`, no GPU), and the OpenCL one runs on PoCL, where a float parameter is
+//! checked to reach the kernel as f32. The files: crates/peak-spec/tests/fixtures/import/
+//! (its README says what each one exercises).
 
 mod support;
 
@@ -11,7 +12,7 @@ use serde_json::Value;
 use support::{Env, nvrtc_present, opencl_present, s};
 
 fn fixture(path: &str) -> String {
-    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../peak-spec/tests/fixtures/import").join(path)).to_string()
+    s(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../peak-spec/tests/fixtures/import/realistic").join(path)).to_string()
 }
 
 /// `peak new FILE --to NAME FLAGS... --json`.
@@ -39,41 +40,66 @@ fn compiles(env: &Env, name: &str, kernel: &str, set: &[&str]) {
 }
 
 #[test]
-fn llmc_kernels_import_and_compile_with_nvrtc() {
+fn training_kernels_import_and_compile_with_nvrtc() {
     let env = Env::new();
-    let layernorm = new(&env, "llm.c/layernorm_forward.cu", "layernorm", &[
-        "--kernel", "layernorm_forward_kernel1", "--size", "out=N*C", "--size", "mean=N", "--size", "rstd=N", "--size", "inp=N*C",
-        "--size", "weight=C", "--size", "bias=C", "--input", "N=1024", "--input", "C=768",
+    let file = "training_kernels.cu";
+    // Several kernels: which one is asked for, naming them all.
+    let out = env.peak(&["new", &fixture(file), "--to", &env.arg("which"), "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("gelu_bf16_forward, layernorm_rows_forward, softmax_rows_forward, softmax_block_forward, linear_forward_naive"),
+        "{err}"
+    );
+
+    let layernorm = new(&env, file, "layernorm", &[
+        "--kernel", "layernorm_rows_forward", "--size", "out=rows*width", "--size", "mean=rows", "--size", "rstd=rows", "--size", "inp=rows*width",
+        "--size", "scale=width", "--size", "shift=width", "--input", "rows=1024", "--input", "width=768", "--scalar", "eps=1e-5",
     ]);
-    assert_eq!(launch_line(&layernorm), "launch(\"layernorm_forward_kernel1\", ceil_div(N, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, weight, bias, N, C);");
+    assert_eq!(
+        launch_line(&layernorm),
+        "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, 1.0e-5);"
+    );
     let notes = layernorm["notes"].to_string();
-    assert!(notes.contains("left out #include <stdio.h>, <stdlib.h>, <cuda_runtime.h>, <assert.h>") && notes.contains("host functions (cuda_check"), "{notes}");
+    assert!(
+        notes.contains("left out #include <stdio.h>, <stdlib.h>, <math.h>, <float.h>, <cuda_runtime.h>, <assert.h>, <string.h>")
+            && notes.contains("host functions (report_cuda_failure")
+            && notes.contains("read helpers.h: the kernel uses nothing of it"),
+        "{notes}"
+    );
 
-    let softmax = new(&env, "llm.c/softmax_forward.cu", "softmax", &["--kernel", "softmax_forward_kernel1", "--size", "out=N*C", "--size", "inp=N*C", "--input", "N=1024", "--input", "C=1024"]);
-    assert_eq!(launch_line(&softmax), "launch(\"softmax_forward_kernel1\", ceil_div(N, BLOCK_X), BLOCK_X, 0, out, inp, N, C);");
+    let softmax = new(&env, file, "softmax", &["--kernel", "softmax_rows_forward", "--size", "probs=rows*cols", "--size", "logits=rows*cols", "--input", "rows=1024", "--input", "cols=1024"]);
+    assert_eq!(launch_line(&softmax), "launch(\"softmax_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, probs, logits, rows, cols);");
 
-    let gelu = new(&env, "llm.c/gelu_forward.cu", "gelu", &["--kernel", "gelu_forward_kernel1", "--size", "out=N", "--size", "inp=N", "--input", "N=1048576"]);
-    assert_eq!(gelu["arrays"][0]["type"], "bf16", "floatX is common.h's bf16: {gelu}");
+    let block = new(&env, file, "softmax-block", &["--kernel", "softmax_block_forward", "--size", "probs=rows*cols", "--size", "logits=rows*cols", "--input", "rows=1024", "--input", "cols=1024"]);
+    assert_eq!(launch_line(&block), "launch(\"softmax_block_forward\", rows, BLOCK_X, BLOCK_X * 4, probs, logits, rows, cols);");
 
-    let matmul = new(&env, "llm.c/matmul_forward.cu", "matmul", &[
-        "--kernel", "matmul_forward_kernel1", "--size", "out=BT*OC", "--size", "inp=BT*C", "--size", "weight=OC*C", "--size", "bias=OC",
-        "--input", "BT=256", "--input", "C=256", "--input", "OC=512",
+    let gelu = new(&env, file, "gelu", &["--kernel", "gelu_bf16_forward", "--size", "out=n", "--size", "inp=n", "--input", "n=1048576"]);
+    assert_eq!((gelu["arrays"][0]["type"].as_str(), gelu["arrays"][1]["type"].as_str()), (Some("bf16"), Some("bf16")), "floatX is helpers.h's bf16: {gelu}");
+    assert_eq!(launch_line(&gelu), "launch(\"gelu_bf16_forward\", ceil_div(n, BLOCK_X), BLOCK_X, 0, out, inp, n);");
+
+    let linear = new(&env, file, "linear", &[
+        "--kernel", "linear_forward_naive", "--size", "out=tokens*out_dim", "--size", "inp=tokens*in_dim", "--size", "weight=out_dim*in_dim",
+        "--size", "bias=out_dim", "--input", "tokens=256", "--input", "in_dim=256", "--input", "out_dim=512",
     ]);
-    assert_eq!(launch_line(&matmul), "launch(\"matmul_forward_kernel1\", [ceil_div(BT, BLOCK_X), ceil_div(OC, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, out, inp, weight, bias, BT, C, OC);");
+    assert_eq!(
+        launch_line(&linear),
+        "launch(\"linear_forward_naive\", [ceil_div(out_dim, BLOCK_X), ceil_div(tokens, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, out, inp, weight, bias, tokens, in_dim, out_dim);"
+    );
 
-    if !nvrtc_present("llmc_kernels_import_and_compile_with_nvrtc") {
+    if !nvrtc_present("training_kernels_import_and_compile_with_nvrtc") {
         return;
     }
-    compiles(&env, "layernorm", "layernorm_forward_kernel1", &["BLOCK_X=128"]);
-    compiles(&env, "softmax", "softmax_forward_kernel1", &["BLOCK_X=128"]);
-    compiles(&env, "gelu", "gelu_forward_kernel1", &["BLOCK_X=128"]);
-    compiles(&env, "matmul", "matmul_forward_kernel1", &["BLOCK_X=16", "BLOCK_Y=16"]);
+    compiles(&env, "layernorm", "layernorm_rows_forward", &["BLOCK_X=128"]);
+    compiles(&env, "softmax", "softmax_rows_forward", &["BLOCK_X=128"]);
+    compiles(&env, "softmax-block", "softmax_block_forward", &["BLOCK_X=256"]);
+    compiles(&env, "gelu", "gelu_bf16_forward", &["BLOCK_X=128"]);
+    compiles(&env, "linear", "linear_forward_naive", &["BLOCK_X=16", "BLOCK_Y=16"]);
 }
 
 #[test]
-fn sgemm_naive_takes_its_floats_from_flags_and_compiles() {
+fn a_gemm_header_takes_its_floats_from_flags_and_compiles() {
     let env = Env::new();
-    let file = fixture("SGEMM_CUDA/1_naive.cuh");
+    let file = fixture("sgemm_alpha_beta.cuh");
     let to = env.arg("sgemm");
     // What the signature does not say is asked for all at once, each with its flag.
     let out = env.peak(&["new", &file, "--to", &to, "--input", "M=256", "--input", "N=256", "--input", "K=256"]);
@@ -83,51 +109,56 @@ fn sgemm_naive_takes_its_floats_from_flags_and_compiles() {
     let bad = env.peak(&["new", &file, "--to", &to, "--scalar", "alpha=fast"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--scalar alpha=fast: `fast` is not a number"), "{}", String::from_utf8_lossy(&bad.stderr));
 
-    let made = new(&env, "SGEMM_CUDA/1_naive.cuh", "sgemm", &[
+    let made = new(&env, "sgemm_alpha_beta.cuh", "sgemm", &[
         "--size", "A=M*K", "--size", "B=K*N", "--size", "C=M*N", "--input", "M=256", "--input", "N=256", "--input", "K=256", "--scalar", "alpha=1",
         "--scalar", "beta=0.5",
     ]);
-    assert_eq!(launch_line(&made), "launch(\"sgemm_naive\", [ceil_div(M, BLOCK_X), ceil_div(N, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, M, N, K, 1.0, A, B, 0.5, C);");
+    assert_eq!(
+        launch_line(&made),
+        "launch(\"gemm_naive_alpha_beta\", [ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, M, N, K, 1.0, 0.5);"
+    );
     assert!(made["launch"].as_str().unwrap().contains("copy(C_in, C);"), "{made}");
-    if nvrtc_present("sgemm_naive_takes_its_floats_from_flags_and_compiles") {
-        compiles(&env, "sgemm", "sgemm_naive", &["BLOCK_X=32", "BLOCK_Y=8"]);
+    if nvrtc_present("a_gemm_header_takes_its_floats_from_flags_and_compiles") {
+        compiles(&env, "sgemm", "gemm_naive_alpha_beta", &["BLOCK_X=32", "BLOCK_Y=8"]);
     }
 }
 
-/// saxpy with `a` given as `value`, and a reference context computing `y = factor * x + y`
-/// with no float parameter at all: the same arrays, seeds and launch, `a` spelled out.
-fn saxpy_and_reference(env: &Env, name: &str, value: &str, factor: &str) -> (String, String) {
-    new(env, "OpenCL-SDK/saxpy.cl", name, &["--size", "x=4096", "--size", "y=4096", "--scalar", &format!("a={value}")]);
+/// axpy with `alpha` given as `value`, and a reference context computing
+/// `ys = factor * xs + ys` that ignores its float parameter: the same arrays, seeds and
+/// launch, the factor spelled out.
+fn axpy_and_reference(env: &Env, name: &str, value: &str, factor: &str) -> (String, String) {
+    new(env, "axpy.cl", name, &["--size", "xs=4096", "--size", "ys=4096", "--scalar", &format!("alpha={value}")]);
     let reference = env.path(&format!("{name}-reference"));
     std::fs::create_dir(&reference).unwrap();
-    for file in ["peak.toml", "saxpy.cl"] {
+    for file in ["peak.toml", "axpy.cl"] {
         let text = std::fs::read_to_string(env.path(name).join(file)).unwrap();
-        let text = text.replace("fma(a, x[gid], y[gid])", &format!("{factor} * x[gid] + y[gid]"));
+        let text = text.replace("alpha * xs[idx]", &format!("{factor} * xs[idx]"));
         std::fs::write(reference.join(file), text).unwrap();
     }
+    assert!(std::fs::read_to_string(reference.join("axpy.cl")).unwrap().contains(&format!("ys[idx] = {factor} * xs[idx] + ys[idx];")));
     (env.arg(name), s(&reference).to_string())
 }
 
 #[test]
 fn an_opencl_kernel_runs_on_pocl_with_its_float_as_f32() {
     let env = Env::new();
-    let made = new(&env, "OpenCL-SDK/saxpy.cl", "saxpy", &["--size", "x=4096", "--size", "y=4096", "--scalar", "a=2"]);
-    assert_eq!(launch_line(&made), "launch(\"saxpy\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, 2.0, x, y);");
-    assert_eq!(made["constraints"]["tuning"][0], "4096 % BLOCK_X == 0", "saxpy checks no bound: {made}");
+    let made = new(&env, "axpy.cl", "axpy", &["--size", "xs=4096", "--size", "ys=4096", "--scalar", "alpha=2"]);
+    assert_eq!(launch_line(&made), "launch(\"axpy_inplace\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, 2.0, xs, ys);");
+    assert_eq!(made["constraints"]["tuning"][0], "4096 % BLOCK_X == 0", "axpy checks no bound: {made}");
     if !opencl_present("an_opencl_kernel_runs_on_pocl_with_its_float_as_f32") {
         return;
     }
-    let run = env.json(&["run", &env.arg("saxpy"), "--set", "BLOCK_X=64", "--json"]);
-    let y = &run["outputs"][0];
-    assert_eq!((y["name"].as_str(), y["elements"].as_u64(), y["nan"].as_u64()), (Some("y"), Some(4096), Some(0)), "{run}");
+    let run = env.json(&["run", &env.arg("axpy"), "--set", "BLOCK_X=64", "--json"]);
+    let ys = &run["outputs"][0];
+    assert_eq!((ys["name"].as_str(), ys["elements"].as_u64(), ys["nan"].as_u64()), (Some("ys"), Some(4096), Some(0)), "{run}");
 
-    // `a=1` is written as the float 1.0: as an int its bits would be a denormal, not 1.
+    // `alpha=1` is written as the float 1.0: as an int its bits would be a denormal, not 1.
     for (name, value, factor) in [("one", "1", "1.0f"), ("quarter", "2.5e-1", "0.25f")] {
-        let (candidate, reference) = saxpy_and_reference(&env, name, value, factor);
+        let (candidate, reference) = axpy_and_reference(&env, name, value, factor);
         let check = env.json(&["check", &candidate, "--against", &reference, "--samples", "2", "--json"]);
-        assert_eq!((check["passed"].as_u64(), check["failed"].as_u64()), (Some(2), Some(0)), "a={value}: {check}");
+        assert_eq!((check["passed"].as_u64(), check["failed"].as_u64()), (Some(2), Some(0)), "alpha={value}: {check}");
     }
     // And the comparison tells the values apart.
     let check = env.peak(&["check", &env.arg("one"), "--against", &env.arg("quarter-reference"), "--samples", "1", "--json"]);
-    assert!(!check.status.success(), "a = 1 is not a = 0.25: {}", String::from_utf8_lossy(&check.stdout));
+    assert!(!check.status.success(), "alpha = 1 is not alpha = 0.25: {}", String::from_utf8_lossy(&check.stdout));
 }

@@ -1,14 +1,19 @@
-//! Kernel files from public codebases, brought in as a user would (tests/fixtures/import,
-//! whose README names each file's origin): each becomes a context that loads, keeps the
-//! kernel and what it uses and nothing of the host code, and gets a launch read from how
-//! the kernel indexes its threads. `crates/peak-cli/tests/import_fixtures.rs` runs the
-//! same files through `peak new`, compiles the CUDA ones with NVRTC and runs the OpenCL
-//! one.
+//! Kernel files in the shape people bring them, written for peak's tests
+//! (tests/fixtures/import/realistic; the README there says what each one is): a file of
+//! several training kernels with host code and a local header, a GEMM tutorial header, an
+//! OpenCL kernel. Each becomes a context that loads, keeps the kernel and what it uses and
+//! nothing of the host code, and gets a launch read from how the kernel indexes its
+//! threads. `crates/peak-cli/tests/import_fixtures.rs` runs the same files through
+//! `peak new`, compiles the CUDA ones with NVRTC and runs the OpenCL one.
 
 use std::path::{Path, PathBuf};
 
 use peak_spec::import::{ImportChoices, import_file};
 use peak_spec::{Context, DType, Region};
+
+const TRAINING: &str = "realistic/training_kernels.cu";
+/// The first line of every fixture: the file's leading comment stays at the top.
+const HEADER: &str = "// Test fixture for peak new, written for peak's tests (MIT, like peak).\n";
 
 fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(path)
@@ -17,6 +22,11 @@ fn fixture(path: &str) -> PathBuf {
 /// `--size A=EXPR`-style pairs.
 fn pairs(list: &[(&str, &str)]) -> indexmap::IndexMap<String, String> {
     list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+/// `--input NAME=VALUE`-style pairs.
+fn inputs(list: &[(&str, i64)]) -> indexmap::IndexMap<String, Vec<i64>> {
+    list.iter().map(|(n, v)| (n.to_string(), vec![*v])).collect()
 }
 
 /// Import `file` with `choices` into a fresh folder; the context, the notes, and the folder.
@@ -33,117 +43,189 @@ fn launch_line(ctx: &Context) -> &str {
     ctx.region(Region::Host).lines().find(|l| l.starts_with("launch(")).expect("a launch line")
 }
 
-/// Host code, host-only headers and the other kernels never reach the device region.
+/// Host code, host-only headers and macros, and the other kernels never reach the device
+/// region.
 fn assert_device_only(ctx: &Context, kernel: &str) {
     let device = ctx.region(Region::Device);
     let macros = ctx.region(Region::Macros);
-    for host in ["int main(", "cudaMalloc", "cudaCheck(cuda", "<<<", "printf("] {
+    for host in ["int main(", "cudaMalloc", "CUDA_TRY(", "report_cuda_failure", "host_uniform", "_reference(", "<<<", "printf(", "dim3"] {
         assert!(!device.contains(host), "{kernel}: `{host}` in the device region:\n{device}");
     }
-    for header in ["<stdio.h>", "<stdlib.h>", "<cuda_runtime.h>", "<assert.h>", "<cublas_v2.h>", "<cooperative_groups.h>"] {
+    for header in ["<stdio.h>", "<stdlib.h>", "<string.h>", "<math.h>", "<float.h>", "<cuda_runtime.h>", "<assert.h>", "<cstdio>", "<cublas_v2.h>"] {
         assert!(!macros.lines().any(|l| l.starts_with("#include") && l.contains(header)), "{kernel}: {header} kept:\n{macros}");
+    }
+    for gone in ["#pragma once", "#define CUDA_TRY", "RESIDENT_BLOCKS_HINT", "__CUDA_ARCH__"] {
+        assert!(!macros.contains(gone) && !device.contains(gone), "{kernel}: `{gone}` kept:\n{macros}\n{device}");
     }
     assert_eq!(device.matches("__global__").count(), 1, "{kernel}: only the chosen kernel:\n{device}");
     assert!(device.contains(&format!("extern \"C\" __global__ void {kernel}(")), "{device}");
 }
 
-#[test]
-fn llmc_layernorm_gets_one_thread_per_row() {
-    let choices = ImportChoices {
-        kernel: Some("layernorm_forward_kernel1".into()),
-        sizes: pairs(&[("out", "N * C"), ("mean", "N"), ("rstd", "N"), ("inp", "N * C"), ("weight", "C"), ("bias", "C")]),
-        inputs: [("N".to_string(), vec![1024]), ("C".to_string(), vec![768])].into_iter().collect(),
-        ..ImportChoices::default()
-    };
-    let (ctx, notes, _dir) = import("llm.c/layernorm_forward.cu", choices);
-    assert_eq!(launch_line(&ctx), "launch(\"layernorm_forward_kernel1\", ceil_div(N, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, weight, bias, N, C);");
-    let host = ctx.region(Region::Host);
-    assert!(host.contains("idx = blockIdx.x * blockDim.x + threadIdx.x, guarded by `idx < N`"), "{host}");
-    assert!(host.contains("out has N * C elements: each thread handles several"), "{host}");
-    assert_device_only(&ctx, "layernorm_forward_kernel1");
-    assert!(ctx.region(Region::Macros).starts_with("/*\n * From https://github.com/karpathy/llm.c"), "the licence stays at the top");
-    let notes = notes.join("\n");
-    assert!(notes.contains("read llm.c/common.h: the kernel uses nothing of it") || notes.contains("read common.h: the kernel uses nothing of it"), "{notes}");
-    assert!(notes.contains("the other kernels (mean_kernel, rstd_kernel, normalization_kernel, layernorm_forward_kernel3"), "{notes}");
+/// What every kernel of training_kernels.cu leaves out: its host headers (the header's
+/// own after the file's), the host functions of both files, the other kernels.
+fn assert_training_notes(notes: &str, others: &str, unused: usize) {
+    for said in [
+        "left out #include <stdio.h>, <stdlib.h>, <math.h>, <float.h>, <cuda_runtime.h>, <assert.h>, <string.h>: NVRTC compiles the device code alone",
+        "left out host functions (report_cuda_failure, host_uniform, device_copy_of, matches_reference, gelu_reference, layernorm_reference and 8 more)",
+        &format!("the other kernels ({others})"),
+        "host variables (g_device)",
+        &format!("{unused} device declarations the kernel does not use"),
+    ] {
+        assert!(notes.contains(said), "notes say `{said}`:\n{notes}");
+    }
 }
 
 #[test]
-fn llmc_softmax_keeps_infinity_for_the_prelude() {
+fn layernorm_gets_one_thread_per_row_and_its_eps_from_a_flag() {
     let choices = ImportChoices {
-        kernel: Some("softmax_forward_kernel1".into()),
-        sizes: pairs(&[("out", "N * C"), ("inp", "N * C")]),
-        inputs: [("N".to_string(), vec![1024]), ("C".to_string(), vec![1024])].into_iter().collect(),
+        kernel: Some("layernorm_rows_forward".into()),
+        sizes: pairs(&[("out", "rows * width"), ("mean", "rows"), ("rstd", "rows"), ("inp", "rows * width"), ("scale", "width"), ("shift", "width")]),
+        inputs: inputs(&[("rows", 1024), ("width", 768)]),
+        scalars: [("eps".to_string(), 1e-5)].into_iter().collect(),
         ..ImportChoices::default()
     };
-    let (ctx, _, _dir) = import("llm.c/softmax_forward.cu", choices);
-    assert_eq!(launch_line(&ctx), "launch(\"softmax_forward_kernel1\", ceil_div(N, BLOCK_X), BLOCK_X, 0, out, inp, N, C);");
-    assert!(ctx.region(Region::Device).contains("-INFINITY"));
-    assert_device_only(&ctx, "softmax_forward_kernel1");
-}
-
-#[test]
-fn llmc_gelu_follows_floatx_through_the_header_to_bf16() {
-    let choices = ImportChoices {
-        kernel: Some("gelu_forward_kernel1".into()),
-        sizes: pairs(&[("out", "N"), ("inp", "N")]),
-        inputs: [("N".to_string(), vec![1 << 20])].into_iter().collect(),
-        ..ImportChoices::default()
-    };
-    let (ctx, notes, _dir) = import("llm.c/gelu_forward.cu", choices);
-    assert!(ctx.manifest.arrays.iter().all(|a| a.dtype == DType::Bf16), "#define ENABLE_BF16 picks common.h's bf16 floatX: {:?}", ctx.manifest.arrays);
-    assert_eq!(launch_line(&ctx), "launch(\"gelu_forward_kernel1\", ceil_div(N, BLOCK_X), BLOCK_X, 0, out, inp, N);");
-    let macros = ctx.region(Region::Macros);
-    assert!(macros.contains("#include <cuda_bf16.h>") && macros.contains("#define GELU_SCALING_FACTOR sqrtf(2.0f / M_PI)"), "{macros}");
-    assert!(ctx.region(Region::Device).starts_with("typedef __nv_bfloat16 floatX;"), "{}", ctx.region(Region::Device));
-    assert!(notes.iter().any(|n| n.contains("what the kernel uses: floatX")), "{notes:?}");
-    assert_device_only(&ctx, "gelu_forward_kernel1");
-}
-
-#[test]
-fn llmc_matmul_gets_a_2d_grid() {
-    let choices = ImportChoices {
-        kernel: Some("matmul_forward_kernel1".into()),
-        sizes: pairs(&[("out", "BT * OC"), ("inp", "BT * C"), ("weight", "OC * C"), ("bias", "OC")]),
-        inputs: [("BT".to_string(), vec![256]), ("C".to_string(), vec![256]), ("OC".to_string(), vec![512])].into_iter().collect(),
-        ..ImportChoices::default()
-    };
-    let (ctx, _, _dir) = import("llm.c/matmul_forward.cu", choices);
+    let (ctx, notes, _dir) = import(TRAINING, choices);
     assert_eq!(
         launch_line(&ctx),
-        "launch(\"matmul_forward_kernel1\", [ceil_div(BT, BLOCK_X), ceil_div(OC, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, out, inp, weight, bias, BT, C, OC);"
+        "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, 1.0e-5);"
     );
-    assert_eq!(ctx.manifest.constraints.tuning, ["BLOCK_X * BLOCK_Y >= 32", "BLOCK_X * BLOCK_Y <= 1024"]);
-    assert_device_only(&ctx, "matmul_forward_kernel1");
+    let host = ctx.region(Region::Host);
+    assert!(host.contains("row = blockIdx.x * blockDim.x + threadIdx.x, guarded by `row < rows`"), "{host}");
+    assert!(host.contains("out has rows * width elements: each thread handles several"), "{host}");
+    assert!(host.contains("fixed at the values given with --scalar: eps = 1.0e-5."), "{host}");
+    assert!(!host.contains("copy("), "out is written through an alias, never read: {host}");
+    let roles: Vec<(&str, bool)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output)).collect();
+    assert_eq!(roles, [("out", true), ("mean", true), ("rstd", true), ("inp", false), ("scale", false), ("shift", false)]);
+    assert_device_only(&ctx, "layernorm_rows_forward");
+    let macros = ctx.region(Region::Macros);
+    assert!(macros.starts_with(HEADER), "the file's leading comment stays at the top:\n{macros}");
+    assert!(macros.contains("\n#define ENABLE_BF16\n") && macros.contains("#define GELU_TANH_SCALE sqrtf(2.0f / M_PI)"), "the file's own macros are kept: {macros}");
+    assert!(!ctx.region(Region::Device).contains("floatX"), "{}", ctx.region(Region::Device));
+    let notes = notes.join("\n");
+    assert!(notes.contains("read helpers.h: the kernel uses nothing of it"), "{notes}");
+    assert_training_notes(&notes, "gelu_bf16_forward, softmax_rows_forward, softmax_block_forward, linear_forward_naive", 4);
 }
 
 #[test]
-fn sgemm_naive_takes_alpha_and_beta_and_starts_c_from_an_input() {
+fn softmax_keeps_infinity_for_the_prelude() {
+    let choices = ImportChoices {
+        kernel: Some("softmax_rows_forward".into()),
+        sizes: pairs(&[("probs", "rows * cols"), ("logits", "rows * cols")]),
+        inputs: inputs(&[("rows", 1024), ("cols", 1024)]),
+        ..ImportChoices::default()
+    };
+    let (ctx, notes, _dir) = import(TRAINING, choices);
+    assert_eq!(launch_line(&ctx), "launch(\"softmax_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, probs, logits, rows, cols);");
+    assert!(ctx.region(Region::Host).contains("r = threadIdx.x + blockIdx.x * blockDim.x, guarded by `r < rows`"), "{}", ctx.region(Region::Host));
+    assert!(ctx.region(Region::Device).contains("-INFINITY"));
+    assert_device_only(&ctx, "softmax_rows_forward");
+    assert_training_notes(&notes.join("\n"), "gelu_bf16_forward, layernorm_rows_forward, softmax_block_forward, linear_forward_naive", 4);
+}
+
+#[test]
+fn a_block_per_row_softmax_gets_a_block_per_row_and_shared_memory_per_thread() {
+    let choices = ImportChoices {
+        kernel: Some("softmax_block_forward".into()),
+        sizes: pairs(&[("probs", "rows * cols"), ("logits", "rows * cols")]),
+        inputs: inputs(&[("rows", 1024), ("cols", 1024)]),
+        ..ImportChoices::default()
+    };
+    let (ctx, notes, _dir) = import(TRAINING, choices);
+    assert_eq!(launch_line(&ctx), "launch(\"softmax_block_forward\", rows, BLOCK_X, BLOCK_X * 4, probs, logits, rows, cols);");
+    let host = ctx.region(Region::Host);
+    assert!(host.contains("row = its block index, guarded by `row >= rows`") && host.contains("dynamic shared memory of float"), "{host}");
+    let device = ctx.region(Region::Device);
+    assert!(device.contains("extern __shared__ float partial[];") && device.contains("-FLT_MAX"), "{device}");
+    assert_device_only(&ctx, "softmax_block_forward");
+    let notes = notes.join("\n");
+    assert!(!notes.contains("added #include"), "a float kernel needs no half-precision header: {notes}");
+    assert_training_notes(&notes, "gelu_bf16_forward, layernorm_rows_forward, softmax_rows_forward, linear_forward_naive", 4);
+}
+
+#[test]
+fn gelu_follows_floatx_through_the_header_to_bf16() {
+    let choices = ImportChoices {
+        kernel: Some("gelu_bf16_forward".into()),
+        sizes: pairs(&[("out", "n"), ("inp", "n")]),
+        inputs: inputs(&[("n", 1 << 20)]),
+        ..ImportChoices::default()
+    };
+    let (ctx, notes, _dir) = import(TRAINING, choices);
+    assert!(ctx.manifest.arrays.iter().all(|a| a.dtype == DType::Bf16), "#define ENABLE_BF16 picks helpers.h's bf16 floatX: {:?}", ctx.manifest.arrays);
+    assert_eq!(launch_line(&ctx), "launch(\"gelu_bf16_forward\", ceil_div(n, BLOCK_X), BLOCK_X, 0, out, inp, n);");
+    assert!(ctx.region(Region::Host).contains("i = blockIdx.x * blockDim.x + threadIdx.x, guarded by `i >= n`"), "an early return is a bound: {}", ctx.region(Region::Host));
+    let macros = ctx.region(Region::Macros);
+    assert!(macros.contains("\n#include <cuda_bf16.h>\n") && macros.contains("#define GELU_TANH_SCALE sqrtf(2.0f / M_PI)"), "{macros}");
+    let device = ctx.region(Region::Device);
+    assert!(device.starts_with("typedef __nv_bfloat16 floatX;\n\n__device__ inline float gelu_tanh(float x) {"), "the header's typedef, then the helper the kernel calls:\n{device}");
+    assert!(!device.contains("typedef float floatX") && !device.contains("lane_sum") && !device.contains("ceil_div"), "{device}");
+    let notes = notes.join("\n");
+    for said in ["added #include <cuda_bf16.h>: the kernel uses __nv_bfloat16", "took from helpers.h what the kernel uses: floatX"] {
+        assert!(notes.contains(said), "notes say `{said}`:\n{notes}");
+    }
+    assert_training_notes(&notes, "layernorm_rows_forward, softmax_rows_forward, softmax_block_forward, linear_forward_naive", 2);
+    assert_device_only(&ctx, "gelu_bf16_forward");
+}
+
+#[test]
+fn a_linear_layer_gets_a_2d_grid() {
+    let choices = ImportChoices {
+        kernel: Some("linear_forward_naive".into()),
+        sizes: pairs(&[("out", "tokens * out_dim"), ("inp", "tokens * in_dim"), ("weight", "out_dim * in_dim"), ("bias", "out_dim")]),
+        inputs: inputs(&[("tokens", 256), ("in_dim", 256), ("out_dim", 512)]),
+        ..ImportChoices::default()
+    };
+    let (ctx, notes, _dir) = import(TRAINING, choices);
+    assert_eq!(
+        launch_line(&ctx),
+        "launch(\"linear_forward_naive\", [ceil_div(out_dim, BLOCK_X), ceil_div(tokens, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, out, inp, weight, bias, tokens, in_dim, out_dim);"
+    );
+    assert_eq!(ctx.manifest.constraints.tuning, ["BLOCK_X * BLOCK_Y >= 32", "BLOCK_X * BLOCK_Y <= 1024"]);
+    let outputs: Vec<&str> = ctx.manifest.arrays.iter().filter(|a| a.output).map(|a| a.name.as_str()).collect();
+    assert_eq!(outputs, ["out"], "bias is const, whatever the kernel does with its pointer");
+    assert_device_only(&ctx, "linear_forward_naive");
+    assert_training_notes(&notes.join("\n"), "gelu_bf16_forward, layernorm_rows_forward, softmax_rows_forward, softmax_block_forward", 4);
+}
+
+#[test]
+fn a_gemm_header_takes_alpha_and_beta_and_starts_c_from_an_input() {
     let choices = ImportChoices {
         sizes: pairs(&[("A", "M * K"), ("B", "K * N"), ("C", "M * N")]),
-        inputs: [("M".to_string(), vec![256]), ("N".to_string(), vec![256]), ("K".to_string(), vec![256])].into_iter().collect(),
+        inputs: inputs(&[("M", 256), ("N", 256), ("K", 256)]),
         scalars: [("alpha".to_string(), 1.0), ("beta".to_string(), 0.5)].into_iter().collect(),
         ..ImportChoices::default()
     };
-    let (ctx, _, _dir) = import("SGEMM_CUDA/1_naive.cuh", choices);
-    assert_eq!(launch_line(&ctx), "launch(\"sgemm_naive\", [ceil_div(M, BLOCK_X), ceil_div(N, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, M, N, K, 1.0, A, B, 0.5, C);");
+    let (ctx, notes, _dir) = import("realistic/sgemm_alpha_beta.cuh", choices);
+    assert_eq!(
+        launch_line(&ctx),
+        "launch(\"gemm_naive_alpha_beta\", [ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, M, N, K, 1.0, 0.5);"
+    );
     let host = ctx.region(Region::Host);
     assert!(host.contains("copy(C_in, C);") && host.contains("alpha = 1.0, beta = 0.5"), "C = alpha A B + beta C reads C: {host}");
-    assert_device_only(&ctx, "sgemm_naive");
-    assert!(!ctx.region(Region::Macros).contains("#pragma once"));
+    assert!(host.contains("col = blockIdx.x * blockDim.x + threadIdx.x, guarded by `col < N`") && host.contains("row = blockIdx.y * blockDim.y + threadIdx.y, guarded by `row < M`"), "{host}");
+    let roles: Vec<(&str, bool)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output)).collect();
+    assert_eq!(roles, [("A", false), ("B", false), ("C", true), ("C_in", false)]);
+    assert_device_only(&ctx, "gemm_naive_alpha_beta");
+    assert!(ctx.region(Region::Device).contains("const uint col"), "uint is the prelude's to define");
+    assert!(ctx.region(Region::Macros).starts_with(HEADER));
+    let notes = notes.join("\n");
+    assert!(notes.contains("left out #include <cstdio>, <cstdlib>, <cuda_runtime.h>, <cublas_v2.h>: NVRTC") && notes.contains("host functions (run_gemm_naive_alpha_beta)"), "{notes}");
 }
 
 #[test]
-fn khronos_saxpy_without_a_bound_keeps_blocks_inside_the_array() {
+fn an_opencl_axpy_without_a_bound_keeps_blocks_inside_the_array() {
     let choices = ImportChoices {
-        sizes: pairs(&[("x", "4096"), ("y", "4096")]),
-        scalars: [("a".to_string(), 2.0)].into_iter().collect(),
+        sizes: pairs(&[("xs", "4096"), ("ys", "4096")]),
+        scalars: [("alpha".to_string(), 2.0)].into_iter().collect(),
         ..ImportChoices::default()
     };
-    let (ctx, _, _dir) = import("OpenCL-SDK/saxpy.cl", choices);
-    assert_eq!(launch_line(&ctx), "launch(\"saxpy\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, 2.0, x, y);");
+    let (ctx, _, _dir) = import("realistic/axpy.cl", choices);
+    assert_eq!(launch_line(&ctx), "launch(\"axpy_inplace\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, 2.0, xs, ys);");
     assert_eq!(ctx.manifest.constraints.tuning, ["4096 % BLOCK_X == 0"]);
     let roles: Vec<(&str, bool)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output)).collect();
-    assert_eq!(roles, [("x", false), ("y", true), ("y_in", false)], "x is not const, but the kernel only reads it");
-    assert!(ctx.region(Region::Host).contains("gid = get_global_id(0), which it never checks against a bound"), "{}", ctx.region(Region::Host));
-    assert!(ctx.region(Region::Macros).starts_with("/*\n * Copyright (c) 2021 The Khronos Group Inc."));
+    assert_eq!(roles, [("xs", false), ("ys", true), ("ys_in", false)], "xs is not const, but the kernel only reads it");
+    let host = ctx.region(Region::Host);
+    assert!(host.contains("idx = get_global_id(0), which it never checks against a bound") && host.contains("copy(ys_in, ys);"), "{host}");
+    assert!(ctx.region(Region::Macros).starts_with(HEADER));
+    assert!(ctx.region(Region::Device).starts_with("__kernel void axpy_inplace(const float alpha,"), "{}", ctx.region(Region::Device));
 }

@@ -112,56 +112,56 @@ fn wide_integers_are_passed_as_64_bits() {
     assert!(made.regions.get(Region::Host).contains("0, y, i64(n));"), "{}", made.regions.get(Region::Host));
 }
 
-/// A kernel file as people have it: a header with a typedef and host helpers, host
-/// includes, a CPU reference, several kernels, a launcher and a main.
-const LLMC_LIKE: &str = r#"/* Licence: keep me. */
+/// A kernel file as people have it (written for this test): a local header with a typedef
+/// and host helpers, host includes, a CPU reference, several kernels, a launcher and a main.
+const WHOLE_FILE: &str = r#"/* Leading comment: keep me. */
 #include <stdio.h>
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
-#include "common.h"
+#include "helpers.h"
 namespace cg = cooperative_groups;
 
 #define SCALE sqrtf(2.0f / M_PI)
 
-void gelu_cpu(float* out, const float* inp, int N) { for (int i = 0; i < N; i++) out[i] = inp[i]; }
+void act_cpu(float* out, const float* inp, int N) { for (int i = 0; i < N; i++) out[i] = inp[i]; }
 
 __device__ float twice(float x) { return 2.0f * x; }
 __device__ float unused_helper(float x) { return x; }
 
 // elementwise
-__global__ void gelu_kernel1(floatX* out, const floatX* inp, int N) {
+__global__ void act_kernel1(floatX* out, const floatX* inp, int N) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) { out[i] = SCALE * twice((float)inp[i]) + (float)WARP_SIZE * 0.0f - INFINITY * 0.0f; }
+    if (i < N) { out[i] = SCALE * twice((float)inp[i]) + (float)LANES * 0.0f - INFINITY * 0.0f; }
 }
 
-__global__ void gelu_kernel2(floatX* out, const floatX* inp, int N) {
+__global__ void act_kernel2(floatX* out, const floatX* inp, int N) {
     cg::thread_block block = cg::this_thread_block();
 }
 
-void gelu_forward1(floatX* out, const floatX* inp, int N, const int block_size) {
-    gelu_kernel1<<<ceil_div(N, block_size), block_size>>>(out, inp, N);
-    cudaCheck(cudaGetLastError());
+void act_forward1(floatX* out, const floatX* inp, int N, const int block_size) {
+    act_kernel1<<<ceil_div(N, block_size), block_size>>>(out, inp, N);
+    CHECK_CUDA(cudaGetLastError());
 }
 
 int main(int argc, char** argv) {
     float* d_out;
-    cudaCheck(cudaMalloc(&d_out, 1024 * sizeof(floatX)));
+    CHECK_CUDA(cudaMalloc(&d_out, 1024 * sizeof(floatX)));
     return 0;
 }
 "#;
 
-const COMMON_H: &str = r#"#include <stdlib.h>
+const HELPERS_H: &str = r#"#include <stdlib.h>
 #define ENABLE_BF16
-#define WARP_SIZE 32U
-#define cudaCheck(err) (cuda_check(err, __FILE__, __LINE__))
-extern cudaDeviceProp deviceProp;
-void cuda_check(cudaError_t error, const char *file, int line) { if (error != cudaSuccess) exit(1); };
+#define LANES 32U
+#define CHECK_CUDA(call) (fail_on_error(call, __FILE__, __LINE__))
+extern cudaDeviceProp device_info;
+void fail_on_error(cudaError_t status, const char *file, int line) { if (status != cudaSuccess) exit(1); };
 template<class T>
-__host__ __device__ T ceil_div(T dividend, T divisor) { return (dividend + divisor-1) / divisor; }
-#if __CUDA_ARCH__ == 800 || __CUDA_ARCH__ >= 900
-#define MAX_1024_THREADS_BLOCKS 2
+__host__ __device__ T ceil_div(T n, T d) { return (n + d - 1) / d; }
+#if __CUDA_ARCH__ >= 800
+#define BLOCKS_PER_SM 2
 #else
-#define MAX_1024_THREADS_BLOCKS 1
+#define BLOCKS_PER_SM 1
 #endif
 #if defined(ENABLE_BF16)
 typedef __nv_bfloat16 floatX;
@@ -172,31 +172,31 @@ typedef float floatX;
 
 #[test]
 fn a_whole_file_keeps_the_kernel_and_what_it_uses() {
-    let read = |p: &Path| (p == Path::new("common.h")).then(|| COMMON_H.to_string());
-    let c = ImportChoices { kernel: Some("gelu_kernel1".into()), ..choices(&[("out", "N"), ("inp", "N")], &[("N", &[4096])]) };
-    let made = scaffold(LLMC_LIKE, Backend::Cuda, "gelu.cu", &read, &c).unwrap();
+    let read = |p: &Path| (p == Path::new("helpers.h")).then(|| HELPERS_H.to_string());
+    let c = ImportChoices { kernel: Some("act_kernel1".into()), ..choices(&[("out", "N"), ("inp", "N")], &[("N", &[4096])]) };
+    let made = scaffold(WHOLE_FILE, Backend::Cuda, "act.cu", &read, &c).unwrap();
     assert_eq!(made.manifest.arrays[0].dtype, DType::Bf16, "floatX is followed through the header's typedef");
     let macros = made.regions.get(Region::Macros);
     let device = made.regions.get(Region::Device);
-    assert!(macros.starts_with("/* Licence: keep me. */\n"), "{macros}");
-    assert!(macros.contains("#include <cuda_bf16.h>") && macros.contains("#define SCALE sqrtf(2.0f / M_PI)") && macros.contains("#define WARP_SIZE 32U"), "{macros}");
-    for gone in ["<stdio.h>", "<cuda_runtime.h>", "<cooperative_groups.h>", "cudaCheck(err)", "MAX_1024_THREADS_BLOCKS"] {
+    assert!(macros.starts_with("/* Leading comment: keep me. */\n"), "{macros}");
+    assert!(macros.contains("#include <cuda_bf16.h>") && macros.contains("#define SCALE sqrtf(2.0f / M_PI)") && macros.contains("#define LANES 32U"), "{macros}");
+    for gone in ["<stdio.h>", "<cuda_runtime.h>", "<cooperative_groups.h>", "CHECK_CUDA(call)", "BLOCKS_PER_SM"] {
         assert!(!macros.lines().any(|l| l.starts_with('#') && l.contains(gone)), "{gone} left out: {macros}");
     }
     assert_eq!(
         device,
-        "typedef __nv_bfloat16 floatX;\n\n__device__ float twice(float x) { return 2.0f * x; }\n\n// elementwise\nextern \"C\" __global__ void gelu_kernel1(floatX* out, const floatX* inp, int N) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < N) { out[i] = SCALE * twice((float)inp[i]) + (float)WARP_SIZE * 0.0f - INFINITY * 0.0f; }\n}\n"
+        "typedef __nv_bfloat16 floatX;\n\n__device__ float twice(float x) { return 2.0f * x; }\n\n// elementwise\nextern \"C\" __global__ void act_kernel1(floatX* out, const floatX* inp, int N) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < N) { out[i] = SCALE * twice((float)inp[i]) + (float)LANES * 0.0f - INFINITY * 0.0f; }\n}\n"
     );
     let notes = made.notes.join("\n");
     for said in [
         "left out #include <stdio.h>, <cuda_runtime.h>, <stdlib.h>: NVRTC compiles the device code alone",
         "left out #include <cooperative_groups.h>: the kernel does not use them",
         "added #include <cuda_bf16.h>: the kernel uses __nv_bfloat16",
-        "took from common.h what the kernel uses: WARP_SIZE, floatX",
-        "host functions (cuda_check, gelu_cpu, gelu_forward1, main)",
-        "host variables (deviceProp)",
+        "took from helpers.h what the kernel uses: LANES, floatX",
+        "host functions (fail_on_error, act_cpu, act_forward1, main)",
+        "host variables (device_info)",
         "2 device declarations the kernel does not use",
-        "the other kernels (gelu_kernel2)",
+        "the other kernels (act_kernel2)",
     ] {
         assert!(notes.contains(said), "notes say `{said}`:\n{notes}");
     }
