@@ -335,6 +335,15 @@ pub struct NewArgs {
     /// The value of a float parameter, written into the launch: `eps=1e-5`. Asked for when missing and stdin is a terminal.
     #[arg(long = "scalar", value_name = "NAME=VALUE")]
     pub scalars: Vec<String>,
+    /// Check correctness at these values of an integer parameter, apart from the sizes
+    /// --input tunes at (`[validation.inputs]`): small odd sizes find the same faults in
+    /// seconds.
+    #[arg(long = "validate", value_name = "NAME=V1,V2")]
+    pub validation: Vec<String>,
+    /// The library call computing the same outputs, a PyTorch expression over the arrays and
+    /// inputs (`[kernel] library`), which the benchmark scripts time beside the kernel.
+    #[arg(long)]
+    pub library: Option<String>,
     /// An array that holds the kernel's result (repeat for several). Default: every array the kernel writes.
     #[arg(long = "output", value_name = "ARRAY")]
     pub outputs: Vec<String>,

@@ -363,4 +363,12 @@ pub struct ImportKernelParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub description: Option<String>,
+    /// Values of integer parameters to check correctness at, apart from `inputs` (small odd
+    /// sizes). Example: {"rows": [7]}.
+    #[serde(default)]
+    pub validation: std::collections::BTreeMap<String, Vec<i64>>,
+    /// The library call computing the same outputs, a PyTorch expression, for benchmarks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub library: Option<String>,
 }

@@ -295,6 +295,8 @@ impl PeakServer {
                 outputs: (!p.outputs.is_empty()).then_some(p.outputs),
                 domain: p.domain,
                 description: p.description,
+                validation: p.validation.into_iter().collect(),
+                library: p.library,
             };
             let (ctx, notes) = peak_spec::import::import_file(Path::new(&p.file), Path::new(&p.context), None, &choices).map_err(|e| anyhow!(e))?;
             let launch = ctx.regions.get(Region::Host);

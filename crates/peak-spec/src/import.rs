@@ -33,7 +33,7 @@ pub use preprocess::ReadHeader;
 pub use signature::Param;
 
 use crate::context::Context;
-use crate::manifest::{ArraySpec, Backend, Constraints, DType, Domain, Init, KernelSection, Manifest};
+use crate::manifest::{ArraySpec, Backend, Constraints, DType, Domain, Init, KernelSection, Manifest, Validation};
 use crate::regions::Regions;
 use preprocess::Preprocessed;
 use select::{Declaration, Role};
@@ -62,6 +62,10 @@ pub struct ImportChoices {
     pub outputs: Option<Vec<String>>,
     pub domain: Option<String>,
     pub description: Option<String>,
+    /// Sizes to check correctness at (`[validation.inputs]`), apart from `inputs`.
+    pub validation: IndexMap<String, Vec<i64>>,
+    /// The library call computing the same outputs (`[kernel] library`), for benchmarks.
+    pub library: Option<String>,
 }
 
 /// A scaffolded context, and what the import did to the kernel file to get it (headers
@@ -208,6 +212,23 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
     let proposal = launch::propose(code, backend, name, &inputs, launch::Covered { name: &first_output.name, size: &first_output.size });
     let selection = select::select(&parsed.pre, &parsed.decls, at, backend, file_name);
     let host = host_region(name, code, &params, choices, &proposal, &starts);
+    let mut notes = selection.notes;
+    // The pattern is written down where the kind given does not imply one, so the user
+    // reads (and can correct) what transformations will be offered for.
+    let implied = choices.domain.as_deref().and_then(crate::pattern::Pattern::of_kind);
+    let pattern = match implied {
+        Some(_) => None,
+        None => match crate::pattern::infer(&selection.device) {
+            Ok(inferred) => {
+                notes.push(format!("pattern {} read off the code ({}); correct [kernel] pattern if it is wrong", inferred.pattern, inferred.evidence));
+                Some(inferred.pattern)
+            }
+            Err(why) => {
+                notes.push(format!("no pattern: {why}"));
+                None
+            }
+        },
+    };
 
     let manifest = Manifest {
         kernel: KernelSection {
@@ -216,20 +237,20 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
             source: file_name.to_string(),
             flops: None,
             matmul: None,
-            pattern: None,
+            pattern,
             domain: choices.domain.clone(),
             description: choices.description.clone(),
             roles: IndexMap::new(),
-            library: None,
+            library: choices.library.clone(),
         },
         inputs: inputs.iter().map(|s| (s.to_string(), Domain::values(choices.inputs[*s].clone()))).collect(),
         arrays,
         tuning: proposal.tuning.into_iter().collect(),
         constraints: Constraints { inputs: vec![], tuning: proposal.constraints },
         tolerance: None,
-        validation: Default::default(),
+        validation: Validation { inputs: choices.validation.iter().map(|(name, values)| (name.clone(), Domain::values(values.clone()))).collect() },
     };
-    Ok(Imported { manifest, regions: Regions::new(selection.macros, selection.device, host), notes: selection.notes })
+    Ok(Imported { manifest, regions: Regions::new(selection.macros, selection.device, host), notes })
 }
 
 fn array_spec(name: &str, dtype: DType, size: &str, output: bool, inout: bool, seed: u64) -> ArraySpec {
@@ -255,9 +276,10 @@ fn check_choices(kernel: &str, params: &[Param], choices: &ImportChoices) -> Res
     if arrays.is_empty() {
         return Err(format!("kernel `{kernel}` takes no array: there would be nothing to check"));
     }
-    let given: [(&str, Vec<&String>, &Vec<&str>, &str); 4] = [
+    let given: [(&str, Vec<&String>, &Vec<&str>, &str); 5] = [
         ("--size", choices.sizes.keys().collect(), &arrays, "an array"),
         ("--input", choices.inputs.keys().collect(), &integers, "an integer parameter"),
+        ("--validate", choices.validation.keys().collect(), &integers, "an integer parameter"),
         ("--scalar", choices.scalars.keys().collect(), &floats, "a float parameter"),
         ("--output", choices.outputs.iter().flatten().collect(), &arrays, "an array"),
     ];

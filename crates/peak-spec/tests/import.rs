@@ -82,9 +82,16 @@ fn layernorm_gets_one_thread_per_row_and_its_eps_from_a_flag() {
         sizes: pairs(&[("out", "rows * width"), ("mean", "rows"), ("rstd", "rows"), ("inp", "rows * width"), ("scale", "width"), ("shift", "width")]),
         inputs: inputs(&[("rows", 1024), ("width", 768)]),
         scalars: [("eps".to_string(), 1e-5)].into_iter().collect(),
+        validation: [("rows".to_string(), vec![7])].into_iter().collect(),
+        library: Some("torch.nn.functional.layer_norm(inp.view(rows, width), (width,), scale, shift, 1e-5)".into()),
         ..ImportChoices::default()
     };
     let (ctx, notes, _dir) = import(TRAINING, choices);
+    // What the flags say lands in the manifest, and the pattern is read off the code and said.
+    assert_eq!(ctx.manifest.validation.inputs["rows"].expand().unwrap(), vec![7]);
+    assert!(ctx.manifest.kernel.library.as_deref().is_some_and(|l| l.starts_with("torch.nn.functional.layer_norm")));
+    assert_eq!(ctx.manifest.kernel.pattern, Some(peak_spec::Pattern::RowReduction));
+    assert!(notes.iter().any(|n| n.starts_with("pattern row-reduction read off the code (the kernel's name `layernorm_rows_forward`)")), "{notes:?}");
     assert_eq!(
         launch_line(&ctx),
         "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, 1.0e-5);"

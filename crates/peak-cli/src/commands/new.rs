@@ -21,11 +21,13 @@ pub fn run(args: NewArgs) -> Result<()> {
     let mut choices = ImportChoices {
         kernel: args.kernel.clone(),
         sizes: pairs(&args.sizes, "--size", |v| Ok(v.to_string()))?.into_iter().collect(),
-        inputs: pairs(&args.inputs, "--input", |v| v.split(',').map(|x| x.trim().parse::<i64>().map_err(|_| format!("`{x}` is not an integer"))).collect())?.into_iter().collect(),
+        inputs: pairs(&args.inputs, "--input", integer_list)?.into_iter().collect(),
         scalars: pairs(&args.scalars, "--scalar", |v| v.parse::<f64>().map_err(|_| format!("`{v}` is not a number"))).map(|p| p.into_iter().collect())?,
         outputs: (!args.outputs.is_empty()).then(|| args.outputs.clone()),
         domain: args.domain.clone(),
         description: args.description.clone(),
+        validation: pairs(&args.validation, "--validate", integer_list)?.into_iter().collect(),
+        library: args.library.clone(),
     };
     if std::io::stdin().is_terminal()
         && let Some(backend) = backend.or_else(|| backend_of(&args.file.display().to_string()))
@@ -63,6 +65,11 @@ pub fn run(args: NewArgs) -> Result<()> {
     }
     println!("next: read the launch in {}, then `peak run {}`", ctx.source_path().display(), args.to.display());
     Ok(())
+}
+
+/// `V1,V2,...` as integers.
+fn integer_list(value: &str) -> Result<Vec<i64>, String> {
+    value.split(',').map(|x| x.trim().parse::<i64>().map_err(|_| format!("`{x}` is not an integer"))).collect()
 }
 
 /// `NAME=VALUE` flags into a map; `parse` reads the value.
