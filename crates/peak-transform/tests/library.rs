@@ -40,6 +40,7 @@ const SHIPPED: &[&str] = &[
     "Grid-Stride",
     "Register-Row",
     "Register-Window",
+    "Rows-Per-Block",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
