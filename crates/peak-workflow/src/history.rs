@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::attempts::{AttemptRecord, MIRROR_BRANCH};
 use crate::context::Files;
 use crate::error::{GitContext, Result, WorkflowError};
-use crate::speedup::BestTimes;
+use crate::speedup::{BestTimes, SpeedupAt, format_inputs};
 use crate::workflow::{
     CHECKPOINT_FILE, CONTEXT_DIR, CheckpointId, CheckpointMeta, Head, PERFORMANCE_FILE, REFERENCE_FILE, TRANSCRIPT_FILE,
     VALIDATION_FILE, Workflow, fmt_ms, read_tree_dir, read_tree_file,
@@ -34,12 +34,34 @@ pub struct LogEntry {
     pub created: Option<String>,
     /// `performance.json`'s `best.time_ms`.
     pub best_time_ms: Option<f64>,
-    /// Root's best time over this one's (2.0 = twice as fast as the root).
+    /// The inputs `best_time_ms` was measured at (`best.params.inputs`).
+    pub best_inputs: Option<Value>,
+    /// Root's best time over this one's (2.0 = twice as fast as the root), at the
+    /// headline's inputs if the root was timed there, else at the last inputs both share.
     pub speedup_over_root: Option<f64>,
-    /// Parent's best time over this one's.
+    /// The inputs `speedup_over_root` was taken at.
+    pub speedup_over_root_inputs: Option<Value>,
+    /// Parent's best time over this one's, chosen as `speedup_over_root` is.
     pub speedup_over_parent: Option<f64>,
+    /// The inputs `speedup_over_parent` was taken at.
+    pub speedup_over_parent_inputs: Option<Value>,
+    /// The best time at every input size tuned (`performance.json`'s `runs`, in order),
+    /// with the speedups at that same size.
+    pub sizes: Vec<SizeEntry>,
     /// The commit message's first line.
     pub summary: String,
+}
+
+/// One input size a checkpoint was tuned at, in [`LogEntry::sizes`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizeEntry {
+    /// `None` for a record that names no inputs.
+    pub inputs: Option<Value>,
+    pub best_time_ms: f64,
+    /// The root's time at these inputs over this one's; `None` where the root was not timed here.
+    pub speedup_over_root: Option<f64>,
+    /// The parent's time at these inputs over this one's.
+    pub speedup_over_parent: Option<f64>,
 }
 
 /// One checkpoint in full, for [`Workflow::show`].
@@ -201,8 +223,22 @@ impl Workflow {
         Ok(nodes
             .into_iter()
             .map(|node| {
-                let over = |base: Option<&BestTimes>| node.times.speedup_over(base?);
-                let (over_root, over_parent) = (over(times.get(&root_of[&node.id])), over(node.parents.first().and_then(|p| times.get(p))));
+                let (root, parent) = (times.get(&root_of[&node.id]), node.parents.first().and_then(|p| times.get(p)));
+                let over = |base: Option<&BestTimes>| node.times.speedup_over_at(base?);
+                let (over_root, over_parent) = (over(root), over(parent));
+                let sizes = node
+                    .times
+                    .sizes()
+                    .into_iter()
+                    .map(|(inputs, time)| {
+                        // At exactly these inputs; a record without runs has its headline only.
+                        let at = |base: Option<&BestTimes>, headline: &Option<SpeedupAt>| match &inputs {
+                            Some(i) if node.times.has_runs() => node.times.speedup_at_inputs(base?, i),
+                            _ => headline.as_ref().map(|s| s.ratio),
+                        };
+                        SizeEntry { speedup_over_root: at(root, &over_root), speedup_over_parent: at(parent, &over_parent), inputs, best_time_ms: time }
+                    })
+                    .collect();
                 let meta = node.meta;
                 LogEntry {
                     id: CheckpointId::from_oid(node.id),
@@ -216,8 +252,12 @@ impl Workflow {
                     model: meta.as_ref().and_then(|m| m.model.clone()),
                     created: meta.as_ref().map(|m| m.created.clone()),
                     best_time_ms: node.times.headline(),
-                    speedup_over_root: over_root,
-                    speedup_over_parent: over_parent,
+                    best_inputs: node.times.headline_inputs().cloned(),
+                    speedup_over_root: over_root.as_ref().map(|s| s.ratio),
+                    speedup_over_root_inputs: over_root.and_then(|s| s.inputs),
+                    speedup_over_parent: over_parent.as_ref().map(|s| s.ratio),
+                    speedup_over_parent_inputs: over_parent.and_then(|s| s.inputs),
+                    sizes,
                     summary: node.summary,
                 }
             })
@@ -287,9 +327,33 @@ impl Workflow {
 }
 
 /// The log as a table for terminals: one line per checkpoint, newest first, with the
-/// parent's short id so the DAG can be followed.
+/// parent's short id so the DAG can be followed. Each time is printed with the inputs it
+/// was measured at, and a speedup taken at other inputs names them (`1.05x root @n=256`);
+/// `(+2 sizes)` says the checkpoint was tuned at more sizes than the one shown, which
+/// [`render_log_sizes`] lists.
 pub fn render_log(entries: &[LogEntry]) -> String {
-    let mut out = String::new();
+    render(entries, false)
+}
+
+/// [`render_log`] with a line under each checkpoint for every other size it was tuned
+/// at: the best time there and the speedups over the root and the parent at that size.
+pub fn render_log_sizes(entries: &[LogEntry]) -> String {
+    render(entries, true)
+}
+
+fn render(entries: &[LogEntry], all_sizes: bool) -> String {
+    let speed = |s: Option<f64>| s.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".to_string());
+    let inputs = |i: Option<&Value>| i.map(format_inputs).unwrap_or_else(|| "-".to_string());
+    // A speedup's cell, naming its inputs where they are not the time's.
+    let ratio = |s: Option<f64>, at: Option<&Value>, time_at: Option<&Value>, what: &str| {
+        let mut cell = format!("{:>8} {what}", speed(s));
+        if let Some(at) = at.filter(|at| s.is_some() && Some(*at) != time_at) {
+            let _ = write!(cell, " @{}", format_inputs(at));
+        }
+        cell
+    };
+    // Cells: mark and id, transformation, verdict, time, inputs, root, parent, the rest.
+    let mut rows: Vec<[String; 8]> = Vec::new();
     for e in entries {
         let mut names: Vec<String> = Vec::new();
         if e.head {
@@ -298,29 +362,70 @@ pub fn render_log(entries: &[LogEntry]) -> String {
         names.extend(e.branches.iter().cloned());
         names.extend(e.tags.iter().map(|t| format!("tag: {t}")));
         let time = e.best_time_ms.map(fmt_ms).unwrap_or_else(|| "-".to_string());
-        let speed = |s: Option<f64>| s.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".to_string());
         let executor = match (&e.executor, &e.model) {
             (Some(x), Some(m)) => format!("{x} ({m})"),
             (Some(x), None) => x.clone(),
             (None, _) => "-".to_string(),
         };
         let parent = e.parents.first().map_or("-", |p| p.short());
-        let _ = write!(
-            out,
-            "{} {} {:<20} {:<14} {:>11} {:>8} root {:>8} parent  {}  from {}",
-            if e.head { '*' } else { ' ' },
-            e.id.short(),
-            e.transformation.as_deref().unwrap_or("(unreadable)"),
-            e.verdict.as_deref().unwrap_or("-"),
-            time,
-            speed(e.speedup_over_root),
-            speed(e.speedup_over_parent),
-            executor,
-            parent,
-        );
+        let mut rest = format!("{executor}  from {parent}");
         if !names.is_empty() {
-            let _ = write!(out, "  ({})", names.join(", "));
+            let _ = write!(rest, "  ({})", names.join(", "));
         }
+        let others: Vec<&SizeEntry> = e.sizes.iter().filter(|s| s.inputs.is_some() && s.inputs != e.best_inputs).collect();
+        let mut at = if e.best_time_ms.is_some() { inputs(e.best_inputs.as_ref()) } else { String::new() };
+        if !all_sizes && !others.is_empty() {
+            let _ = write!(at, " (+{} size{})", others.len(), if others.len() == 1 { "" } else { "s" });
+        }
+        rows.push([
+            format!("{} {}", if e.head { '*' } else { ' ' }, e.id.short()),
+            e.transformation.as_deref().unwrap_or("(unreadable)").to_string(),
+            e.verdict.as_deref().unwrap_or("-").to_string(),
+            time,
+            at,
+            ratio(e.speedup_over_root, e.speedup_over_root_inputs.as_ref(), e.best_inputs.as_ref(), "root"),
+            ratio(e.speedup_over_parent, e.speedup_over_parent_inputs.as_ref(), e.best_inputs.as_ref(), "parent"),
+            rest,
+        ]);
+        if all_sizes {
+            for s in others {
+                rows.push([
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    fmt_ms(s.best_time_ms),
+                    inputs(s.inputs.as_ref()),
+                    ratio(s.speedup_over_root, None, None, "root"),
+                    ratio(s.speedup_over_parent, None, None, "parent"),
+                    String::new(),
+                ]);
+            }
+        }
+    }
+    let width = |i: usize, min: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(min);
+    let widths = [width(0, 0), 20, 14, 11, width(4, 0), width(5, 0), width(6, 0)];
+    let mut out = String::new();
+    for r in &rows {
+        let pad = |i: usize| " ".repeat(widths[i].saturating_sub(r[i].chars().count()));
+        let line = format!(
+            "{}{} {}{} {}{} {}{} {}{} {}{} {}{}  {}",
+            r[0],
+            pad(0),
+            r[1],
+            pad(1),
+            r[2],
+            pad(2),
+            pad(3),
+            r[3],
+            r[4],
+            pad(4),
+            r[5],
+            pad(5),
+            r[6],
+            pad(6),
+            r[7]
+        );
+        out.push_str(line.trim_end());
         out.push('\n');
     }
     out

@@ -118,10 +118,10 @@ pub use bundle::{BundleSummary, clone_bundle, is_bundle};
 pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, PerformanceDelta, RegionDiff, TuningDiff, WorkflowDiff};
 pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
-pub use history::{CheckpointView, LogEntry, ResumeState, render_log};
+pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, render_log, render_log_sizes};
 pub use lock::{LockHolder, LockMode};
 pub use secrets::{is_key_var, redact as redact_secrets};
-pub use speedup::speedup;
+pub use speedup::{format_inputs, speedup};
 /// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.
 pub use time::now_rfc3339;
 pub use workflow::fmt_ms as format_ms;

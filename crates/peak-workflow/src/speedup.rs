@@ -17,7 +17,16 @@ use crate::workflow::best_time;
 pub(crate) struct BestTimes {
     headline: Option<f64>,
     headline_inputs: Option<String>,
-    at: Vec<(String, f64)>,
+    headline_inputs_value: Option<Value>,
+    /// (canonical key, the inputs as recorded, best time), in `runs` order.
+    at: Vec<(String, Value, f64)>,
+}
+
+/// A speedup and the inputs it was taken at (`None` where the records name none).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SpeedupAt {
+    pub ratio: f64,
+    pub inputs: Option<Value>,
 }
 
 impl BestTimes {
@@ -27,30 +36,67 @@ impl BestTimes {
             .and_then(Value::as_array)
             .map(|runs| {
                 runs.iter()
-                    .filter_map(|run| Some((canonical(run.get("inputs")?)?, positive(run.pointer("/best/time_ms")?)?)))
+                    .filter_map(|run| {
+                        let inputs = run.get("inputs")?;
+                        Some((canonical(inputs)?, inputs.clone(), positive(run.pointer("/best/time_ms")?)?))
+                    })
                     .collect()
             })
             .unwrap_or_default();
-        BestTimes { headline: best_time(performance), headline_inputs: performance.pointer("/best/params/inputs").and_then(canonical), at }
+        let headline_inputs_value = performance.pointer("/best/params/inputs").filter(|v| v.is_object()).cloned();
+        BestTimes { headline: best_time(performance), headline_inputs: headline_inputs_value.as_ref().and_then(canonical), headline_inputs_value, at }
     }
 
     pub(crate) fn headline(&self) -> Option<f64> {
         self.headline
     }
 
+    /// The inputs the headline time was measured at (`best.params.inputs`).
+    pub(crate) fn headline_inputs(&self) -> Option<&Value> {
+        self.headline_inputs_value.as_ref()
+    }
+
+    /// The best time at every input configuration of `runs`, in their order; for a record
+    /// without runs, the headline alone.
+    pub(crate) fn sizes(&self) -> Vec<(Option<Value>, f64)> {
+        if self.at.is_empty() {
+            return self.headline.map(|t| (self.headline_inputs_value.clone(), t)).into_iter().collect();
+        }
+        self.at.iter().map(|(_, inputs, t)| (Some(inputs.clone()), *t)).collect()
+    }
+
+    /// Whether the record has per-input times (`runs`).
+    pub(crate) fn has_runs(&self) -> bool {
+        !self.at.is_empty()
+    }
+
+    /// This checkpoint's best time at `inputs` (canonical key) and `base`'s there.
+    pub(crate) fn speedup_at_inputs(&self, base: &BestTimes, inputs: &Value) -> Option<f64> {
+        let key = canonical(inputs)?;
+        let find = |b: &BestTimes| b.at.iter().find(|(k, _, _)| *k == key).map(|(_, _, t)| *t);
+        Some(find(base)? / find(self)?)
+    }
+
     /// How many times faster this checkpoint is than `base`: at the headline's inputs if
     /// `base` was timed there, else at the last inputs both were tuned at; `None` when
     /// they share none. Records without per-input times compare headlines.
     pub(crate) fn speedup_over(&self, base: &BestTimes) -> Option<f64> {
+        self.speedup_over_at(base).map(|s| s.ratio)
+    }
+
+    /// [`speedup_over`](Self::speedup_over), with the inputs the ratio was taken at.
+    pub(crate) fn speedup_over_at(&self, base: &BestTimes) -> Option<SpeedupAt> {
         let time = self.headline?;
         if self.at.is_empty() || base.at.is_empty() {
-            return Some(base.headline? / time);
+            // Headlines: the inputs are this one's when both headlines name the same.
+            let inputs = self.headline_inputs_value.clone().filter(|_| self.headline_inputs == base.headline_inputs);
+            return Some(SpeedupAt { ratio: base.headline? / time, inputs });
         }
-        let base_at = |key: &str| base.at.iter().find(|(k, _)| k == key).map(|(_, t)| *t);
+        let base_at = |key: &str| base.at.iter().find(|(k, _, _)| k == key).map(|(_, _, t)| *t);
         if let Some(base_time) = self.headline_inputs.as_deref().and_then(base_at) {
-            return Some(base_time / time);
+            return Some(SpeedupAt { ratio: base_time / time, inputs: self.headline_inputs_value.clone() });
         }
-        self.at.iter().rev().find_map(|(key, t)| Some(base_at(key)? / t))
+        self.at.iter().rev().find_map(|(key, inputs, t)| Some(SpeedupAt { ratio: base_at(key)? / t, inputs: Some(inputs.clone()) }))
     }
 }
 
@@ -58,6 +104,21 @@ impl BestTimes {
 /// compared at the same inputs (see [`BestTimes::speedup_over`]).
 pub fn speedup(base: &Value, performance: &Value) -> Option<f64> {
     BestTimes::of(performance).speedup_over(&BestTimes::of(base))
+}
+
+/// Input values compactly, in their recorded order: `n=4096`, `rows=4096 cols=1024`.
+pub fn format_inputs(inputs: &Value) -> String {
+    match inputs.as_object() {
+        Some(o) if !o.is_empty() => o
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}={s}"),
+                v => format!("{k}={v}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => "-".to_string(),
+    }
 }
 
 /// The inputs as one string with sorted names, so that key order never matters.
