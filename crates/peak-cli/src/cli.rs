@@ -380,6 +380,10 @@ pub struct InitArgs {
 pub struct LogArgs {
     #[command(flatten)]
     pub workflow: WorkflowArg,
+    /// A line under each checkpoint for every other input size it was tuned at, with its
+    /// time and speedups there.
+    #[arg(long)]
+    pub sizes: bool,
     #[arg(long)]
     pub json: bool,
 }

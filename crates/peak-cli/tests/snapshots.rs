@@ -222,7 +222,8 @@ fn tune() {
 }
 
 /// A workflow with a measured root (one configuration) and a TB-Tiling checkpoint made
-/// as `peak apply` makes one, with a recorded time; then `log`, `show` and `diff`.
+/// as `peak apply` makes one, with recorded times at two sizes (n = 32, then the root's
+/// n = 64); then `log` (and `--sizes`), `show` and `diff`.
 #[test]
 fn workflow() {
     if !opencl_present("workflow") {
@@ -242,7 +243,13 @@ fn workflow() {
             transformation: "TB-Tiling".into(),
             executor: "agent".into(),
             validation: serde_json::json!({"verdict": "passed"}),
-            performance: serde_json::json!({"best": {"params": {"inputs": {"n": 64}, "tuning": {"TILE": 16}}, "time_ms": 0.05}}),
+            performance: serde_json::json!({
+                "best": {"params": {"inputs": {"n": 64}, "tuning": {"TILE": 16}}, "time_ms": 0.05},
+                "runs": [
+                    {"inputs": {"n": 32}, "best": {"params": {"inputs": {"n": 32}, "tuning": {"TILE": 16}}, "time_ms": 0.01}},
+                    {"inputs": {"n": 64}, "best": {"params": {"inputs": {"n": 64}, "tuning": {"TILE": 16}}, "time_ms": 0.05}},
+                ],
+            }),
             transcript: serde_json::json!({"entries": []}),
             ..Default::default()
         })
@@ -251,6 +258,7 @@ fn workflow() {
     snap.filter_checkpoints("wf");
 
     snap.assert("log", &["log", "-w", "wf"]);
+    snap.assert("log_sizes", &["log", "--sizes", "-w", "wf"]);
     snap.assert("show", &["show", "HEAD", "-w", "wf"]);
     snap.assert("diff", &["diff", "root", "HEAD", "-w", "wf"]);
     snap.assert("error_unknown_checkpoint", &["show", "nosuch", "-w", "wf"]);

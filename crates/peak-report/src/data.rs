@@ -69,6 +69,11 @@ pub struct Step {
     /// As `peak log` computes them: root's best time over this one's, parent's over this one's.
     pub speedup_over_root: Option<f64>,
     pub speedup_over_previous: Option<f64>,
+    /// The inputs `best_time_ms` (and `tflops`, `percent_of_vendor`) were measured at.
+    pub best_inputs: Option<Value>,
+    /// The inputs each speedup was taken at (see `peak log`).
+    pub speedup_over_root_inputs: Option<Value>,
+    pub speedup_over_previous_inputs: Option<Value>,
     /// From the manifest's `kernel.flops` at the best configuration's inputs.
     pub tflops: Option<f64>,
     /// `performance.json`'s `baseline.time_ms` over the best time, in percent.
@@ -217,6 +222,9 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
                 best_time_ms: entry.best_time_ms,
                 speedup_over_root: entry.speedup_over_root,
                 speedup_over_previous: entry.speedup_over_parent,
+                best_inputs: entry.best_inputs.clone(),
+                speedup_over_root_inputs: entry.speedup_over_root_inputs.clone(),
+                speedup_over_previous_inputs: entry.speedup_over_parent_inputs.clone(),
                 tflops: tflops(view, entry.best_time_ms),
                 percent_of_vendor: view.performance.pointer("/baseline/time_ms").and_then(Value::as_f64).zip(entry.best_time_ms).map(|(b, t)| 100.0 * b / t),
                 best_params,

@@ -104,10 +104,11 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
                     speedup(st.speedup_over_previous),
                     tflops(st.tflops),
                     percent(st.percent_of_vendor),
+                    measured_at(st),
                 ]
             })
             .collect();
-        out.push_str(&table(&["step", "checkpoint", "transformation", "verdict", "best time", "x root", "x previous", "TFLOP/s", "% vendor"], &rows));
+        out.push_str(&table(&["step", "checkpoint", "transformation", "verdict", "best time", "x root", "x previous", "TFLOP/s", "% vendor", "inputs"], &rows));
     }
 
     let _ = writeln!(out, "\nsuccess per executor x transformation (attempts log)");
@@ -216,6 +217,28 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
         }
     }
     out
+}
+
+/// The inputs a step's time was measured at, and those of a speedup taken elsewhere:
+/// `n=4096 (x root, x previous @n=256)`.
+fn measured_at(st: &crate::data::Step) -> String {
+    let Some(at) = &st.best_inputs else { return "-".into() };
+    let mut cell = peak_workflow::format_inputs(at);
+    fn elsewhere<'a>(s: Option<f64>, i: &'a Option<serde_json::Value>, at: &serde_json::Value) -> Option<&'a serde_json::Value> {
+        i.as_ref().filter(|i| s.is_some() && *i != at)
+    }
+    let (root, previous) = (elsewhere(st.speedup_over_root, &st.speedup_over_root_inputs, at), elsewhere(st.speedup_over_previous, &st.speedup_over_previous_inputs, at));
+    match (root, previous) {
+        (Some(r), Some(p)) if r == p => cell.push_str(&format!(" (x root, x previous @{})", peak_workflow::format_inputs(r))),
+        (r, p) => {
+            for (what, i) in [("x root", r), ("x previous", p)] {
+                if let Some(i) = i {
+                    cell.push_str(&format!(" ({what} @{})", peak_workflow::format_inputs(i)));
+                }
+            }
+        }
+    }
+    cell
 }
 
 /// `n=256, k=128` from a JSON object of inputs.

@@ -11,6 +11,7 @@ use similar::TextDiff;
 use crate::context::{self, Files, MANIFEST};
 use crate::error::Result;
 use crate::history::Snapshot;
+use crate::speedup::{BestTimes, format_inputs};
 use crate::workflow::{CONTEXT_DIR, CheckpointId, Workflow, best_time, fmt_ms};
 
 /// What [`Workflow::diff`] returns. `Display` renders it for terminals.
@@ -96,6 +97,24 @@ pub struct PerformanceDelta {
     /// The best configurations' parameters (`best.params`).
     pub a_params: Option<Value>,
     pub b_params: Option<Value>,
+    /// The inputs `a_best_ms` and `b_best_ms` were measured at (`best.params.inputs`).
+    pub a_inputs: Option<Value>,
+    pub b_inputs: Option<Value>,
+    /// The inputs `speedup` was taken at: b's headline inputs if a was timed there, else
+    /// the last inputs both were tuned at.
+    pub speedup_inputs: Option<Value>,
+    /// Every input size either side was tuned at (`runs`), b's order first.
+    pub sizes: Vec<SizeDelta>,
+}
+
+/// Both sides' best times at one input size, in [`PerformanceDelta::sizes`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizeDelta {
+    pub inputs: Value,
+    pub a_ms: Option<f64>,
+    pub b_ms: Option<f64>,
+    /// a's time over b's at these inputs.
+    pub speedup: Option<f64>,
 }
 
 fn unified(old: &str, new: &str, a_name: &str, b_name: &str) -> String {
@@ -185,12 +204,30 @@ fn tuning_diff(a: &Files, b: &Files) -> TuningDiff {
 
 fn performance_delta(a: &Value, b: &Value) -> PerformanceDelta {
     let (ta, tb) = (best_time(a), best_time(b));
+    let (times_a, times_b) = (BestTimes::of(a), BestTimes::of(b));
+    let speedup = times_b.speedup_over_at(&times_a);
+    let mut sizes: Vec<SizeDelta> = Vec::new();
+    if times_a.has_runs() || times_b.has_runs() {
+        let at = |times: &BestTimes, inputs: &Value| times.sizes().into_iter().find(|(i, _)| i.as_ref() == Some(inputs)).map(|(_, t)| t);
+        for (inputs, _) in times_b.sizes().into_iter().chain(times_a.sizes()) {
+            let Some(inputs) = inputs else { continue };
+            if sizes.iter().any(|s| s.inputs == inputs) {
+                continue;
+            }
+            let (a_ms, b_ms) = (at(&times_a, &inputs), at(&times_b, &inputs));
+            sizes.push(SizeDelta { speedup: times_b.speedup_at_inputs(&times_a, &inputs), a_ms, b_ms, inputs });
+        }
+    }
     PerformanceDelta {
         a_best_ms: ta,
         b_best_ms: tb,
-        speedup: crate::speedup(a, b),
+        speedup: speedup.as_ref().map(|s| s.ratio),
         a_params: a.pointer("/best/params").cloned(),
         b_params: b.pointer("/best/params").cloned(),
+        a_inputs: times_a.headline_inputs().cloned(),
+        b_inputs: times_b.headline_inputs().cloned(),
+        speedup_inputs: speedup.and_then(|s| s.inputs),
+        sizes,
     }
 }
 
@@ -225,11 +262,28 @@ impl fmt::Display for WorkflowDiff {
         )?;
         let p = &self.performance;
         let time = |t: Option<f64>| t.map(fmt_ms).unwrap_or_else(|| "no timing".to_string());
-        write!(f, "\nperformance: {} -> {}", time(p.a_best_ms), time(p.b_best_ms))?;
+        let at = |i: Option<&Value>| i.map(|i| format!(" at {}", format_inputs(i))).unwrap_or_default();
+        let ratio = |s: f64| if s >= 1.0 { format!("{s:.2}x faster") } else { format!("{:.2}x slower", 1.0 / s) };
+        // One "at" after both times when they share their inputs, else one after each.
+        let (a_at, b_at) = match (p.a_best_ms, p.b_best_ms) {
+            (Some(_), Some(_)) if p.a_inputs == p.b_inputs => (String::new(), at(p.b_inputs.as_ref())),
+            _ => (p.a_best_ms.map(|_| at(p.a_inputs.as_ref())).unwrap_or_default(), p.b_best_ms.map(|_| at(p.b_inputs.as_ref())).unwrap_or_default()),
+        };
+        write!(f, "\nperformance: {}{a_at} -> {}{b_at}", time(p.a_best_ms), time(p.b_best_ms))?;
         match p.speedup {
-            Some(s) if s >= 1.0 => writeln!(f, " ({s:.2}x faster)")?,
-            Some(s) => writeln!(f, " ({:.2}x slower)", 1.0 / s)?,
+            Some(s) if p.speedup_inputs.is_some() && p.speedup_inputs != p.b_inputs => writeln!(f, " ({}{})", ratio(s), at(p.speedup_inputs.as_ref()))?,
+            Some(s) => writeln!(f, " ({})", ratio(s))?,
             None => writeln!(f)?,
+        }
+        if p.sizes.len() > 1 {
+            let dash = |t: Option<f64>| t.map(fmt_ms).unwrap_or_else(|| "-".to_string());
+            for s in &p.sizes {
+                write!(f, "  at {}: {} -> {}", format_inputs(&s.inputs), dash(s.a_ms), dash(s.b_ms))?;
+                match s.speedup {
+                    Some(r) => writeln!(f, " ({})", ratio(r))?,
+                    None => writeln!(f)?,
+                }
+            }
         }
         if p.a_params != p.b_params {
             let params = |v: &Option<Value>| v.as_ref().map_or_else(|| "-".to_string(), Value::to_string);

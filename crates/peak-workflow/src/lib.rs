@@ -115,7 +115,7 @@ mod workflow;
 
 pub use attempts::{Attempt, AttemptRecord, AttemptsLog, DamagedLine, outcome};
 pub use bundle::{BundleSummary, clone_bundle, is_bundle};
-pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, PerformanceDelta, RegionDiff, TuningDiff, WorkflowDiff};
+pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, PerformanceDelta, RegionDiff, SizeDelta, TuningDiff, WorkflowDiff};
 pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
 pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, render_log, render_log_sizes};

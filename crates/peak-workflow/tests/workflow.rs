@@ -284,3 +284,59 @@ fn attempts_are_kept_across_checkouts_and_drive_resume() {
     assert_eq!(log.records[0].attempt.tokens_in, Some(1200));
     assert_eq!(log.unfinished().len(), 1);
 }
+
+/// `performance.json` of a checkpoint tuned at each `(n, time)` in turn: the headline is the last.
+fn tuned_at(sizes: &[(i64, f64)]) -> serde_json::Value {
+    let (n, t) = *sizes.last().unwrap();
+    let run = |n: i64, t: f64| json!({"inputs": {"n": n}, "best": {"params": {"inputs": {"n": n}, "tuning": {"TILE": 4}}, "time_ms": t}});
+    json!({
+        "best": {"params": {"inputs": {"n": n}, "tuning": {"TILE": 4}}, "time_ms": t},
+        "runs": sizes.iter().map(|(n, t)| run(*n, *t)).collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn log_show_and_diff_name_the_inputs_of_every_time_and_speedup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    let ctx0 = write_context(&base.join("ctx0"), DEVICE_0, TUNING_0);
+    let root = peak_workflow::RootInput { reference: reference(), performance: Some(tuned_at(&[(256, 8.0)])), ..Default::default() };
+    let mut wf = Workflow::init_with(base.join("wf"), &ctx0, root).unwrap();
+    // Tuned at a second, larger size: its headline (1769 ms at n=4096) is no slowdown,
+    // its speedup over the root is taken at n=256, the one size both share.
+    let ctx = write_context(&base.join("ctx1"), DEVICE_1, TUNING_1);
+    let mut step = input(&ctx, "Refactor", 0.0, json!({}));
+    step.performance = tuned_at(&[(256, 4.0), (4096, 1769.0)]);
+    wf.checkpoint(step).unwrap();
+
+    let log = wf.log().unwrap();
+    let e = entry(&log, "Refactor");
+    assert_eq!((e.best_time_ms, e.best_inputs.clone()), (Some(1769.0), Some(json!({"n": 4096}))));
+    assert_eq!((e.speedup_over_root, e.speedup_over_root_inputs.clone()), (Some(2.0), Some(json!({"n": 256}))));
+    assert_eq!(e.speedup_over_parent_inputs, Some(json!({"n": 256})));
+    let sizes: Vec<_> = e.sizes.iter().map(|s| (s.inputs.clone().unwrap(), s.best_time_ms, s.speedup_over_root)).collect();
+    assert_eq!(sizes, [(json!({"n": 256}), 4.0, Some(2.0)), (json!({"n": 4096}), 1769.0, None)]);
+    let as_json = serde_json::to_value(&log).unwrap();
+    assert_eq!(as_json[0]["best_inputs"], json!({"n": 4096}));
+    assert_eq!(as_json[0]["speedup_over_root"], json!(2.0), "the old fields keep their names");
+
+    let table = peak_workflow::render_log(&log);
+    let row = table.lines().find(|l| l.contains("Refactor")).unwrap();
+    assert!(row.contains("1769 ms n=4096 (+1 size)"), "the time with its size:\n{table}");
+    assert!(row.contains("2.00x root @n=256") && row.contains("2.00x parent @n=256"), "the speedups with theirs:\n{table}");
+    let init = table.lines().find(|l| l.contains("init")).unwrap();
+    assert!(init.contains("8.00 ms n=256") && init.contains("1.00x root") && !init.contains('@'), "{table}");
+
+    let table = peak_workflow::render_log_sizes(&log);
+    let lines: Vec<&str> = table.lines().collect();
+    let at = lines.iter().position(|l| l.contains("Refactor")).unwrap();
+    assert!(lines[at].contains("1769 ms n=4096  ") && !lines[at].contains("(+1 size)"), "{table}");
+    let below = lines[at + 1];
+    assert!(below.contains("4.00 ms n=256") && below.contains("2.00x root") && !below.contains('@'), "one row per size:\n{table}");
+
+    let diff = wf.diff("root", "HEAD").unwrap();
+    assert_eq!((diff.performance.b_inputs.clone(), diff.performance.speedup_inputs.clone()), (Some(json!({"n": 4096})), Some(json!({"n": 256}))));
+    let text = diff.to_string();
+    assert!(text.contains("performance: 8.00 ms at n=256 -> 1769 ms at n=4096 (2.00x faster at n=256)"), "{text}");
+    assert!(text.contains("  at n=256: 8.00 ms -> 4.00 ms (2.00x faster)\n  at n=4096: - -> 1769 ms\n"), "{text}");
+}

@@ -1,4 +1,4 @@
-//! `peak log`: the checkpoints, with speedups.
+//! `peak log`: the checkpoints, with speedups, each time with its inputs (`--sizes`: every size tuned).
 
 use anyhow::Result;
 
@@ -12,6 +12,7 @@ pub fn run(args: LogArgs) -> Result<()> {
     if args.json {
         return print_json(&entries);
     }
-    print!("{}", peak_workflow::render_log(&entries));
+    let table = if args.sizes { peak_workflow::render_log_sizes(&entries) } else { peak_workflow::render_log(&entries) };
+    print!("{table}");
     Ok(())
 }

@@ -27,6 +27,20 @@ pub fn run(args: ShowArgs) -> Result<()> {
         println!("                  not yet validated or tuned: `peak replay` does both where the GPU is");
     }
     if let Some(best) = view.performance.get("best") {
+        if let Some(ms) = best["time_ms"].as_f64() {
+            let at = best.pointer("/params/inputs").map(|i| format!(" at {}", peak_workflow::format_inputs(i))).unwrap_or_default();
+            println!("  best time       {}{at}", peak_workflow::format_ms(ms));
+        }
+        // Every size tuned, where there are several: the headline is one of them.
+        let runs: Vec<String> = view.performance["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|run| Some(format!("{}: {}", peak_workflow::format_inputs(run.get("inputs")?), peak_workflow::format_ms(run.pointer("/best/time_ms")?.as_f64()?))))
+            .collect();
+        if runs.len() > 1 {
+            println!("  tuned at        {}", runs.join(", "));
+        }
         println!("  best            {best}");
     }
     for (name, text) in &view.files {
