@@ -248,7 +248,8 @@ pub(super) fn select(pre: &Preprocessed, decls: &[Declaration], at: usize, backe
     if !unused_includes.is_empty() {
         notes.push(format!("left out #include {}: the kernel does not use them", unused_includes.into_iter().collect::<Vec<_>>().join(", ")));
     }
-    let added = half_includes(backend, &used, &macros);
+    let kept_code: String = pre.pieces.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| p.code.as_str()).collect::<Vec<_>>().join("\n");
+    let added = half_includes(backend, &used, &macros, &kept_code);
     for (include, why) in &added {
         notes.push(format!("added #include <{include}>: the kernel uses {why}, which nvcc's implicit cuda_runtime.h brings in"));
     }
@@ -327,7 +328,7 @@ fn include_fate(name: &str, backend: Backend) -> Fate {
 
 /// The half-precision headers CUDA code gets from nvcc's implicit `cuda_runtime.h` and
 /// NVRTC does not: (header, the names that showed it is needed).
-fn half_includes(backend: Backend, used: &HashSet<&str>, macros: &[String]) -> Vec<(&'static str, String)> {
+fn half_includes(backend: Backend, used: &HashSet<&str>, macros: &[String], code: &str) -> Vec<(&'static str, String)> {
     if backend != Backend::Cuda {
         return vec![];
     }
@@ -339,10 +340,33 @@ fn half_includes(backend: Backend, used: &HashSet<&str>, macros: &[String]) -> V
         .iter()
         .filter(|(header, _)| !macros.iter().any(|m| m.contains(header)))
         .filter_map(|(header, names)| {
-            let found: BTreeSet<&str> = names.iter().copied().filter(|n| used.contains(n)).collect();
+            // `half` and `half2` are also ordinary variable names (a loop's midpoint):
+            // they count only where they name a type.
+            let found: BTreeSet<&str> = names.iter().copied().filter(|n| used.contains(n) && (!matches!(*n, "half" | "half2") || used_as_type(code, n))).collect();
             (!found.is_empty()).then(|| (*header, found.into_iter().collect::<Vec<_>>().join(", ")))
         })
         .collect()
+}
+
+/// Whether `name` appears in `code` as a type: where a declaration starts (after `(`, `,`,
+/// `;`, a brace, `<` or a qualifier) and followed by a name, `*` or `&` (a declaration or a
+/// parameter), or alone in parentheses before an operand (a cast). `half < n` and
+/// `x = half * 2` are a variable's uses.
+fn used_as_type(code: &str, name: &str) -> bool {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    const QUALIFIERS: [&str; 7] = ["const", "static", "volatile", "__shared__", "extern", "typedef", "__restrict__"];
+    code.match_indices(name).any(|(at, _)| {
+        let (head, after) = (&code[..at], &code[at + name.len()..]);
+        if head.chars().next_back().is_some_and(is_name) || after.chars().next().is_some_and(is_name) {
+            return false;
+        }
+        let head = head.trim_end();
+        let rest = after.trim_start();
+        let starts_declaration = head.is_empty() || head.ends_with(['(', ',', ';', '{', '}', '<']) || QUALIFIERS.iter().any(|q| head.ends_with(q));
+        let declarator = rest.starts_with('*') || (rest.starts_with('&') && !rest.starts_with("&&")) || (after.starts_with(char::is_whitespace) && rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'));
+        let cast = head.ends_with('(') && rest.starts_with(')') && rest[1..].trim_start().starts_with(|c: char| is_name(c) || c == '(');
+        (starts_declaration && declarator) || cast
+    })
 }
 
 /// A note per inlined header: what the kernel used of it.
@@ -411,6 +435,16 @@ mod tests {
     fn decl(code: &str) -> (Role, Vec<String>) {
         let d = declare(code, Backend::Cuda);
         (d.role, d.names)
+    }
+
+    #[test]
+    fn half_counts_as_a_type_only_where_it_names_one() {
+        for code in ["void k(half* a) {}", "void k(const half *a, int n) {}", "{ half x = a[0]; }", "float f = (half)v;", "__shared__ half tile[32];"] {
+            assert!(used_as_type(code, "half"), "{code}");
+        }
+        for code in ["int half = n / 2;", "if (i < half && j) {}", "x = half * 2;", "return half;", "y[half] = 0;", "int halfway = 1;"] {
+            assert!(!used_as_type(code, "half"), "{code}");
+        }
     }
 
     #[test]
