@@ -30,6 +30,18 @@ fn without_matmul_shape(text: &str, lines: &str) -> String {
     text.replacen("flops = \"2 * n * n * n\"\n", &format!("flops = \"2 * n * n * n\"\n{lines}\n"), 1)
 }
 
+/// The naive matmul with no kind declared, its kernel renamed `name` (so the name says
+/// nothing) and its inner statement replaced by `statement`.
+fn unnamed_kernel(text: &str, name: &str, statement: &str) -> String {
+    if text.contains("[kernel]") {
+        without_matmul_shape(text, "").replace("name = \"matmul\"", &format!("name = \"{name}\""))
+    } else {
+        text.replace("void matmul", &format!("void {name}"))
+            .replace("launch(\"matmul\"", &format!("launch(\"{name}\""))
+            .replace("acc += A[row * n + k] * B[k * n + col];", statement)
+    }
+}
+
 fn init(env: &Env, ctx: &str) -> String {
     let wf = env.arg("wf");
     env.ok(&["init", &wf, "--from", ctx, "--no-measure", "--set", "n=256", "--samples", "2"]);
@@ -102,14 +114,7 @@ fn a_context_without_a_pattern_has_it_read_off_its_code_or_is_asked_for_it() {
 
     // The same code renamed and written as a neighbourhood sum: a stencil, so the GEMM line is refused.
     let env = Env::new();
-    let blur = |t: &str| {
-        if t.contains("[kernel]") {
-            without_matmul_shape(t, "").replace("name = \"matmul\"", "name = \"smooth\"")
-        } else {
-            t.replace("void matmul", "void smooth").replace("launch(\"matmul\"", "launch(\"smooth\"").replace("acc += A[row * n + k] * B[k * n + col];", "acc += A[row * n + k] * B[k * n + col + 1];")
-        }
-    };
-    let ctx = context(&env, "smooth", blur);
+    let ctx = context(&env, "smooth", |t| unnamed_kernel(t, "smooth", "acc += A[row * n + k] * B[k * n + col + 1];"));
     let wf = init(&env, &ctx);
     let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
     assert!(!out.status.success());
@@ -117,14 +122,7 @@ fn a_context_without_a_pattern_has_it_read_off_its_code_or_is_asked_for_it() {
 
     // Code whose shape says nothing peak recognises: asked, not guessed.
     let env = Env::new();
-    let unclear = |t: &str| {
-        if t.contains("[kernel]") {
-            without_matmul_shape(t, "").replace("name = \"matmul\"", "name = \"scatter\"")
-        } else {
-            t.replace("void matmul", "void scatter").replace("launch(\"matmul\"", "launch(\"scatter\"").replace("acc += A[row * n + k] * B[k * n + col];", "acc = acc + A[row * n + k];")
-        }
-    };
-    let ctx = context(&env, "scatter", unclear);
+    let ctx = context(&env, "scatter", |t| unnamed_kernel(t, "scatter", "acc = acc + A[row * n + k];"));
     let wf = init(&env, &ctx);
     let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
     assert!(!out.status.success());

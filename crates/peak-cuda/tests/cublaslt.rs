@@ -3,21 +3,14 @@
 //! dimensions, batches and the residual. Without an NVIDIA GPU every test prints why it
 //! skipped.
 
+mod support;
+
 use half::{bf16, f16};
 use peak_backend::runner::{self, RunOptions};
 use peak_cuda::CudaBackend;
 use peak_cuda::baseline::{Gemm, run_cublaslt};
 use peak_spec::{Activation, Context, DType, HostArray, Layout, compare, default_tolerance};
-
-fn gpu(test: &str) -> Option<CudaBackend> {
-    match CudaBackend::new() {
-        Ok(b) => Some(b),
-        Err(e) => {
-            eprintln!("SKIPPED {test}: {e}");
-            None
-        }
-    }
-}
+use support::gpu;
 
 /// A context of one execution parameter (m = 37, n = 45, k = 29) whose GEMM is `matmul`
 /// (the table's lines after m, n, k) over `arrays`: (name, size expression, is output),

@@ -2,6 +2,8 @@
 //! Hopper tensor maps), argument checks, cache flushing and the cuBLASLt baseline. Without
 //! an NVIDIA GPU every test prints why it skipped.
 
+mod support;
+
 use std::path::Path;
 
 use peak_backend::runner::{RunOptions, run};
@@ -9,16 +11,7 @@ use peak_backend::{Backend, CompileRequest};
 use peak_cuda::CudaBackend;
 use peak_cuda::baseline::run_baseline;
 use peak_spec::Context;
-
-fn gpu(test: &str) -> Option<CudaBackend> {
-    match CudaBackend::new() {
-        Ok(b) => Some(b),
-        Err(e) => {
-            eprintln!("SKIPPED {test}: {e}");
-            None
-        }
-    }
-}
+use support::gpu;
 
 /// A one-kernel CUDA context: `arrays` is manifest text, `n` the only input.
 fn context(device: &str, host: &str, arrays: &str, n: i64) -> (tempfile::TempDir, Context) {

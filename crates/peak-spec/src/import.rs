@@ -21,7 +21,7 @@
 
 mod launch;
 mod preprocess;
-mod scan;
+pub(crate) mod scan;
 mod select;
 mod signature;
 

@@ -13,6 +13,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::import::scan::{identifiers, mask};
+
 /// The kinds of computation the library's transformations are written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -121,7 +123,8 @@ pub struct Inferred {
 /// thread is an elementwise map. Anything else is left to the user to declare: a wrong
 /// guess would hand the kernel another pattern's prompt.
 pub fn infer(device: &str) -> Result<Inferred, String> {
-    let code = strip_comments(device);
+    // Comments and string literals masked out: a kernel named in a comment says nothing.
+    let code = mask(device);
     let kernels = kernel_names(&code);
     for name in &kernels {
         if let Some(pattern) = pattern_in_name(name) {
@@ -245,26 +248,9 @@ fn neighbour_offsets(code: &str) -> bool {
     false
 }
 
+/// The identifiers of `code` (keywords included, numbers left out).
 fn words(code: &str) -> impl Iterator<Item = &str> {
-    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
-}
-
-fn strip_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix("//") {
-            rest = &after[after.find('\n').unwrap_or(after.len())..];
-        } else if let Some(after) = rest.strip_prefix("/*") {
-            rest = &after[after.find("*/").map_or(after.len(), |e| e + 2)..];
-            out.push(' ');
-        } else {
-            let c = rest.chars().next().expect("non-empty");
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-        }
-    }
-    out
+    identifiers(code).map(|(_, word)| word)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 /// `text` with comments and the insides of string and character literals replaced by
 /// spaces, newlines kept, byte for byte.
-pub(super) fn mask(text: &str) -> String {
+pub(crate) fn mask(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = b.to_vec();
     let blank = |out: &mut Vec<u8>, from: usize, to: usize| out[from..to].iter_mut().filter(|c| **c != b'\n').for_each(|c| *c = b' ');
@@ -200,7 +200,7 @@ pub(super) fn is_name_byte(c: u8) -> bool {
 }
 
 /// The identifiers of `code` with their offsets, numbers (`1e-5f`, `0x1F`) skipped.
-pub(super) fn identifiers(code: &str) -> impl Iterator<Item = (usize, &str)> {
+pub(crate) fn identifiers(code: &str) -> impl Iterator<Item = (usize, &str)> {
     let b = code.as_bytes();
     let mut i = 0;
     std::iter::from_fn(move || {
