@@ -142,6 +142,15 @@ fn layernorm_odd_rows_workflow_replays() {
     assert!(log[0]["summary"].as_str().unwrap().contains("Vector-Body"));
 }
 
+/// The layernorm's branch `rows-per-block`: Rows-Per-Block (written for llm.c's layernorm)
+/// carried through this layernorm by its prompt alone, with rows of 1001 and a row count
+/// ROWS does not divide.
+#[test]
+fn layernorm_rows_per_block_branch_replays() {
+    let Some(log) = replay_branch("layernorm", Some("rows-per-block"), &["N=64"], &["Block-Reduce", "Vector-Body", "Rows-Per-Block"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Rows-Per-Block"));
+}
+
 /// The CUDA twins' workflows (for bench/h200-kernels.sh) take the same chains, written by
 /// the agent executor and compile-checked only (`--defer`): the H200 replay validates them.
 /// The reduction and the softmax go on with Warp-Reduce (CUDA only: PoCL has no subgroups),
