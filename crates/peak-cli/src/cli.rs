@@ -353,6 +353,23 @@ pub struct NewArgs {
     /// What the kernel computes, in a sentence: prompts describe the kernel with it.
     #[arg(long)]
     pub description: Option<String>,
+    /// What the kernel does (elementwise, row-reduction, reduction, transpose, stencil, gemm,
+    /// attention), when reading its code would not say or would say wrong.
+    #[arg(long)]
+    pub pattern: Option<String>,
+    /// How an input array is drawn: a distribution (`x=normal`) or keys of its `[[arrays]]`
+    /// table (`x=init = "normal", scale = 0.5, outliers = { row = "C", count = 2, scale = 20.0 }`,
+    /// `labels=range = [0, "V"]`).
+    #[arg(long = "init", value_name = "ARRAY=SHAPE")]
+    pub shaping: Vec<String>,
+    /// A relative-error tolerance per element type (`f32=1e-4`, `bf16=2e-2`), or the
+    /// accumulation depth the half-precision default grows with (`accumulation=K`).
+    #[arg(long, value_name = "TYPE=VALUE")]
+    pub tolerance: Vec<String>,
+    /// The GEMM the kernel computes, as the keys of `[kernel.matmul]`:
+    /// `m = "M", n = "N", k = "K", a = "inp", b = "weight", c = "out", b_layout = "col", bias = "bias"`.
+    #[arg(long, value_name = "KEYS")]
+    pub matmul: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -46,3 +46,41 @@ fn a_kernel_file_becomes_a_context_that_runs() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("'Thread-Tiling' is written for gemm kernels, and this context's kernel is an elementwise map"), "{err}");
 }
+
+const LINEAR: &str = "__kernel void linear(__global float* out, __global const float* inp, __global const float* w, __global const float* b, const int M, const int N, const int K) {\n    int n = get_global_id(0), m = get_global_id(1);\n    if (m >= M || n >= N) return;\n    float acc = b[n];\n    for (int k = 0; k < K; k++) acc += inp[m * K + k] * w[n * K + k];\n    out[m * N + n] = acc;\n}\n";
+
+#[test]
+fn the_gemm_its_inputs_and_tolerance_come_from_flags() {
+    let env = Env::new();
+    std::fs::write(env.path("linear.cl"), LINEAR).unwrap();
+    let file = env.arg("linear.cl");
+    let base = ["--size", "out=M*N", "--size", "inp=M*K", "--size", "w=N*K", "--size", "b=N", "--input", "M=61", "--input", "N=47", "--input", "K=33"];
+    let gemm = "m = \"M\", n = \"N\", k = \"K\", a = \"inp\", b = \"w\", c = \"out\", b_layout = \"col\", bias = \"b\"";
+    let ctx = env.arg("linear");
+    let mut args = vec!["new", &file, "--to", &ctx];
+    args.extend(base);
+    args.extend(["--matmul", gemm, "--init", "inp=normal", "--init", "w=init = \"uniform\", scale = 0.1, offset = -0.05", "--tolerance", "f32=1e-4", "--json"]);
+    env.json(&args);
+    let manifest = std::fs::read_to_string(env.path("linear/peak.toml")).unwrap();
+    for said in ["[kernel.matmul]", "b_layout = \"col\"", "flops = \"2 * (M) * (N) * (K)\"", "init = \"normal\"", "scale = 0.1", "[tolerance]", "f32 = 0.0001"] {
+        assert!(manifest.contains(said), "`{said}` in:\n{manifest}");
+    }
+
+    // Each setting that does not read is a usage error naming the flag and the key.
+    for (flag, value, said) in [
+        ("--matmul", "m = \"M\", n = \"N\", k = \"K\", a = \"inp\", b = \"w\", c = \"out\", b_layot = \"col\"", "b_layot"),
+        ("--tolerance", "fp32=1e-4", "fp32"),
+        ("--init", "inp=range = [0, 4]", "range"),
+        ("--init", "nosuch=normal", "nosuch"),
+        ("--pattern", "elementwize", "elementwise"),
+    ] {
+        let to = env.arg("bad");
+        let mut args = vec!["new", &file, "--to", &to];
+        args.extend(base);
+        args.extend([flag, value]);
+        let out = env.peak(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(said), "{flag} {value}: {err}");
+        assert!(!env.path("bad").exists(), "{flag} {value}: nothing written");
+    }
+}

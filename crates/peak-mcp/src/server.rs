@@ -297,6 +297,7 @@ impl PeakServer {
                 description: p.description,
                 validation: p.validation.into_iter().collect(),
                 library: p.library,
+                ..Default::default()
             };
             let (ctx, notes) = peak_spec::import::import_file(Path::new(&p.file), Path::new(&p.context), None, &choices).map_err(|e| anyhow!(e))?;
             let launch = ctx.regions.get(Region::Host);

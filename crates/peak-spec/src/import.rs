@@ -19,6 +19,7 @@
 //! reads and adjusts it. [`import_file`] writes the context only into a fresh folder, and
 //! leaves nothing behind when it does not load as a whole.
 
+mod flags;
 mod launch;
 mod preprocess;
 pub(crate) mod scan;
@@ -29,11 +30,13 @@ use std::path::Path;
 
 use indexmap::IndexMap;
 
+pub use flags::{array_shaping, matmul_shape, tolerance};
 pub use preprocess::ReadHeader;
 pub use signature::Param;
 
 use crate::context::Context;
-use crate::manifest::{ArraySpec, Backend, Constraints, DType, Domain, Init, KernelSection, Manifest, Validation};
+use crate::manifest::{ArraySpec, Backend, Constraints, DType, Domain, Init, KernelSection, Manifest, MatmulShape, Tolerance, Validation};
+use crate::pattern::Pattern;
 use crate::regions::Regions;
 use preprocess::Preprocessed;
 use select::{Declaration, Role};
@@ -66,6 +69,15 @@ pub struct ImportChoices {
     pub validation: IndexMap<String, Vec<i64>>,
     /// The library call computing the same outputs (`[kernel] library`), for benchmarks.
     pub library: Option<String>,
+    /// How input arrays are drawn: per array, keys of its `[[arrays]]` table (`init`,
+    /// `scale`, `offset`, `range`, `outliers`, `seed`) laid over the import's defaults.
+    pub shaping: IndexMap<String, toml::Table>,
+    /// Relative-error tolerances (`[tolerance]`), where the defaults do not fit.
+    pub tolerance: Option<Tolerance>,
+    /// What the kernel does, when reading its code would not say or would say wrong.
+    pub pattern: Option<Pattern>,
+    /// The GEMM the kernel computes (`[kernel.matmul]`): layouts, epilogue, batch.
+    pub matmul: Option<MatmulShape>,
 }
 
 /// A scaffolded context, and what the import did to the kernel file to get it (headers
@@ -207,6 +219,10 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
         let input = array_spec(from, spec.dtype, &spec.size, false, false, seed);
         arrays.push(input);
     }
+    for (array, keys) in &choices.shaping {
+        let spec = arrays.iter_mut().find(|a| &a.name == array).expect("check_choices named an array");
+        *spec = flags::shaped(spec, keys).map_err(|e| format!("--init {array}: {e}"))?;
+    }
     let first_output = arrays.iter().find(|a| a.output).ok_or("no array is an output: name the result with --output")?;
     let inputs: Vec<&str> = params.iter().filter(|p| matches!(p, Param::Scalar { .. })).map(Param::name).collect();
     let proposal = launch::propose(code, backend, name, &inputs, launch::Covered { name: &first_output.name, size: &first_output.size });
@@ -215,10 +231,11 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
     let mut notes = selection.notes;
     // The pattern is written down where the kind given does not imply one, so the user
     // reads (and can correct) what transformations will be offered for.
-    let implied = choices.domain.as_deref().and_then(crate::pattern::Pattern::of_kind);
-    let pattern = match implied {
-        Some(_) => None,
-        None => match crate::pattern::infer(&selection.device) {
+    let implied = choices.domain.as_deref().and_then(Pattern::of_kind).or(choices.matmul.as_ref().map(|_| Pattern::Gemm));
+    let pattern = match (choices.pattern, implied) {
+        (Some(given), _) => Some(given),
+        (None, Some(_)) => None,
+        (None, None) => match crate::pattern::infer(&selection.device) {
             Ok(inferred) => {
                 notes.push(format!("pattern {} read off the code ({}); correct [kernel] pattern if it is wrong", inferred.pattern, inferred.evidence));
                 Some(inferred.pattern)
@@ -235,8 +252,8 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
             name: name.to_string(),
             backend,
             source: file_name.to_string(),
-            flops: None,
-            matmul: None,
+            flops: choices.matmul.as_ref().map(MatmulShape::flops),
+            matmul: choices.matmul.clone(),
             pattern,
             domain: choices.domain.clone(),
             description: choices.description.clone(),
@@ -247,7 +264,7 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
         arrays,
         tuning: proposal.tuning.into_iter().collect(),
         constraints: Constraints { inputs: vec![], tuning: proposal.constraints },
-        tolerance: None,
+        tolerance: choices.tolerance.clone(),
         validation: Validation { inputs: choices.validation.iter().map(|(name, values)| (name.clone(), Domain::values(values.clone()))).collect() },
     };
     Ok(Imported { manifest, regions: Regions::new(selection.macros, selection.device, host), notes })
@@ -276,12 +293,13 @@ fn check_choices(kernel: &str, params: &[Param], choices: &ImportChoices) -> Res
     if arrays.is_empty() {
         return Err(format!("kernel `{kernel}` takes no array: there would be nothing to check"));
     }
-    let given: [(&str, Vec<&String>, &Vec<&str>, &str); 5] = [
+    let given: [(&str, Vec<&String>, &Vec<&str>, &str); 6] = [
         ("--size", choices.sizes.keys().collect(), &arrays, "an array"),
         ("--input", choices.inputs.keys().collect(), &integers, "an integer parameter"),
         ("--validate", choices.validation.keys().collect(), &integers, "an integer parameter"),
         ("--scalar", choices.scalars.keys().collect(), &floats, "a float parameter"),
         ("--output", choices.outputs.iter().flatten().collect(), &arrays, "an array"),
+        ("--init", choices.shaping.keys().collect(), &arrays, "an array"),
     ];
     for (flag, names, allowed, what) in given {
         for name in names {

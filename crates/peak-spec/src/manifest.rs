@@ -330,6 +330,16 @@ impl Activation {
 }
 
 impl MatmulShape {
+    /// Floating-point operations of one run (`[kernel] flops`): a multiply and an add per
+    /// term of every problem's sums; the epilogue's few operations per output are left out.
+    pub fn flops(&self) -> String {
+        let one = format!("2 * ({}) * ({}) * ({})", self.m, self.n, self.k);
+        match &self.batch {
+            Some(batch) => format!("({batch}) * {one}"),
+            None => one,
+        }
+    }
+
     /// The GEMM in words, with where each element lives, for a prompt's "The kernel".
     pub fn describe(&self) -> String {
         let (a, b, c, m, n, k) = (&self.a, &self.b, &self.c, &self.m, &self.n, &self.k);

@@ -236,3 +236,49 @@ fn an_opencl_axpy_without_a_bound_keeps_blocks_inside_the_array() {
     assert!(ctx.region(Region::Macros).starts_with(HEADER));
     assert!(ctx.region(Region::Device).starts_with("__kernel void axpy_inplace(const float alpha,"), "{}", ctx.region(Region::Device));
 }
+
+#[test]
+fn a_linear_layer_takes_its_gemm_shaping_and_tolerance_from_the_import() {
+    let linear = |shaping: &str| ImportChoices {
+        kernel: Some("linear_forward_naive".into()),
+        sizes: pairs(&[("out", "tokens * out_dim"), ("inp", "tokens * in_dim"), ("weight", "out_dim * in_dim"), ("bias", "out_dim")]),
+        inputs: inputs(&[("tokens", 256), ("in_dim", 256), ("out_dim", 512)]),
+        shaping: [("inp".to_string(), peak_spec::import::array_shaping(shaping).unwrap())].into_iter().collect(),
+        tolerance: Some(peak_spec::import::tolerance(&[("f32".into(), "1e-4".into())]).unwrap()),
+        matmul: Some(
+            peak_spec::import::matmul_shape("m = \"tokens\", n = \"out_dim\", k = \"in_dim\", a = \"inp\", b = \"weight\", c = \"out\", b_layout = \"col\", bias = \"bias\"").unwrap(),
+        ),
+        ..ImportChoices::default()
+    };
+    let (ctx, notes, _dir) = import(TRAINING, linear("init = \"normal\", scale = 0.5"));
+    let m = &ctx.manifest;
+    assert_eq!(m.kernel.matmul.as_ref().map(|g| (g.b_layout, g.bias.as_deref())), Some((peak_spec::Layout::Col, Some("bias"))));
+    assert_eq!(m.kernel.flops.as_deref(), Some("2 * (tokens) * (out_dim) * (in_dim)"));
+    assert_eq!(ctx.pattern().unwrap().pattern, peak_spec::Pattern::Gemm);
+    assert!(!notes.join("\n").contains("read off the code"), "a GEMM described is not guessed: {notes:?}");
+    assert_eq!(m.tolerance.as_ref().and_then(|t| t.f32), Some(1e-4));
+    let inp = m.arrays.iter().find(|a| a.name == "inp").unwrap();
+    let written = std::fs::read_to_string(ctx.dir.join("peak.toml")).unwrap();
+    assert!(written.contains("init = \"normal\"") && written.contains("scale = 0.5"), "{written}");
+    assert!(inp.seed.is_some(), "the import's seed stays: {inp:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("ctx");
+    let e = import_file(&fixture(TRAINING), &to, None, &linear("range = [0, 10]")).unwrap_err();
+    assert!(e.contains("range") && e.contains("inp"), "a float array cannot take an integer range: {e}");
+    assert!(!to.exists(), "nothing is left behind");
+}
+
+#[test]
+fn a_declared_pattern_wins_over_the_code() {
+    let choices = ImportChoices {
+        kernel: Some("softmax_rows_forward".into()),
+        sizes: pairs(&[("probs", "rows * cols"), ("logits", "rows * cols")]),
+        inputs: inputs(&[("rows", 64), ("cols", 64)]),
+        pattern: Some(peak_spec::Pattern::Elementwise),
+        ..ImportChoices::default()
+    };
+    let (ctx, notes, _dir) = import(TRAINING, choices);
+    assert_eq!(ctx.pattern().unwrap().pattern, peak_spec::Pattern::Elementwise);
+    assert!(!notes.join("\n").contains("read off the code"), "{notes:?}");
+}

@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
-use peak_spec::import::{ImportChoices, Param, backend_of, import_file, read_signature};
+use peak_spec::import::{ImportChoices, Param, array_shaping, backend_of, import_file, matmul_shape, read_signature, tolerance};
 use peak_spec::{Backend, Region};
 use serde_json::json;
 
@@ -28,6 +28,10 @@ pub fn run(args: NewArgs) -> Result<()> {
         description: args.description.clone(),
         validation: pairs(&args.validation, "--validate", integer_list)?.into_iter().collect(),
         library: args.library.clone(),
+        shaping: pairs(&args.shaping, "--init", array_shaping)?.into_iter().collect(),
+        tolerance: tolerance_of(&args.tolerance)?,
+        pattern: args.pattern.as_deref().map(str::parse).transpose().map_err(|e: String| usage(anyhow!("--pattern: {e}")))?,
+        matmul: args.matmul.as_deref().map(matmul_shape).transpose().map_err(|e| usage(anyhow!("--matmul: {e}")))?,
     };
     if std::io::stdin().is_terminal()
         && let Some(backend) = backend.or_else(|| backend_of(&args.file.display().to_string()))
@@ -65,6 +69,15 @@ pub fn run(args: NewArgs) -> Result<()> {
     }
     println!("next: read the launch in {}, then `peak run {}`", ctx.source_path().display(), args.to.display());
     Ok(())
+}
+
+/// `[tolerance]` from `--tolerance TYPE=VALUE` flags, if any.
+fn tolerance_of(flags: &[String]) -> Result<Option<peak_spec::manifest::Tolerance>> {
+    if flags.is_empty() {
+        return Ok(None);
+    }
+    let given = pairs(flags, "--tolerance", |v| Ok(v.to_string()))?;
+    tolerance(&given).map(Some).map_err(|e| usage(anyhow!("--tolerance: {e}")))
 }
 
 /// `V1,V2,...` as integers.
