@@ -366,11 +366,16 @@ pub(super) fn writes(code: &str, name: &str) -> bool {
 }
 
 /// Whether the kernel reads array `name` (not only writes it): `name[i]` anywhere but
-/// the left of a plain `=`, a compound assignment, or its address taken (atomics).
+/// the left of a plain `=`, a compound assignment, its address taken (atomics), or the
+/// array itself the target of an atomic read-modify-write (`atomicAdd(name, v)`,
+/// `atomic_add(name + k, v)`: a block's partial added into a total its caller zeroed).
 pub(super) fn reads(code: &str, name: &str) -> bool {
     let tokens = scan::tokens(body(code));
     tokens.iter().enumerate().filter(|(_, t)| *t == name).any(|(i, _)| {
         if i > 0 && tokens[i - 1] == "&" {
+            return true;
+        }
+        if i > 1 && tokens[i - 1] == "(" && is_atomic(&tokens[i - 2]) {
             return true;
         }
         if tokens.get(i + 1).is_none_or(|t| t != "[") {
@@ -378,6 +383,13 @@ pub(super) fn reads(code: &str, name: &str) -> bool {
         }
         tokens.get(i + 1 + subscript_len(&tokens, i + 1)).is_none_or(|after| after != "=")
     })
+}
+
+/// A read-modify-write atomic: CUDA and HIP `atomicAdd`, `atomicMax`, ..., OpenCL
+/// `atomic_add`, `atom_add`, `atomic_fetch_add_explicit`, ...
+fn is_atomic(function: &str) -> bool {
+    let plain = ["atomic_load", "atomic_store", "atomic_init"].iter().any(|p| function.starts_with(p));
+    ["atomic", "atom_"].iter().any(|p| function.starts_with(p)) && !plain
 }
 
 /// How many tokens the subscript opening at `tokens[open]` spans, brackets included.
@@ -474,6 +486,9 @@ mod tests {
         assert!(reads(&code("C[i] = a * C[i];"), "C"));
         assert!(reads(&code("C[i] += 1;"), "C"));
         assert!(reads(&code("atomicAdd(&C[0], 1);"), "C"));
+        assert!(reads(&code("if (t == 0) atomicAdd(C, s[0]);"), "C"), "a total the kernel adds to");
+        assert!(reads(&code("atomic_add(C + b, 1);"), "C"));
+        assert!(!reads(&code("atomicAdd(D, C2); helper(C, i);"), "C"), "another array's atomic, a call");
         assert!(!reads(&code("C[i * n + j] = 1; D[i] = C2;"), "C"));
         assert!(!reads(&code("float* row = C + i; row[0] = 1;"), "C"));
     }

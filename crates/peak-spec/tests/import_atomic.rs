@@ -1,0 +1,31 @@
+//! A kernel that adds each block's partial into a total with an atomic (`atomicAdd(total,
+//! v)`, the array itself as the target, no subscript) reads the total as well as writing
+//! it: peak poisons outputs before every run, so the imported launch must start the total
+//! from an input of its own each run, as a caller zeroes it before launching. Fixture:
+//! tests/fixtures/import/realistic/sum_squares_atomic.cu (written for peak's tests).
+
+use std::path::Path;
+
+use peak_spec::import::{ImportChoices, import_file};
+use peak_spec::{Context, Region};
+
+#[test]
+fn an_atomic_total_starts_each_run_from_an_input() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/realistic/sum_squares_atomic.cu");
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("ctx");
+    let choices = ImportChoices {
+        sizes: [("x", "count"), ("total", "1")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+        inputs: [("count".to_string(), vec![1 << 20])].into_iter().collect(),
+        ..ImportChoices::default()
+    };
+    import_file(&file, &to, None, &choices).unwrap_or_else(|e| panic!("{e}"));
+    let ctx = Context::load(&to).unwrap();
+    let roles: Vec<(&str, bool, &str)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output, a.size.as_str())).collect();
+    assert_eq!(roles, [("x", false, "count"), ("total", true, "1"), ("total_in", false, "1")]);
+    let host = ctx.region(Region::Host);
+    let copy = host.find("copy(total_in, total);").unwrap_or_else(|| panic!("the total starts from an input:\n{host}"));
+    let launch = host.find("launch(\"sum_squares_total\"").unwrap_or_else(|| panic!("{host}"));
+    assert!(copy < launch, "the start is copied before the launch, on every run:\n{host}");
+    assert!(host.contains("The kernel reads total as well as writing it"), "{host}");
+}
