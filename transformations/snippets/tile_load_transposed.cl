@@ -1,0 +1,29 @@
+// PEAK_TILE_LOAD_T: the whole work-group fills a ROWS x COLS tile stored TRANSPOSED,
+// dst[c][r] = AT(row0 + r, col0 + c), through an accessor macro, so the tile holds the
+// operand's logical elements whatever its layout, and zero outside the matrix (row0 + r >=
+// rows or col0 + c >= cols). Consecutive work-items take consecutive c: the coalesced read for
+// an operand contiguous along the tile's column index (A[m, k] at a[m * lda + k], a tile
+// of A kept k-major in __local memory).
+// PEAK_TILE_LOAD_T_COLMAJOR: the same tile, consecutive work-items taking consecutive r: the
+// coalesced read for an operand contiguous along the tile's row index (A[m, k] at
+// a[k * lda + m]); its stores into dst are then contiguous too.
+//   dst         __local array indexed dst[c][r] (any padding of its rows is fine)
+//   AT          accessor macro: AT(i, j) is element (i, j) of the logical matrix (A_AT, B_AT)
+//   row0, col0  logical coordinates of the tile's top-left element
+//   ROWS, COLS  tile extent (of the logical tile, before transposition)
+//   rows, cols  the logical matrix's extent (for the bounds check)
+//   tid, nthr   this work-item's linear index in the group, and the group's size
+#define PEAK_TILE_LOAD_T(dst, AT, row0, col0, ROWS, COLS, rows, cols, tid, nthr)           \
+    for (int peak_i = (tid); peak_i < (ROWS) * (COLS); peak_i += (nthr)) {            \
+        const int peak_r = peak_i / (COLS), peak_c = peak_i % (COLS);                      \
+        const int peak_gr = (row0) + peak_r, peak_gc = (col0) + peak_c;          \
+        if (peak_gr < (rows) && peak_gc < (cols)) (dst)[peak_c][peak_r] = AT(peak_gr, peak_gc); \
+        else (dst)[peak_c][peak_r] = 0;                                                 \
+    }
+#define PEAK_TILE_LOAD_T_COLMAJOR(dst, AT, row0, col0, ROWS, COLS, rows, cols, tid, nthr)  \
+    for (int peak_i = (tid); peak_i < (ROWS) * (COLS); peak_i += (nthr)) {            \
+        const int peak_r = peak_i % (ROWS), peak_c = peak_i / (ROWS);                      \
+        const int peak_gr = (row0) + peak_r, peak_gc = (col0) + peak_c;          \
+        if (peak_gr < (rows) && peak_gc < (cols)) (dst)[peak_c][peak_r] = AT(peak_gr, peak_gc); \
+        else (dst)[peak_c][peak_r] = 0;                                                 \
+    }
