@@ -1,33 +1,48 @@
 #!/usr/bin/env bash
-# The GPU-gated tests, run where the GPU is (issue 16): every test binary that holds a
-# CUDA, sanitizer or Nsight Compute test is built here, carried to the GPU machine and run
+# The gated tests, run where the GPU is (issues 16 and 31): every test target whose code can
+# print "SKIPPED" (its own source, or a gate it calls: tests/support, peak-backend's
+# backend_test_suite!, opened_or_skip, run_gated), derived from the code by
+# `python3 bench/gpu_tests.py targets`, is built here, carried to the GPU machine and run
 # there, and `peak profile` is run once; bench/gpu_tests.py writes h200-gpu-tests.json
-# (tests run, passed, failed, skipped, each test's name and outcome, commit, date).
+# (tests run, passed, failed, skipped with each reason, each test's outcome, commit, date).
+# A gated binary that was not carried, fails to list its tests or lists none counts as failed.
 #
 # Here (a CPU machine with Rust):   bash bench/h200-gpu-tests.sh build
 # There (the GPU machine, no Rust): OUT=some/folder bash bench/h200-gpu-tests.sh run
 #
+# `build` strips the binaries and packs them (with `peak`) into one xz archive, so that
+# carry/gpu-tests stays under the 64 MiB a device call carries; `run` unpacks it.
 # `run` then runs bench/h200-export.sh (exported CUDA harness vs peak run; SKIP_EXPORT=1 skips).
 #
 # Test binaries find the repository (examples, fixtures) and the peak binary through the
 # absolute paths they were built with; `run` makes those paths lead to this checkout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# The test targets that hold GPU-gated tests: crate/target.
-TARGETS="peak-cuda/gpu peak-cuda/cublaslt peak-cuda/fault peak-cuda/nvrtc peak-eval/cuda peak-cli/sanitize peak-cli/cuda_commands"
 
 build() {
   set -e
   rm -rf carry/gpu-tests
   source bench/carry.sh
   carry_peak carry/gpu-tests
-  local packages=""
-  for t in $TARGETS; do packages="$packages -p ${t%/*}"; done
-  cargo test --release --no-run $packages --message-format=json 2>/dev/null \
-    | python3 bench/gpu_tests.py executables "$TARGETS" \
-    | while read -r name path; do cp "$path" "carry/gpu-tests/$name"; strip "carry/gpu-tests/$name"; done
+  local targets staging
+  targets="$(python3 bench/gpu_tests.py targets)"
+  staging="$(mktemp -d)"
+  mv carry/gpu-tests/peak "$staging/peak"
+  # One cargo call per crate, naming only its gated targets.
+  for crate in $(printf '%s\n' $targets | cut -d/ -f1 | sort -u); do
+    local names=""
+    for t in $targets; do [ "${t%/*}" = "$crate" ] && names="$names --test ${t#*/}"; done
+    cargo test --release --no-run -p "$crate" $names --message-format=json \
+      | python3 bench/gpu_tests.py executables "$targets" \
+      | while read -r name path; do strip -o "$staging/$name" "$path"; done
+  done
+  tar -C "$staging" -cf - . | xz -T1 -6 > carry/gpu-tests/binaries.tar.xz
+  rm -rf "$staging"
   pwd > carry/gpu-tests/built-in
-  du -sh carry/gpu-tests && ls carry/gpu-tests
+  echo "$targets" | wc -w | xargs echo "gated targets:"
+  du -sh carry/gpu-tests
+  local size; size=$(du -sb carry/gpu-tests | cut -f1)
+  if [ "$size" -ge $((64 * 1024 * 1024)) ]; then echo "carry/gpu-tests is over 64 MiB" >&2; exit 1; fi
 }
 
 run() {
@@ -37,13 +52,17 @@ run() {
   if [ "$built_in" != "$PWD" ] && [ ! -e "$built_in" ]; then
     mkdir -p "$(dirname "$built_in")" && ln -s "$PWD" "$built_in"
   fi
-  mkdir -p target/release && cp carry/gpu-tests/peak target/release/peak
-  python3 bench/gpu_tests.py run "$TARGETS" carry/gpu-tests "$OUT" 2>&1 | tee "$OUT/gpu-tests.log"
+  local bin=carry/gpu-tests/bin
+  rm -rf "$bin" && mkdir -p "$bin"
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' carry/gpu-tests/binaries.tar.xz "$bin"
+  cp carry/gpu-tests/commit "$bin/commit"
+  mkdir -p target/release && cp "$bin/peak" target/release/peak
+  python3 bench/gpu_tests.py run "$bin" "$OUT" 2>&1 | tee "$OUT/gpu-tests.log"
   # peak export's round trip (issue 13): the exported CUDA harness, built with nvcc, against
   # peak run on the same configuration; writes $OUT/h200-export.json. Needs nvcc.
   if [ -z "${SKIP_EXPORT:-}" ]; then
     # The device's copy of the tree has no usable git history: name the build's commit.
-    PEAK_COMMIT="$(cat carry/gpu-tests/commit)" PEAK=carry/gpu-tests/peak OUT="$OUT" bash bench/h200-export.sh 2>&1 | tee "$OUT/export.log" || echo "h200-export: failed (see $OUT/export.log)" >&2
+    PEAK_COMMIT="$(cat carry/gpu-tests/commit)" PEAK="$bin/peak" OUT="$OUT" bash bench/h200-export.sh 2>&1 | tee "$OUT/export.log" || echo "h200-export: failed (see $OUT/export.log)" >&2
   fi
 }
 
