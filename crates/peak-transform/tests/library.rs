@@ -40,7 +40,6 @@ const SHIPPED: &[&str] = &[
     "Grid-Stride",
     "Grid-Accumulate",
     "Register-Row",
-    "Register-Segment",
     "Register-Window",
     "Rows-Per-Block",
     "Thread-Coarsen",
