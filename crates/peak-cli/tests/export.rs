@@ -263,7 +263,7 @@ fn the_cuda_case_study_checkpoint_exports_a_kernel_nvrtc_compiles_alone() {
     assert_eq!(report["params"]["inputs"]["n"], 4096);
     let files: Vec<&str> = report["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
     assert_eq!(files, ["matmul.cu", "harness.cu", "build.sh", "Makefile", "README.txt"]);
-    assert!(report["build"].as_str().unwrap().starts_with("nvcc -O3 -std=c++17 -arch=sm_90a "), "{}", report["build"]);
+    assert!(report["build"].as_str().unwrap().starts_with("nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a "), "{}", report["build"]);
 
     // Split-K: the matmul into a scratch buffer of K_SPLITS * n * n, then the reduction;
     // 4 stages of 16 x (64 + 4) and 16 x (128 + 4) f32 tiles need the opt-in shared memory.

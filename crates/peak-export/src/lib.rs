@@ -114,6 +114,7 @@ pub fn export(source: &Source, target: &Target, options: &ExportOptions) -> Resu
         kernel_file: &kernel_file,
         origin: &source.origin,
         recorded_time_ms: chosen.recorded_time_ms,
+        arch: Some(target.device.arch.as_str()).filter(|a| !a.is_empty()),
     })?;
     let mut files = vec![(kernel_file.clone(), kernel_text)];
     files.extend(bundle.files);

@@ -26,10 +26,35 @@ impl Api {
     /// The build line; `arch` is the architecture peak compiled for (CUDA), if known.
     pub fn build(self, arch: Option<&str>) -> String {
         match self {
-            Api::Cuda => format!("nvcc -O3 -std=c++17 -arch={} -o harness harness.cu", arch.filter(|a| a.starts_with("sm_")).unwrap_or("native")),
+            Api::Cuda => format!("nvcc -O3 -std=c++17 {} -o harness harness.cu", nvcc_target(arch)),
             Api::Hip => "hipcc -O3 -std=c++17 -o harness harness.hip".to_string(),
         }
     }
+}
+
+/// nvcc's target options for the cubin peak compiled: one `-gencode` for `arch` alone.
+///
+/// NVRTC's `--gpu-architecture=sm_90a` builds one cubin, from PTX for `compute_90a`. nvcc's
+/// `-arch=sm_90a` does more: it also embeds PTX for the family's portable virtual
+/// architecture (`compute_90`), so every kernel is compiled a second time without the `a`
+/// features, and ptxas rejects wgmma, setmaxnreg and the like there ("not supported on
+/// .target 'sm_90'"). `-gencode arch=compute_XY[a|f],code=sm_XY[a|f]` builds what peak
+/// measured and nothing else. Without a known architecture, `-arch=native`.
+pub fn nvcc_target(arch: Option<&str>) -> String {
+    match arch.filter(|a| is_real_arch(a)) {
+        Some(sm) => format!("-gencode arch=compute_{},code={sm}", &sm["sm_".len()..]),
+        None => "-arch=native".to_string(),
+    }
+}
+
+/// `sm_` then digits, then at most an `a` or `f` suffix.
+fn is_real_arch(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix("sm_") else { return false };
+    let digits = rest.strip_suffix(['a', 'f']).unwrap_or(rest);
+    digits.len() >= 2 && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+impl Api {
 
     /// The runtime header, and for HIP the CUDA names the harness uses mapped to HIP's, so
     /// the rest of the program (kernel names included) is the same text for both.
@@ -76,9 +101,11 @@ const HIP_NAMES: &[&str] = &[
 ];
 
 pub fn render(input: &Input, api: Api) -> Bundle {
-    // The architecture peak measured on: "sm_90a" in "cuda NVIDIA H200 sm_90a (...)".
-    let arch = input.origin.measured_on.as_deref().and_then(|d| d.split_whitespace().find(|w| w.starts_with("sm_")).map(str::to_string));
-    let build = api.build(arch.as_deref());
+    // The architecture the launch limits were evaluated for (--arch, else the one the record
+    // was measured on), else the one in the record: "sm_90a" in "cuda NVIDIA H200 sm_90a (...)".
+    let measured = input.origin.measured_on.as_deref().and_then(|d| d.split_whitespace().find(|w| w.starts_with("sm_")));
+    let arch = input.arch.filter(|a| is_real_arch(a)).or(measured);
+    let build = api.build(arch);
     let s = input.sequence;
     let mut c = String::new();
     c.push_str(&header(input, &build));
@@ -159,7 +186,7 @@ pub fn render(input: &Input, api: Api) -> Bundle {
 
     let run = "./harness".to_string();
     let notes = match api {
-        Api::Cuda => "  The kernel file is #included by harness.cu; nvcc compiles both. -arch is the architecture peak\n  compiled for where it is known; change it for another GPU.\n",
+        Api::Cuda => "  The kernel file is #included by harness.cu; nvcc compiles both. -gencode names the architecture\n  peak compiled for (its `a` or `f` suffix included: wgmma, setmaxnreg and multicast need it), and\n  nothing else; for another GPU, change both compute_XY and sm_XY.\n",
         Api::Hip => "  The kernel file is #included by harness.hip; hipcc compiles both (add --offload-arch=gfxNNNN).\n",
     };
     let mut files = vec![(api.harness_file().to_string(), c)];
@@ -287,3 +314,21 @@ const TIMING: &str = r#"
     double median = peak_median(times, opt.reps);
     printf("median_ms: %.6f (%d timed runs, min %.6f, %d warm-up)\n", median, opt.reps, best, opt.warmup);
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_build_line_targets_exactly_the_architecture_peak_compiled_for() {
+        assert_eq!(Api::Cuda.build(Some("sm_90a")), "nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o harness harness.cu");
+        assert_eq!(nvcc_target(Some("sm_80")), "-gencode arch=compute_80,code=sm_80");
+        assert_eq!(nvcc_target(Some("sm_100f")), "-gencode arch=compute_100f,code=sm_100f");
+        assert_eq!(nvcc_target(Some("sm_120a")), "-gencode arch=compute_120a,code=sm_120a");
+        // Not a real architecture: nvcc picks the local GPU's.
+        for unknown in [None, Some(""), Some("gfx90a"), Some("sm_9"), Some("sm_90x"), Some("compute_90a")] {
+            assert_eq!(nvcc_target(unknown), "-arch=native", "{unknown:?}");
+        }
+        assert_eq!(Api::Hip.build(Some("sm_90a")), "hipcc -O3 -std=c++17 -o harness harness.hip");
+    }
+}

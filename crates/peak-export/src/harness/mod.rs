@@ -26,6 +26,9 @@ pub struct Input<'a> {
     pub kernel_file: &'a str,
     pub origin: &'a Origin,
     pub recorded_time_ms: Option<f64>,
+    /// The architecture the launch script's limits were evaluated for ("sm_90a"), where the
+    /// backend compiles for one: CUDA builds for it.
+    pub arch: Option<&'a str>,
 }
 
 /// The files a harness needs besides the kernel, and how to build and run it.
