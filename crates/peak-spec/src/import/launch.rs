@@ -301,8 +301,11 @@ fn as_launch_expr(tokens: &[String], inputs: &[&str], defs: &[(String, String)],
         out.push(piece);
         i += 1;
     }
-    if !out.iter().any(|t| t.bytes().any(|c| c.is_ascii_alphabetic())) {
-        return None; // a literal bound (`tid < 32`) is not the problem's extent
+    if !inputs.is_empty() && !out.iter().any(|t| t.bytes().any(|c| c.is_ascii_alphabetic())) {
+        // A literal bound (`i < 32`) is not the problem's extent where the kernel takes its
+        // sizes as parameters; where it takes none (sizes fixed in its code, as generated
+        // benchmark kernels have them: `if (row < 8192)`), the literal is the extent.
+        return None;
     }
     Some(out.join(" ").replace("( ", "(").replace(" )", ")"))
 }
@@ -462,6 +465,8 @@ mod tests {
         assert!(p.comment[1].contains("computes no global thread index"), "{:?}", p.comment);
         let p = propose_for("__global__ void k(float* out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 32) out[i] = 0; }", Backend::Cuda, &["n"]);
         assert_eq!(p.constraints, ["n % BLOCK_X == 0"], "a literal is no extent: the index counts as unchecked");
+        let p = propose_for("__global__ void k(float* out) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 8192) out[i] = 0; }", Backend::Cuda, &[]);
+        assert_eq!((p.grid.as_str(), p.constraints.len()), ("ceil_div(8192, BLOCK_X)", 0), "sizes fixed in the code: the literal is the extent");
         let p = propose_for("__global__ void k(float* out, int n) { int row = blockIdx.x; out[row] = 0; }", Backend::Cuda, &["n"]);
         assert!(p.comment[1].contains("indexes by block (`row` = its block index) and checks `row` against no bound"), "{:?}", p.comment);
         let p = propose_for("__kernel void k(__global float* out) { int r = get_global_id(0); int c = get_global_id(1); out[r + c] = 0; }", Backend::Opencl, &[]);
