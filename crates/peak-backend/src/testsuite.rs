@@ -197,13 +197,19 @@ pub fn unknown_kernel_is_a_launch_failure(backend: &dyn Backend, language: Langu
 }
 
 pub fn oversized_block_is_invalid_config(backend: &dyn Backend, language: Language) {
-    if language == Language::Hlsl {
-        return; // HLSL fixes the block size at compile time with [numthreads].
-    }
     let d = dialect(language);
+    let mut device = d.vector_add.to_string();
+    if language == Language::Hlsl {
+        // HLSL fixes the block at compile time with [numthreads]: the shader asks for the
+        // oversized block itself, and the launch passes the same numbers.
+        let over = backend.device().max_threads_per_block * 2;
+        assert!(over > 0, "{:?}", backend.device());
+        device = device.replace("[numthreads(64, 1, 1)]", &format!("[numthreads({over}, 1, 1)]"));
+        assert_ne!(device, d.vector_add, "the HLSL vector add declares [numthreads(64, 1, 1)]");
+    }
     let arrays = [array("A", "random", false), array("B", "random", false), array("C", "zeros", true)].join("\n");
     let host = "launch(\"vadd\", 1, MAX_THREADS_PER_BLOCK * 2, 0, A, B, C, n);\n";
-    let (_dir, ctx) = context(language, d.vector_add, host, &arrays, "[tuning]\nSCALE = { values = [1] }\n");
+    let (_dir, ctx) = context(language, &device, host, &arrays, "[tuning]\nSCALE = { values = [1] }\n");
     let err = run(backend, &ctx, &first(&ctx), &quick()).expect_err("a block over the device limit must not run");
     assert_eq!(err.category(), "invalid-config", "{err}");
 }

@@ -267,7 +267,16 @@ fn hip_examples_compile_for_gfx90a_with_hipcc() {
 #[test]
 fn opening_the_backend_never_panics_and_explains_a_missing_driver() {
     match peak_cuda::CudaBackend::new() {
-        Ok(backend) => eprintln!("a CUDA device is present: {}", peak_backend::Backend::device(&backend).name),
+        Ok(backend) => {
+            // An opened backend describes a real device: what the runner and the cache key read.
+            let d = peak_backend::Backend::device(&backend);
+            assert_eq!(d.backend, "cuda", "{d:?}");
+            assert!(!d.name.is_empty() && !d.driver.is_empty(), "{d:?}");
+            assert!(d.arch.starts_with("sm_") && d.arch[3..].chars().all(|c| c.is_ascii_alphanumeric()) && d.arch.len() > 3, "{d:?}");
+            assert_eq!(d.warp_size, 32, "{d:?}");
+            assert!(d.compute_units > 0 && d.max_threads_per_block >= 1024 && d.max_shared_bytes >= 48 * 1024 && d.global_memory_bytes > 0, "{d:?}");
+            eprintln!("a CUDA device is present: {}", d.name);
+        }
         Err(BackendError::Unavailable { reason, hint, .. }) => {
             assert!(!reason.is_empty() && !hint.is_empty());
             eprintln!("no CUDA device here, as expected on a CPU machine: {reason}");

@@ -150,13 +150,39 @@ fn mutate(base: &str, edits: &[Edit]) -> String {
     chars.into_iter().collect()
 }
 
-/// Whatever parses must also be usable: its space builds, it serializes and re-parses.
+/// Any text: regions that render to a file which parses back to them (a normal form: markers
+/// without trailing blanks, LF after each), or an error naming the file and a line in it.
+fn check_regions(text: &str) {
+    match Regions::parse("k.cl", text) {
+        Ok(regions) => {
+            let rendered = regions.render();
+            assert_eq!(Regions::parse("k.cl", &rendered).as_ref().ok(), Some(&regions), "{text:?}");
+            assert!(rendered.starts_with(&regions.device_source()));
+            for r in Region::ALL {
+                assert!(text.contains(regions.get(r)), "{r} region text comes from the file");
+            }
+        }
+        Err(e) => {
+            let e = e.to_string();
+            assert!(e.contains("k.cl"), "{e}");
+        }
+    }
+}
+
+/// Whatever parses must also be usable: its space builds, its samples are valid points of
+/// its domains (reproducibly), it serializes and re-parses.
 fn check_parsed(manifest: &Manifest) {
     let space = Space::new(manifest).expect("a manifest that parsed has a space");
-    let _ = space.product_size();
     if space.product_size() <= 64 {
-        for point in space.sample(4, 1) {
-            let _ = space.is_valid(&point);
+        let points = space.sample(4, 1);
+        assert_eq!(points.len(), space.count().min(4), "a sample takes every valid point up to its size");
+        assert_eq!(points, space.sample(4, 1), "the same seed samples the same points");
+        for point in &points {
+            assert!(space.is_valid(point), "a sampled point satisfies the constraints: {point:?}");
+            for (name, value) in point.iter() {
+                let values = space.values(name).unwrap_or_else(|| panic!("{name} is a parameter of the space"));
+                assert!(values.contains(&value), "{name} = {value} is in its domain {values:?}");
+            }
         }
     }
     let text = manifest.to_toml();
@@ -305,8 +331,17 @@ proptest! {
         let engine = expression_engine();
         if let Ok(expr) = Expr::compile(&engine, &text, NAMES) {
             let p = params(&values);
-            let _ = expr.eval_int(&engine, &mut p.scope());
-            let _ = expr.eval_bool(&engine, &mut p.scope());
+            let int = expr.eval_int(&engine, &mut p.scope());
+            let boolean = expr.eval_bool(&engine, &mut p.scope());
+            // Evaluation is deterministic, and each reading names the type it did not get.
+            prop_assert_eq!(&int, &expr.eval_int(&engine, &mut p.scope()));
+            match (&int, &boolean) {
+                (Ok(_), Ok(_)) => prop_assert!(false, "`{}` is both an integer and a boolean", text),
+                (Ok(_), Err(e)) => prop_assert!(e.contains("expected true or false"), "{}", e),
+                (Err(e), Ok(_)) => prop_assert!(e.contains("expected an integer"), "{}", e),
+                // The same failure of evaluation, or a value that is neither.
+                (Err(a), Err(b)) => prop_assert!(a == b || (a.contains("expected an integer") && b.contains("expected true or false")), "{} / {}", a, b),
+            }
         }
     }
 
@@ -319,15 +354,28 @@ proptest! {
         if b > 0 && a >= 0 {
             // The exact value fits i64 here, so it must come back.
             let exact = (i128::from(a) + i128::from(b) - 1) / i128::from(b);
-            prop_assert_eq!(result, Ok(exact as i64));
+            prop_assert_eq!(&result, &Ok(exact as i64));
         }
-        let _ = ceil_div(a, b);
+        // The script's ceil_div is this function: the same value or a failure in both.
+        let direct = ceil_div(a, b);
+        prop_assert_eq!(result.as_ref().ok(), direct.as_ref().ok());
+        match direct {
+            Ok(q) if b > 0 => {
+                // The smallest q with q * b >= a.
+                let (q, a, b) = (i128::from(q), i128::from(a), i128::from(b));
+                prop_assert!(q * b >= a && (q - 1) * b < a, "ceil_div({}, {}) = {}", a, b, q);
+            }
+            Ok(q) if b == 0 => prop_assert_eq!(q, 0),
+            Ok(_) => {}
+            // Only a negative divisor can take the result past i64.
+            Err(e) => prop_assert!(b < 0 && e.to_string().contains("overflows"), "ceil_div({}, {}): {}", a, b, e),
+        }
     }
 
     /// The region splitter on arbitrary text.
     #[test]
     fn regions_arbitrary_text(text in "\\PC{0,200}") {
-        let _ = Regions::parse("k.cl", &text);
+        check_regions(&text);
     }
 
     /// The region splitter on lines drawn from markers (good, misspelt, reordered,
@@ -373,15 +421,24 @@ proptest! {
         }
         let mut regions = Regions::parse("k.cl", &text).unwrap();
         prop_assert_eq!(regions.render(), text);
-        regions.replace(Region::ALL[which], replacement);
-        let _ = Regions::parse("k.cl", &regions.render());
-        let _ = regions.device_source();
+        regions.replace(Region::ALL[which], replacement.clone());
+        // The replaced region holds the text (with a final newline), the others are unchanged.
+        let expected = if replacement.is_empty() { String::new() } else { format!("{replacement}\n") };
+        prop_assert_eq!(regions.get(Region::ALL[which]), expected.as_str());
+        let rendered = regions.render();
+        prop_assert!(rendered.starts_with(&regions.device_source()));
+        if !replacement.starts_with("// @peak") {
+            // No marker in the new text: the file parses back to the same regions.
+            prop_assert_eq!(Regions::parse("k.cl", &rendered).ok(), Some(regions));
+        } else {
+            check_regions(&rendered);
+        }
     }
 
     /// A mutated real source file.
     #[test]
     fn regions_mutated(edits in proptest::collection::vec(edit(), 1..6)) {
-        let _ = Regions::parse("k.cl", &mutate(SOURCE, &edits));
+        check_regions(&mutate(SOURCE, &edits));
     }
 }
 
@@ -409,7 +466,10 @@ proptest! {
         std::fs::write(dir.path().join("kernel.cl"), &source).unwrap();
         match Context::load(dir.path()) {
             Ok(ctx) => {
-                let _ = ctx.space();
+                // The space of a loaded context is the one its manifest builds.
+                let space = ctx.space();
+                let built = Space::new(&ctx.manifest).expect("a loaded context's manifest builds its space");
+                prop_assert_eq!(space.product_size(), built.product_size());
             }
             Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
@@ -433,9 +493,14 @@ fn full_i64_range_is_an_error_not_an_overflow() {
 fn ceil_div_overflow_is_an_error_not_a_panic() {
     let engine = expression_engine();
     let expr = Expr::compile(&engine, "ceil_div(n, m)", NAMES).unwrap();
-    for (a, b) in [(i64::MAX, 2), (i64::MIN, -1), (i64::MAX, i64::MAX), (i64::MIN, i64::MIN)] {
-        let _ = expr.eval_int(&engine, &mut params(&[a, b]).scope());
-        let _ = ceil_div(a, b);
+    for (a, b, expected) in [(i64::MAX, 2, Some(i64::MAX / 2 + 1)), (i64::MIN, -1, None), (i64::MAX, i64::MAX, Some(1)), (i64::MIN, i64::MIN, Some(3))] {
+        let scripted = expr.eval_int(&engine, &mut params(&[a, b]).scope());
+        assert_eq!(scripted.as_ref().ok().copied(), expected, "ceil_div({a}, {b}) in a script: {scripted:?}");
+        let direct = ceil_div(a, b);
+        assert_eq!(direct.as_ref().ok().copied(), expected, "ceil_div({a}, {b})");
+        if let Err(e) = direct {
+            assert!(e.to_string().contains("overflows"), "{e}");
+        }
     }
     assert_eq!(expr.eval_int(&engine, &mut params(&[i64::MAX, 2]).scope()), Ok(i64::MAX / 2 + 1));
     assert!(expr.eval_int(&engine, &mut params(&[i64::MIN, -1]).scope()).is_err());

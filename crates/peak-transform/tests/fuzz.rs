@@ -224,7 +224,12 @@ fn check_reply(reply: &str, target: Region) -> Result<(), TestCaseError> {
         }
         Err(e) => prop_assert!(!e.kind().is_empty() && !e.to_string().is_empty()),
     }
-    let _ = strip_thinking(reply);
+    // Reasoning is gone, whatever the tags' case or nesting, and stripping twice changes nothing.
+    let stripped = strip_thinking(reply);
+    let lower = stripped.to_ascii_lowercase();
+    prop_assert!(!["<think>", "</think>", "<thinking>", "</thinking>"].iter().any(|t| lower.contains(t)), "{:?}", stripped);
+    prop_assert!(stripped.len() <= reply.len());
+    prop_assert_eq!(strip_thinking(&stripped), stripped);
     Ok(())
 }
 
@@ -319,16 +324,28 @@ proptest! {
     fn pass_prompt_accepts_or_rejects(text in structured_reply(), pick in any::<usize>()) {
         let library = Library::builtin().unwrap();
         let current = regions();
-        let candidates: Vec<&Transformation> = library.list().iter().filter(|t| t.applies_to(Backend::Cuda)).collect();
+        let candidates: Vec<&Transformation> = library.list().iter().filter(|t| t.applies_to(Backend::Cuda) && t.fits(GEMM.pattern)).collect();
         let t = candidates[pick % candidates.len()];
-        let mut tuning: Vec<ContextParam> = t.requires.iter().map(|r| ContextParam::new(r.clone(), "pow2 [1, 64]")).collect();
+        let mut tuning: Vec<ContextParam> = t.requires.iter().chain(&t.redefines).map(|r| ContextParam::new(r.clone(), "pow2 [1, 64]")).collect();
         tuning.push(ContextParam::new("BLOCK_X", "pow2 [1, 64]"));
         let ctx = PromptContext { kernel: GEMM, regions: &current, backend: Backend::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
         let pass = 1 + pick / 7 % t.passes.len();
-        if let Ok(prompt) = library.pass_prompt(t, pass, &ctx)
-            && let Ok(region) = prompt.accept(&text, &current)
-        {
-            prop_assert!(!region.trim().is_empty());
+        // Every shipped pass for CUDA GEMMs has a prompt for one with the parameters it requires
+        // and redefines.
+        let prompt = library.pass_prompt(t, pass, &ctx);
+        prop_assert!(prompt.is_ok(), "{} pass {}: {:?}", t.name, pass, prompt.err());
+        let prompt = prompt.unwrap();
+        // accept is parse_reply plus the pass's snippets on top: the same verdict, and on
+        // success the parsed code at the end of the region.
+        match (prompt.accept(&text, &current), parse_reply(&text, &current, prompt.region)) {
+            (Ok(region), Ok(code)) => {
+                prop_assert!(!region.trim().is_empty());
+                prop_assert!(region.ends_with(&code), "{:?} does not end with {:?}", region, code);
+                let snippets = &region[..region.len() - code.len()];
+                prop_assert!(!snippets.lines().any(|l| l.trim().starts_with("// @peak")), "{:?}", snippets);
+            }
+            (Err(a), Err(b)) => prop_assert_eq!(a.kind(), b.kind()),
+            (a, b) => prop_assert!(false, "accept {:?} but parse_reply {:?}", a, b),
         }
     }
 }
