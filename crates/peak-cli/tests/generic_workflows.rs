@@ -135,11 +135,47 @@ fn gelu_bf16_workflow_replays() {
 }
 
 /// A layernorm over rows of 1001 floats: rows start at addresses no vector is aligned to,
-/// so Vector-Body's scalar head and tail run on every row (issue 24).
+/// so Vector-Body's scalar head and tail run on every row (issue 24); then Register-Segment
+/// keeps each work-item's first ITEMS body vectors in registers for all three passes.
 #[test]
 fn layernorm_odd_rows_workflow_replays() {
-    let Some(log) = replay("layernorm", &["N=64"], &["Block-Reduce", "Vector-Body"]) else { return };
-    assert!(log[0]["summary"].as_str().unwrap().contains("Vector-Body"));
+    let Some(log) = replay("layernorm", &["N=64"], &["Block-Reduce", "Vector-Body", "Register-Segment"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Register-Segment"));
+}
+
+/// Register-Segment holds at any row length: the recorded tip is right against the naive
+/// root where the registers hold a sliver of a row of 1001 (16 work-items x 1 vector: the
+/// rest walked from memory in every pass), most of it, and more than all of it (256 x 16
+/// vectors of 4), with 1-, 2- and 4-float vectors, at row counts no work-group size divides.
+#[test]
+fn layernorm_register_segment_holds_any_row_length() {
+    if !opencl_present("layernorm_register_segment_holds_any_row_length") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/layernorm-opencl-agent.bundle");
+    let recorded = env.path("recorded");
+    let clone = std::process::Command::new("git").args(["clone", "-q", &bundle, s(&recorded)]).output().unwrap();
+    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+    let tip = env.json(&["show", "HEAD", "-w", s(&recorded), "--json"]);
+    assert_eq!(tip["meta"]["transformation"], "Register-Segment", "{tip}");
+    let root = env.path("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let archive = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("git -C '{}' archive root context | tar -x -C '{}'", s(&recorded), s(&root)))
+        .output()
+        .unwrap();
+    assert!(archive.status.success(), "{}", String::from_utf8_lossy(&archive.stderr));
+    let (candidate, naive) = (recorded.join("context"), root.join("context"));
+    for (block, items) in [("16", "1"), ("64", "2"), ("256", "16")] {
+        let report = env.json(&[
+            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
+            "--set", "C=1001", "--set", "N=3", "--set", &format!("BLOCK_X={block}"), "--set", &format!("ITEMS={items}"),
+            "--set", "VEC_BYTES=4,8,16", "--json",
+        ]);
+        assert_eq!(report["outcome"], "passed", "BLOCK_X={block} ITEMS={items}: {report}");
+    }
 }
 
 /// The layernorm's branch `rows-per-block`: Rows-Per-Block (written for llm.c's layernorm)

@@ -11,6 +11,7 @@ use peak_transform::{Backend, ContextParam, KernelBrief, Library, LibraryError, 
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
 
 const SHIPPED: &[&str] = &[
+    "Fuse-Epilogue",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
@@ -40,6 +41,7 @@ const SHIPPED: &[&str] = &[
     "Grid-Stride",
     "Grid-Accumulate",
     "Register-Row",
+    "Register-Segment",
     "Register-Window",
     "Rows-Per-Block",
     "Thread-Coarsen",
