@@ -21,6 +21,16 @@ use crate::manifest::extend;
 /// Refuse `t` on `parent` when, at some input configuration (after `set`), no choice of
 /// tuning parameters satisfies the constraints it would leave.
 pub fn check(parent: &Context, t: &Transformation, set: &[String]) -> Result<()> {
+    let launched = parent.launched_kernels();
+    if launched.len() < t.kernels {
+        bail!(
+            "'{}' fuses kernels: it needs a launch script that runs at least {} kernels, and this one runs {} ({}). Nothing was asked of the executor.",
+            t.name,
+            t.kernels,
+            launched.len(),
+            launched.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
     let candidate = Context { dir: parent.dir.clone(), manifest: extend(&parent.manifest, t), regions: parent.regions.clone() };
     let mut space = candidate.space();
     space.apply_overrides(set)?;

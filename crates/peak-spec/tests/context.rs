@@ -294,3 +294,13 @@ fn validation_sizes_move_the_inputs_validation_samples_from() {
     let err = Manifest::parse("peak.toml", &with("[validation.inputs]\nn = { values = [] }")).unwrap_err().to_string();
     assert!(err.contains("validation.inputs.n") && err.contains("empty"), "{err}");
 }
+
+#[test]
+fn the_kernels_a_launch_script_runs_are_named_once_each() {
+    let host = "// launch(\"old\", 1, 1, 0);\nlet t = alloc(\"f32\", n);\nfor i in 0..2 { launch(\"first\", 1, 1, 0, A, t, n); }\nlaunch( \"second\", 1, 1, 0, t, C, n);\nmy_launch(\"not_a_launch\");\n";
+    let source = format!("// @peak macros\n// @peak device\n__kernel void first() {{}}\n__kernel void second() {{}}\n// @peak host\n{host}");
+    let dir = write_context(MANIFEST, &source);
+    let ctx = Context::load(dir.path()).unwrap();
+    let names: Vec<String> = ctx.launched_kernels().into_iter().collect();
+    assert_eq!(names, ["first", "second"], "a commented-out call and another function's call do not count");
+}

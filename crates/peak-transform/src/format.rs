@@ -9,6 +9,8 @@
 //! patterns = ["gemm"]                              # optional: the patterns it is written
 //!                                                  # for; any kernel when absent
 //! requires = ["TILE_K"]                            # context parameters the text relies on
+//! kernels = 2                                      # optional: the launch script must run
+//!                                                  # at least this many distinct kernels
 //! overview = "Why and what, shown in every pass prompt."
 //!
 //! [tuning]
@@ -122,6 +124,9 @@ pub struct Transformation {
     pub patterns: Vec<Pattern>,
     /// Names (tuning parameters or scalar inputs) the context must already have.
     pub requires: Vec<String>,
+    /// The least number of distinct kernels the context's launch script must run (1 for
+    /// most; 2 for one that fuses a kernel into another).
+    pub kernels: usize,
     pub tuning: Vec<TuningParam>,
     /// Names in `tuning` that an earlier transformation introduced and this one gives a new
     /// domain (a parameter the new code no longer varies is pinned to one value, so the
@@ -371,6 +376,8 @@ struct RawTransformation {
     patterns: Vec<Pattern>,
     #[serde(default)]
     requires: Vec<String>,
+    #[serde(default = "one_kernel")]
+    kernels: usize,
     #[serde(default)]
     redefines: Vec<String>,
     #[serde(default)]
@@ -380,6 +387,10 @@ struct RawTransformation {
     passes: Vec<RawPass>,
     #[serde(default)]
     translations: BTreeMap<Backend, TranslationTable>,
+}
+
+fn one_kernel() -> usize {
+    1
 }
 
 #[derive(Deserialize)]
@@ -442,6 +453,9 @@ impl RawTransformation {
             None => Backend::ALL.to_vec(),
         };
 
+        if self.kernels == 0 {
+            return Err(invalid("kernels".into(), "a launch script runs at least one kernel".into()));
+        }
         let mut seen = BTreeSet::new();
         if let Some(dup) = self.patterns.iter().find(|p| !seen.insert(**p)) {
             return Err(invalid("patterns".into(), format!("lists {dup} twice")));
@@ -533,6 +547,7 @@ impl RawTransformation {
             applies_to,
             patterns: self.patterns,
             requires: self.requires,
+            kernels: self.kernels,
             tuning,
             redefines: self.redefines,
             constraints: self.constraints.tuning,
