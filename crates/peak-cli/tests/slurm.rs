@@ -55,6 +55,39 @@ impl Drop for Cluster {
 
 const LAUNCHER: &str = "srun --quiet --ntasks=1";
 
+/// The processes below `root` (its children, theirs, ...), read from /proc: only what this
+/// test started, whatever else runs on the machine.
+fn descendants(root: u32) -> Vec<(u32, String)> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // pid (comm) state ppid ...: comm may hold spaces and parentheses, so split at the last ')'.
+        let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+        let comm = head.split_once('(').map(|(_, c)| c.to_string()).unwrap_or_default();
+        let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        parent_of.push((pid, ppid, comm));
+    }
+    let mut found: Vec<(u32, String)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (pid, ppid, comm) in &parent_of {
+            if *ppid == p && !found.iter().any(|(f, _)| f == pid) {
+                found.push((*pid, comm.clone()));
+                frontier.push(*pid);
+            }
+        }
+    }
+    found
+}
+
+/// Configurations measured so far by a tuning run whose cache is `cache`: the records in
+/// its results files (one header line each).
+fn measured(cache: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(cache.join("results")) else { return 0 };
+    entries.flatten().filter_map(|e| std::fs::read_to_string(e.path()).ok()).map(|t| t.lines().count().saturating_sub(1)).sum()
+}
+
 fn tune(env: &Env, cluster: &Cluster, n: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_peak"));
     cmd.args(["tune", &example("matmul-opencl-naive"), "--set", n, "--strategy", "exhaustive", "--json", "--worker-launcher", LAUNCHER])
@@ -77,28 +110,31 @@ fn workers_started_through_srun_tune_survive_a_lost_worker_and_spread_over_devic
     assert_eq!(run["failures"], serde_json::json!({}), "{run}");
     assert!(cluster.jobs() >= 1, "the worker was started by srun");
 
-    // A worker lost mid-run: its srun is killed once the run is under way. The job it held
-    // runs again on a new worker; no configuration is lost or blamed.
+    // A worker lost mid-run: its srun (a child of this test's `peak tune`, not any srun on
+    // the machine) is killed once the run is under way, that is once a first configuration
+    // has been measured: no clock. The job it held runs again on a new worker; no
+    // configuration is lost or blamed.
     let jobs_before = cluster.jobs();
     let env = Env::new();
     let mut child = tune(&env, &cluster, "n=256").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let started = Instant::now();
     let killed = loop {
-        let srun = Command::new("pgrep").args(["-f", "srun --quiet --ntasks=1 .*peak worker"]).output().unwrap();
-        let pids = String::from_utf8_lossy(&srun.stdout).trim().to_string();
-        if !pids.is_empty() && started.elapsed() > Duration::from_secs(3) {
-            for pid in pids.lines() {
-                Command::new("kill").args(["-9", pid]).status().unwrap();
+        if measured(&env.path("cache")) >= 1 {
+            let sruns: Vec<u32> = descendants(child.id()).into_iter().filter(|(_, comm)| comm == "srun").map(|(pid, _)| pid).collect();
+            if !sruns.is_empty() {
+                for pid in &sruns {
+                    Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+                }
+                break true;
             }
-            break true;
         }
-        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(300) {
             break false;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     };
     let out = child.wait_with_output().unwrap();
-    assert!(killed, "the run ended before its worker could be killed; make it longer");
+    assert!(killed, "the run ended (or measured nothing in 300 s) before its worker could be killed");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run = &json(&String::from_utf8_lossy(&out.stdout))["runs"][0];
     assert_eq!(run["evaluations"], run["space"], "{run}");

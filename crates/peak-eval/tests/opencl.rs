@@ -6,8 +6,8 @@
 //! runs the tests through libtest-mimic, so `cargo test` filters and reports as usual.
 //! With `PEAK_EVAL_TEST_WORKER=damage-every:N` or `damage-once:FILE` the worker zeroes the
 //! device copies of the inputs it keeps between jobs (see [`Damaging`]), as a kernel
-//! writing far outside its own buffers could; with `slow-compile:MS` it takes MS longer to
-//! compile a source that names `PEAK_TEST_SLOW_COMPILE`.
+//! writing far outside its own buffers could; with `slow-compile:FILE` its compile of a
+//! source that names `PEAK_TEST_SLOW_COMPILE` waits until the test creates FILE.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -252,14 +252,29 @@ fn a_crash_among_pipelined_jobs_is_blamed_on_its_own_job() -> Result<(), Failed>
     ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))
 }
 
-/// A pool whose worker compiles a source naming `PEAK_TEST_SLOW_COMPILE` slowly (see
-/// [`Damaging`]), on two compile threads: one for the slow job, one for the rest.
-fn slow_compile_pool(run_timeout: Duration) -> WorkerPool {
-    let command = WorkerCommand::new(std::env::current_exe().expect("test binary path")).env(WORKER_ENV, "slow-compile:1500").env("PEAK_COMPILE_THREADS", "2");
+/// A pool whose worker compiles a source naming `PEAK_TEST_SLOW_COMPILE` only once the
+/// test opens `gate` (see [`Damaging`]), on two compile threads: one for the slow job, one
+/// for the rest. Not a fixed delay: the test opens the gate when every other job has been
+/// answered, which a pool that made them wait behind the slow compile would never reach
+/// (the worker then gives up waiting after [`GATE_LIMIT`], and the order shows it).
+fn slow_compile_pool(run_timeout: Duration, gate: &Path) -> WorkerPool {
+    let command = WorkerCommand::new(std::env::current_exe().expect("test binary path"))
+        .env(WORKER_ENV, format!("slow-compile:{}", gate.display()))
+        .env("PEAK_COMPILE_THREADS", "2");
     WorkerPool::start("opencl", command, PoolOptions { run_timeout, ..PoolOptions::default() }).expect("worker starts")
 }
 
-/// A correct candidate whose compile takes 1.5 s longer in [`slow_compile_pool`]'s worker.
+/// How long a slow compile waits for its gate at most: well under the pools' run time-out.
+const GATE_LIMIT: Duration = Duration::from_secs(40);
+
+/// Open the gate of [`slow_compile_pool`] once only `slow` is left unanswered.
+fn open_gate_when_only<T>(gate: &Path, expect: &std::collections::HashMap<u64, T>, slow: u64) {
+    if expect.len() == 1 && expect.contains_key(&slow) && !gate.exists() {
+        std::fs::write(gate, b"open").expect("gate file");
+    }
+}
+
+/// A correct candidate whose compile waits for the gate in [`slow_compile_pool`]'s worker.
 fn slow_candidate() -> Ctx {
     candidate(&format!("/* PEAK_TEST_SLOW_COMPILE */ {CORRECT}"))
 }
@@ -268,7 +283,9 @@ fn slow_candidate() -> Ctx {
 /// answered before it instead of waiting behind it, and every answer carries its own id.
 fn jobs_run_and_answer_in_the_order_their_compiles_end() -> Result<(), Failed> {
     let (slow, good) = (slow_candidate(), candidate(CORRECT));
-    let mut pool = slow_compile_pool(Duration::from_secs(60));
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("gate");
+    let mut pool = slow_compile_pool(Duration::from_secs(60), &gate);
     let job = |ctx: &Context, params: &peak_spec::ExecParams| Job {
         outputs: OutputMode::Bytes,
         ..Job::new(ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() })
@@ -288,6 +305,7 @@ fn jobs_run_and_answer_in_the_order_their_compiles_end() -> Result<(), Failed> {
         let n = usize::try_from(params.inputs["n"]).unwrap();
         ensure(report.outputs.len() == 1 && report.outputs[0].elements == n, format!("job {} (n = {n}) got another job's outputs: {:?}", answer.id, report.outputs))?;
         order.push(answer.id);
+        open_gate_when_only(&gate, &expect, first);
     }
     ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))?;
     ensure(order.last() == Some(&first), format!("the slowly compiled job {first} should be answered last, after the jobs compiled meanwhile: {order:?}"))?;
@@ -299,7 +317,9 @@ fn jobs_run_and_answer_in_the_order_their_compiles_end() -> Result<(), Failed> {
 /// one-at-a-time resending, and every other job is run again and passes.
 fn a_crash_that_runs_before_an_earlier_job_is_blamed_on_its_own_job() -> Result<(), Failed> {
     let (slow, crash, good) = (slow_candidate(), candidate(WILD_WRITE), candidate(CORRECT));
-    let mut pool = slow_compile_pool(Duration::from_secs(60));
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("gate");
+    let mut pool = slow_compile_pool(Duration::from_secs(60), &gate);
     let points: Vec<_> = good.ctx.space().iter().collect();
     let job = |ctx: &Context, k: usize| Job::new(ctx.dir.clone(), points[k].clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() });
     let first = pool.submit(job(&slow.ctx, 0));
@@ -317,6 +337,7 @@ fn a_crash_that_runs_before_an_earlier_job_is_blamed_on_its_own_job() -> Result<
             (_, other) => return Err(format!("job {} (crashing: {crashes}) got {other:?}", answer.id).into()),
         }
         order.push(answer.id);
+        open_gate_when_only(&gate, &expect, first);
     }
     ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))?;
     ensure(order.first() == Some(&crashing) && order.last() == Some(&first), format!("the crash runs (and is answered) first, the slow compile last: {order:?}"))?;
@@ -645,8 +666,9 @@ fn a_corrupted_cache_is_rejected() -> Result<(), Failed> {
 /// from other buffers by its use: written from the host once, then the source of copies
 /// in more than one job (a launch between them). `damage-every:N` damages every Nth such
 /// copy; `damage-once:FILE` the first, in the first worker that finds FILE absent (it
-/// creates it), so the workers after it run clean. `slow-compile:MS` damages nothing, and
-/// sleeps MS before compiling a source that names `PEAK_TEST_SLOW_COMPILE`.
+/// creates it), so the workers after it run clean. `slow-compile:FILE` damages nothing, and
+/// before compiling a source that names `PEAK_TEST_SLOW_COMPILE` waits until FILE exists
+/// (at most [`GATE_LIMIT`]).
 struct Damaging {
     inner: peak_opencl::OpenClBackend,
     /// Buffers copied from since they were last written, with the launch count then.
@@ -655,7 +677,7 @@ struct Damaging {
     eligible: std::sync::atomic::AtomicUsize,
     every: usize,
     once: Option<PathBuf>,
-    slow_compile: Option<Duration>,
+    slow_compile: Option<PathBuf>,
 }
 
 impl Damaging {
@@ -663,7 +685,7 @@ impl Damaging {
         let (every, once, slow_compile) = match how.split_once(':') {
             Some(("damage-every", n)) => (n.parse().expect("damage-every:N"), None, None),
             Some(("damage-once", file)) => (1, Some(PathBuf::from(file)), None),
-            Some(("slow-compile", ms)) => (0, None, Some(Duration::from_millis(ms.parse().expect("slow-compile:MS")))),
+            Some(("slow-compile", gate)) => (0, None, Some(PathBuf::from(gate))),
             _ => panic!("unknown worker kind {how}"),
         };
         Damaging { inner, sources: Default::default(), launches: Default::default(), eligible: Default::default(), every, once, slow_compile }
@@ -690,8 +712,11 @@ impl peak_backend::Backend for Damaging {
         self.inner.device()
     }
     fn compile(&self, request: &peak_backend::CompileRequest) -> Result<peak_backend::Module, peak_backend::BackendError> {
-        if let Some(delay) = self.slow_compile.filter(|_| request.source.contains("PEAK_TEST_SLOW_COMPILE")) {
-            std::thread::sleep(delay);
+        if let Some(gate) = self.slow_compile.as_ref().filter(|_| request.source.contains("PEAK_TEST_SLOW_COMPILE")) {
+            let started = Instant::now();
+            while !gate.exists() && started.elapsed() < GATE_LIMIT {
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         self.inner.compile(request)
     }

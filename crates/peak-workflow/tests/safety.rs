@@ -15,6 +15,8 @@ use serde_json::json;
 
 const ENV_DIR: &str = "PEAK_WF_CHILD_DIR";
 const ENV_ITERATIONS: &str = "PEAK_WF_CHILD_ITERATIONS";
+/// The line a writer prints on stdout after each checkpoint it finished.
+const STEP_DONE: &str = "peak-wf-step-done";
 
 /// One checkpoint from a writer: a fresh context (distinct device code and tuning), an
 /// attempt around it, and now and then a failed attempt, a tag and a sync.
@@ -55,16 +57,17 @@ fn child_writer() {
     let mut i = 0;
     while iterations == 0 || i < iterations {
         write_step(&mut wf, &staging, &who, i);
+        println!("{STEP_DONE} {i}");
         i += 1;
     }
 }
 
-fn spawn_writer(dir: &Path, iterations: u32) -> Child {
+fn spawn_writer(dir: &Path, iterations: u32, report: bool) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_writer", "--ignored", "--nocapture", "--test-threads=1"])
         .env(ENV_DIR, dir)
         .env(ENV_ITERATIONS, iterations.to_string())
-        .stdout(Stdio::null())
+        .stdout(if report { Stdio::piped() } else { Stdio::null() })
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
@@ -115,7 +118,7 @@ fn a_second_writer_is_refused_at_once_naming_the_command_holding_the_lock() {
 fn concurrent_writer_processes_serialise_and_leave_a_clean_workflow() {
     let tmp = tempfile::tempdir().unwrap();
     let mut wf = new_workflow(tmp.path());
-    let writers: Vec<Child> = (0..2).map(|_| spawn_writer(wf.dir(), 6)).collect();
+    let writers: Vec<Child> = (0..2).map(|_| spawn_writer(wf.dir(), 6, false)).collect();
     for child in writers {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "writer failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -135,24 +138,64 @@ fn concurrent_writer_processes_serialise_and_leave_a_clean_workflow() {
     assert_eq!(git(wf.dir(), &["fsck", "--strict", "--no-progress", "--no-dangling"]).trim(), "");
 }
 
-/// Pseudo-random milliseconds in `lo..hi` (std's per-process random hash keys as the
-/// source, so each run kills at different moments).
-fn random_ms(lo: u64, hi: u64) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(lo);
-    lo + h.finish() % (hi - lo)
+/// SplitMix64: the kill moments come from a seed, so a failing round can be run again.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
+/// The moments each step of a writer finished, read from its stdout as they come.
+fn step_reports(child: &mut Child) -> std::sync::mpsc::Receiver<std::time::Instant> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("a reporting writer's stdout is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with(STEP_DONE) && tx.send(std::time::Instant::now()).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Ten writers killed with SIGKILL, each at a moment calibrated on its own progress, not
+/// on the clock: after 2 to 4 finished checkpoints (so every round adds some, however
+/// slow the machine), then a seeded fraction of its last step's length into the next
+/// one, so the kills land at different points of a checkpoint. `PEAK_KILL_SEED` replays
+/// a run's moments; the seed is printed.
 #[test]
 fn kill_9_mid_checkpoint_leaves_every_checkpoint_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let mut wf = new_workflow(tmp.path());
     let mut checkpoints = 1;
     let mut stale_seen = 0;
+    let seed: u64 = std::env::var("PEAK_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0031);
+    let mut rng = seed;
+    eprintln!("kill -9: PEAK_KILL_SEED={seed}");
     for round in 0..10 {
-        let mut child = spawn_writer(wf.dir(), 0);
-        std::thread::sleep(Duration::from_millis(random_ms(150, 600)));
+        let mut child = spawn_writer(wf.dir(), 0, true);
+        let steps = step_reports(&mut child);
+        let wait = 2 + splitmix(&mut rng) % 3;
+        let fraction = (splitmix(&mut rng) % 1000) as f64 / 1000.0;
+        let mut done = Vec::new();
+        while (done.len() as u64) < wait {
+            match steps.recv_timeout(Duration::from_secs(120)) {
+                Ok(at) => done.push(at),
+                Err(e) => {
+                    let _ = child.kill();
+                    let out = child.wait_with_output().unwrap();
+                    panic!("round {round}: the writer reported {} of {wait} steps ({e}): {}", done.len(), String::from_utf8_lossy(&out.stderr));
+                }
+            }
+        }
+        // The last step's length (the first one also starts the process, so it is not used).
+        let step = done[done.len() - 1] - done[done.len() - 2];
+        std::thread::sleep(step.mul_f64(fraction));
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
         assert!(!status.success(), "the writer should have been killed, not finished");
@@ -168,7 +211,7 @@ fn kill_9_mid_checkpoint_leaves_every_checkpoint_whole() {
         assert!(stale || !findings.iter().any(|f| f.kind == FindingKind::WorktreeDiffers), "round {round}: {findings:?}");
         stale_seen += usize::from(stale);
         let now = assert_all_whole(&wf_after);
-        assert!(now >= checkpoints, "round {round}: checkpoints were lost ({checkpoints} -> {now})");
+        assert!(now >= checkpoints + wait as usize, "round {round}: checkpoints were lost ({checkpoints} + {wait} finished -> {now})");
         checkpoints = now;
         // Half the rounds repair explicitly; the others leave recovery to the next writer.
         if round % 2 == 0 {
@@ -177,8 +220,8 @@ fn kill_9_mid_checkpoint_leaves_every_checkpoint_whole() {
             assert_eq!(wf_after.fsck(false).unwrap(), [], "round {round}: not clean after repair");
         }
     }
-    assert!(checkpoints > 1, "the writers never got a checkpoint in");
-    eprintln!("kill -9: {checkpoints} checkpoints over 10 kills, {stale_seen} kills landed while the lock was held");
+    assert!(checkpoints >= 21, "every round adds at least two checkpoints: {checkpoints}");
+    eprintln!("kill -9: {checkpoints} checkpoints over 10 kills (seed {seed}), {stale_seen} kills landed while the lock was held");
 
     // The workflow stays usable: repair, then one more checkpoint on top.
     wf.fsck(true).unwrap();
