@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 # The key under which a binary's own failure (missing, unlistable, empty) is counted.
 BINARY_LEVEL = "(binary)"
@@ -200,8 +201,39 @@ def _device():
 
 def run(folder, out, root=".", with_profile=True, timeout=600):
     """Run every gated binary of ROOT's code found in FOLDER; write OUT/h200-gpu-tests.json
-    and return the result."""
+    and return the result. The file is rewritten after each binary ("complete": false and
+    the targets not yet run), so a run cut short still leaves what it found."""
     targets = gated_targets(root)
+    commit_file = os.path.join(folder, "commit")
+    commit = _read(commit_file).strip() if os.path.exists(commit_file) else None
+    device = _device()
+    os.makedirs(out, exist_ok=True)
+    tests = {}
+    lock = threading.Lock()
+
+    def write(complete):
+        ordered = {binary_name(t): tests[binary_name(t)] for t in targets if binary_name(t) in tests}
+        ordered.update({k: v for k, v in tests.items() if k not in ordered})
+        outcomes = [r["outcome"] for binary in ordered.values() for r in binary.values()]
+        result = {
+            "benchmark": "gpu-tests",
+            "command": "bash bench/h200-gpu-tests.sh run",
+            "device": device,
+            "commit": commit,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "complete": complete,
+            "targets": targets,
+            **({} if complete else {"not_yet_run": [t for t in targets if binary_name(t) not in tests]}),
+            "run": len(outcomes),
+            "passed": outcomes.count("passed"),
+            "failed": outcomes.count("failed"),
+            "skipped": outcomes.count("skipped"),
+            "skip_reasons": sorted({r["why"].split(": ", 1)[-1] for b in ordered.values() for r in b.values() if r["outcome"] == "skipped"}),
+            "tests": ordered,
+        }
+        with open(os.path.join(out, "h200-gpu-tests.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        return result
 
     def one(target):
         name = binary_name(target)
@@ -209,34 +241,18 @@ def run(folder, out, root=".", with_profile=True, timeout=600):
         results = run_binary(path, timeout) if os.path.exists(path) else {BINARY_LEVEL: {"outcome": "failed", "why": "binary not carried"}}
         if BINARY_LEVEL in results:
             print(f"failed   {name}: {results[BINARY_LEVEL]['why'][:200]}", flush=True)
-        return name, results
+        with lock:
+            tests[name] = results
+            write(False)
 
     # GPU_TESTS_JOBS binaries at a time (each runs its tests one by one); 1 by default, so
     # that no two tests share the GPU.
     jobs = max(1, int(os.environ.get("GPU_TESTS_JOBS", "1")))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        tests = dict(pool.map(one, targets))
+        list(pool.map(one, targets))
     if with_profile:
         tests["peak profile"] = {"examples/matmul-cuda-f32": profile()}
-    outcomes = [r["outcome"] for binary in tests.values() for r in binary.values()]
-    commit_file = os.path.join(folder, "commit")
-    result = {
-        "benchmark": "gpu-tests",
-        "command": "bash bench/h200-gpu-tests.sh run",
-        "device": _device(),
-        "commit": _read(commit_file).strip() if os.path.exists(commit_file) else None,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "targets": targets,
-        "run": len(outcomes),
-        "passed": outcomes.count("passed"),
-        "failed": outcomes.count("failed"),
-        "skipped": outcomes.count("skipped"),
-        "skip_reasons": sorted({r["why"].split(": ", 1)[-1] for b in tests.values() for r in b.values() if r["outcome"] == "skipped"}),
-        "tests": tests,
-    }
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "h200-gpu-tests.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    result = write(True)
     print(json.dumps({k: result[k] for k in ("device", "commit", "run", "passed", "failed", "skipped")}))
     return result
 

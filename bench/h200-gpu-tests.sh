@@ -12,6 +12,8 @@
 #
 # `build` strips the binaries and packs them (with `peak`) into one xz archive, so that
 # carry/gpu-tests stays under the 64 MiB a device call carries; `run` unpacks it.
+# GPU_TESTS_JOBS=N runs N binaries side by side (default 1); h200-gpu-tests.json is
+# rewritten after each binary, so a run cut short leaves what it found ("complete": false).
 # `run` then runs bench/h200-export.sh (exported CUDA harness vs peak run; SKIP_EXPORT=1 skips).
 #
 # Test binaries find the repository (examples, fixtures) and the peak binary through the

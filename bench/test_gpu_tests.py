@@ -92,6 +92,8 @@ class Run(unittest.TestCase):
             self.assertEqual((result["run"], result["passed"], result["failed"], result["skipped"]), (7, 2, 4, 1))
             self.assertEqual(result["commit"], "abc1234")
             self.assertEqual(result["skip_reasons"], ["no CUDA device"])
+            self.assertTrue(result["complete"])
+            self.assertEqual(list(tests), ["c-empty", "c-failing", "c-good", "c-missing", "c-unlistable"])
 
     def test_a_test_that_reports_nothing_run_is_failed(self):
         with tempfile.TemporaryDirectory() as root:
