@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use indexmap::IndexMap;
+use peak_eval::tune::Entry;
 use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
 use peak_spec::{Context, Space};
 use peak_workflow::{ROOT_TAG, RootInput, Workflow};
@@ -160,8 +161,8 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
         .map(|run| {
             json!({
                 "inputs": run.inputs,
-                "best": run.best.as_ref().map(|b| json!({"params": {"inputs": run.inputs, "tuning": b.tuning}, "time_ms": b.median_ms})),
-                "top_k": run.top.iter().map(|e| json!({"params": {"inputs": run.inputs, "tuning": e.tuning}, "time_ms": e.median_ms})).collect::<Vec<_>>(),
+                "best": run.best.as_ref().map(|b| timed_entry(&run.inputs, b)),
+                "top_k": run.top.iter().map(|e| timed_entry(&run.inputs, e)).collect::<Vec<_>>(),
                 "evaluations": run.evaluations,
                 "space": run.space,
                 "strategy": run.strategy,
@@ -185,6 +186,13 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
         "source_hash": report.source_hash,
         "runs": runs,
     }))
+}
+
+/// One ranked configuration as `performance.json` holds it: its parameters, its median
+/// time and, beside it, the spread of the repetitions it came from (count, min, quartiles,
+/// max: `peak_backend::timing`).
+fn timed_entry(inputs: &IndexMap<String, i64>, entry: &Entry) -> Value {
+    json!({"params": {"inputs": inputs, "tuning": entry.tuning}, "time_ms": entry.median_ms, "spread": entry.spread})
 }
 
 #[cfg(test)]

@@ -175,8 +175,10 @@ pub trait Backend: Send + Sync {
         Err(BackendError::Unsupported(format!("{}() on {}", op.name, self.device().backend)))
     }
 
-    /// Evict the device's last-level cache between timed runs, where the backend can.
-    fn flush_cache(&self) -> Result<(), BackendError> {
-        Err(BackendError::Unsupported(format!("cache flush on {}", self.device().backend)))
+    /// The bytes of the device's last-level cache, which [`crate::timing`] evicts before
+    /// every timed run; `None` where the backend does not know it (nothing is flushed
+    /// then, and input sets rotate instead).
+    fn cache_bytes(&self) -> Option<u64> {
+        None
     }
 }

@@ -11,9 +11,11 @@ pub mod plan;
 pub mod runner;
 pub mod script;
 pub mod testsuite;
+pub mod timing;
 pub mod worker;
 pub mod yardstick;
 
 pub use backend::{Backend, BufferId, BufferLookup, CompileRequest, DeviceInfo, EventId, KernelArg, KernelResources, Launch, Module, OpPhase, ScriptFunction};
 pub use error::BackendError;
 pub use runner::{RunError, RunOptions, RunResult, run, run_compiled};
+pub use timing::{Spread, Timed, time_runs};

@@ -2,8 +2,8 @@
 //!
 //! The steps are always the same, whatever the backend: size and fill the arrays, compile
 //! the device code with the tuning parameters as defines, run the launch script to get a
-//! plan, poison the outputs, run once for the outputs, then warm up and time repetitions
-//! with device events. Everything the device allocates is freed on every path.
+//! plan, poison the outputs, run once for the outputs, then time repetitions as
+//! [`crate::timing`] does for every time in peak (warm-up, cache flushed, device events). Everything the device allocates is freed on every path.
 
 use std::time::Instant;
 
@@ -17,6 +17,7 @@ use crate::backend::{Backend, BufferId, CompileRequest, KernelArg, Launch, Modul
 use crate::error::BackendError;
 use crate::plan::{BufRef, LaunchPlan, PlanArg, Step};
 use crate::script::{ScriptArray, ScriptError, ScriptInput, build_plan};
+use crate::timing::{Spread, Timed, time_runs};
 
 /// Why one execution parameter did not produce a result. Each maps to a verdict.
 #[derive(Debug, Clone, Error)]
@@ -57,6 +58,12 @@ impl RunError {
     }
 }
 
+impl From<BackendError> for RunError {
+    fn from(e: BackendError) -> Self {
+        RunError::from_backend(e)
+    }
+}
+
 impl From<ScriptError> for RunError {
     fn from(e: ScriptError) -> Self {
         match e {
@@ -74,7 +81,8 @@ pub struct RunOptions {
     pub repetitions: usize,
     /// Copies of the arrays to rotate between timed runs, so caches do not flatter.
     pub input_sets: usize,
-    /// Evict the device cache before each timed run, where the backend can.
+    /// Evict the device's cache before each run, where the backend knows its size
+    /// ([`crate::timing`]); on by default.
     pub flush_cache: bool,
     /// Read the input arrays back and report any that changed.
     pub check_inputs: bool,
@@ -88,7 +96,7 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { warmup: 3, repetitions: 20, input_sets: 1, flush_cache: false, check_inputs: false, data_seed: 0, cutoff_ms: None }
+        RunOptions { warmup: 3, repetitions: 20, input_sets: 1, flush_cache: true, check_inputs: false, data_seed: 0, cutoff_ms: None }
     }
 }
 
@@ -99,6 +107,9 @@ pub struct RunResult {
     /// Inputs (not marked `inout`) whose bytes changed during the run.
     pub modified_inputs: Vec<String>,
     pub times_ms: Vec<f64>,
+    /// Bytes written to evict the cache before every timed run; `None`: not flushed
+    /// ([`crate::timing`]).
+    pub flushed_bytes: Option<usize>,
     pub launches: usize,
     /// Where the run's time went (the device stages; a worker adds its own).
     pub stages: StageTimes,
@@ -164,6 +175,11 @@ pub fn ms_since(start: Instant) -> f64 {
 impl RunResult {
     pub fn median_ms(&self) -> Option<f64> {
         median(&self.times_ms)
+    }
+
+    /// The timed repetitions' spread; `None` when none ran.
+    pub fn spread(&self) -> Option<Spread> {
+        Spread::of(&self.times_ms)
     }
 }
 
@@ -425,33 +441,13 @@ pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions
     stages.read_back_ms = ms_since(clock);
 
     let clock = Instant::now();
-    let mut times_ms = Vec::with_capacity(options.repetitions);
-    if options.repetitions > 0 {
-        for w in 0..options.warmup {
-            device.run_steps(module, plan, arrays, w % sets)?;
-        }
-        backend.synchronize().map_err(RunError::from_backend)?;
-        for rep in 0..options.repetitions {
-            if options.flush_cache {
-                backend.flush_cache().map_err(RunError::from_backend)?;
-            }
-            let start = backend.record_event().map_err(RunError::from_backend)?;
-            device.run_steps(module, plan, arrays, rep % sets)?;
-            let end = backend.record_event().map_err(RunError::from_backend)?;
-            let ms = backend.elapsed_ms(start, end).map_err(RunError::from_backend)?;
-            times_ms.push(ms);
-            if options.cutoff_ms.is_some_and(|cutoff| ms > cutoff) {
-                break;
-            }
-        }
-        backend.synchronize().map_err(RunError::from_backend)?;
-    }
+    let Timed { times_ms, flushed_bytes } = time_runs(backend, options, sets, |set| device.run_steps(module, plan, arrays, set))?;
     stages.timing_ms = ms_since(clock);
 
     let clock = Instant::now();
     drop(device);
     stages.release_ms = ms_since(clock);
-    Ok(RunResult { outputs, modified_inputs, times_ms, launches: plan.launches(), stages })
+    Ok(RunResult { outputs, modified_inputs, times_ms, flushed_bytes, launches: plan.launches(), stages })
 }
 
 /// Device buffers of one run; freed when dropped, whatever happened.

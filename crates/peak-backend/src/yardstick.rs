@@ -1,6 +1,6 @@
 //! A speed-of-light yardstick that needs no vendor library: a memory-bound kernel is
-//! judged against a device-to-device copy of the same bytes, timed the same way (warm-up,
-//! device events, median) on the same device in the same process.
+//! judged against a device-to-device copy of the same bytes, timed the same way
+//! ([`crate::timing`]) on the same device in the same process.
 //!
 //! "The same bytes": a kernel that reads R bytes and writes W moves R + W; a copy of
 //! (R + W) / 2 bytes moves as much (it reads and writes each byte once). Arrays count by
@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::error::BackendError;
 use crate::runner::RunOptions;
+use crate::timing::{Timed, time_runs};
 
 /// The bytes a kernel moves at one execution parameter, from its manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,9 +47,9 @@ impl Traffic {
     }
 }
 
-/// Event-timed device-to-device copies of `bytes`: `options.warmup` untimed, then
-/// `options.repetitions` timed, each alone between two events.
-pub fn time_copy(backend: &dyn Backend, bytes: usize, options: &RunOptions) -> Result<Vec<f64>, BackendError> {
+/// Device-to-device copies of `bytes`, timed as every time in peak is
+/// ([`crate::timing::time_runs`]: warm-up, cache flushed, device events).
+pub fn time_copy(backend: &dyn Backend, bytes: usize, options: &RunOptions) -> Result<Timed, BackendError> {
     // Whole 4-byte words: device fills and copies want them on every backend.
     let bytes = bytes.max(4).next_multiple_of(4);
     let src = backend.alloc(bytes)?;
@@ -59,22 +60,7 @@ pub fn time_copy(backend: &dyn Backend, bytes: usize, options: &RunOptions) -> R
             return Err(e);
         }
     };
-    let timed = (|| {
-        backend.fill(src, &1.0f32.to_le_bytes(), bytes)?;
-        for _ in 0..options.warmup {
-            backend.copy(src, dst, bytes)?;
-        }
-        backend.synchronize()?;
-        let mut times = Vec::with_capacity(options.repetitions);
-        for _ in 0..options.repetitions {
-            let start = backend.record_event()?;
-            backend.copy(src, dst, bytes)?;
-            let end = backend.record_event()?;
-            backend.synchronize()?;
-            times.push(backend.elapsed_ms(start, end)?);
-        }
-        Ok(times)
-    })();
+    let timed = backend.fill(src, &1.0f32.to_le_bytes(), bytes).and_then(|()| time_runs(backend, options, 1, |_| backend.copy(src, dst, bytes)));
     backend.free(src);
     backend.free(dst);
     timed

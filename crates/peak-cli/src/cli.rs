@@ -485,6 +485,8 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 20)]
     pub reps: usize,
     #[command(flatten)]
+    pub cache: CacheArgs,
+    #[command(flatten)]
     pub workflow: WorkflowArg,
     #[arg(long)]
     pub json: bool,
@@ -528,6 +530,27 @@ pub struct TimingArgs {
     /// Salt for the random inputs (0: the manifest's seeds as written).
     #[arg(long, default_value_t = 0)]
     pub data_seed: u64,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// The cache flush before every timed run (`peak_backend::timing`): on by default, where
+/// the backend knows its cache.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct CacheArgs {
+    /// Evict the device's cache before every timed run, outside the timed interval (the
+    /// default; the flag is kept for scripts).
+    #[arg(long, overrides_with = "no_flush_cache")]
+    pub flush_cache: bool,
+    /// Time with whatever the previous run left in the cache.
+    #[arg(long)]
+    pub no_flush_cache: bool,
+}
+
+impl CacheArgs {
+    pub fn flush(&self) -> bool {
+        !self.no_flush_cache
+    }
 }
 
 #[derive(Debug, Args)]
@@ -599,9 +622,6 @@ pub struct BaselineArgs {
     pub set: SetArgs,
     #[command(flatten)]
     pub timing: TimingArgs,
-    /// Evict the L2 cache before each timed run, on both sides.
-    #[arg(long)]
-    pub flush_cache: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -664,9 +684,8 @@ pub struct TuneArgs {
     /// Copies of the inputs rotated between timed runs.
     #[arg(long, default_value_t = 2)]
     pub input_sets: usize,
-    /// Evict the L2 cache before each timed run, where the backend can.
-    #[arg(long)]
-    pub flush_cache: bool,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// Seconds one configuration may run before it is killed and judged timed-out.
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,

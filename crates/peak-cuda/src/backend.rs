@@ -51,8 +51,6 @@ pub struct CudaBackend {
     l2_bytes: usize,
     buffers: Mutex<HashMap<u64, Buffer>>,
     events: Mutex<HashMap<u64, sys::CUevent>>,
-    /// Scratch for `flush_cache`, allocated at the first flush.
-    flush_buffer: Mutex<Option<Buffer>>,
     /// Encoded tensor maps by (buffer, call); buffers are never renumbered, so an entry
     /// stays right until its buffer is freed.
     tensor_maps: Mutex<HashMap<(u64, String), Vec<u8>>>,
@@ -174,7 +172,6 @@ impl CudaBackend {
             l2_bytes: attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as usize,
             buffers: Mutex::new(HashMap::new()),
             events: Mutex::new(HashMap::new()),
-            flush_buffer: Mutex::new(None),
             tensor_maps: Mutex::new(HashMap::new()),
             fault: Mutex::new(None),
             next_id: AtomicU64::new(1),
@@ -252,9 +249,6 @@ impl Drop for CudaBackend {
             }
             for (_, buffer) in self.buffers.get_mut().unwrap().drain() {
                 sys::cuMemFree_v2(buffer.ptr);
-            }
-            if let Some(flush) = self.flush_buffer.get_mut().unwrap().take() {
-                sys::cuMemFree_v2(flush.ptr);
             }
             sys::cuStreamDestroy_v2(self.stream);
         }
@@ -458,28 +452,7 @@ impl Backend for CudaBackend {
         }
     }
 
-    fn flush_cache(&self) -> Result<(), BackendError> {
-        // Writing twice the L2's size through it evicts whatever the last run left there.
-        let bytes = (self.l2_bytes * 2).max(64 << 20);
-        let buffer = {
-            let mut flush = self.flush_buffer.lock().unwrap();
-            match *flush {
-                Some(b) => b,
-                None => {
-                    self.bind()?;
-                    let mut ptr: CUdeviceptr = 0;
-                    match unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) } {
-                        CUresult::CUDA_SUCCESS => {}
-                        CUresult::CUDA_ERROR_OUT_OF_MEMORY => return Err(BackendError::OutOfMemory { bytes }),
-                        s => return Err(self.note(driver::error(s, "allocating the cache-flush buffer"))),
-                    }
-                    *flush = Some(Buffer { ptr, bytes });
-                    flush.unwrap()
-                }
-            }
-        };
-        self.bind()?;
-        let value = self.id() as u32;
-        self.checked(unsafe { sys::cuMemsetD32Async(buffer.ptr, value, buffer.bytes / 4, self.stream) }, "flushing the cache")
+    fn cache_bytes(&self) -> Option<u64> {
+        Some(self.l2_bytes as u64)
     }
 }

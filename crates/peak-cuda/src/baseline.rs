@@ -17,15 +17,16 @@
 //! PyTorch runs its GEMMs. A residual is fused as cuBLASLt's C with beta = 1 where that
 //! computes the same thing (no activation, beta = 0); otherwise the manifest is refused.
 //!
-//! Both sides get the same inputs (the runner's arrays for the same data seed), the same
-//! warm-up, the same event-timed repetitions (with the same input-set rotation and cache
-//! flushing) and the median; every "% of cuBLASLt" comes from one such run. The kernel's
+//! Both sides get the same inputs (the runner's arrays for the same data seed) and one
+//! timing method, `peak_backend::timing::time_runs` (the same warm-up, cache flush before
+//! every run outside the events, input-set rotation, and the median with its spread); every "% of cuBLASLt" comes from one such run. The kernel's
 //! output is also checked against cuBLASLt's, on the elements the GEMM writes.
 
 pub mod gemm;
 mod lt;
 
-use peak_backend::runner::{self, RunError, RunOptions, median};
+use peak_backend::runner::{self, RunError, RunOptions};
+use peak_backend::timing::{Spread, time_runs};
 use peak_backend::{Backend, BackendError, BufferId};
 use peak_spec::data::Comparison;
 use peak_spec::expr::{Expr, expression_engine};
@@ -60,15 +61,16 @@ pub enum BaselineError {
 pub struct Timing {
     pub median_ms: f64,
     pub min_ms: f64,
+    /// Count, min, quartiles and max of `times_ms` (`peak_backend::timing`).
+    pub spread: Spread,
     pub times_ms: Vec<f64>,
     pub tflops: f64,
 }
 
 impl Timing {
     fn new(times_ms: Vec<f64>, flops: f64) -> Result<Timing, BaselineError> {
-        let median_ms = median(&times_ms).ok_or_else(|| BaselineError::Kernel(RunError::Setup("no timed repetitions".into())))?;
-        let min_ms = times_ms.iter().copied().fold(f64::INFINITY, f64::min);
-        Ok(Timing { median_ms, min_ms, tflops: flops / (median_ms * 1e-3) / 1e12, times_ms })
+        let spread = Spread::of(&times_ms).ok_or_else(|| BaselineError::Kernel(RunError::Setup("no timed repetitions".into())))?;
+        Ok(Timing { median_ms: spread.median_ms, min_ms: spread.min_ms, spread, tflops: flops / (spread.median_ms * 1e-3) / 1e12, times_ms })
     }
 }
 
@@ -130,6 +132,10 @@ pub struct BaselineReport {
     pub warmup: usize,
     pub repetitions: usize,
     pub data_seed: u64,
+    /// Bytes written before every timed run, on both sides, to evict the L2 (absent: not
+    /// flushed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushed_bytes: Option<usize>,
     pub kernel_timing: Timing,
     /// cuBLASLt's (part of cuBLAS; the name is kept for the scripts that read it).
     pub cublas_timing: Timing,
@@ -160,6 +166,7 @@ pub fn run_baseline(backend: &CudaBackend, ctx: &Context, params: &ExecParams, o
     let validation = compare(&kernel_c, &vendor.output, tolerance(ctx, params, vendor.gemm.c.dtype, vendor.gemm.k));
 
     let flops = vendor.gemm.flops();
+    let flushed_bytes = kernel_run.flushed_bytes;
     let kernel_timing = Timing::new(kernel_run.times_ms, flops)?;
     let cublas_timing = Timing::new(vendor.times_ms, flops)?;
     Ok(BaselineReport {
@@ -172,6 +179,7 @@ pub fn run_baseline(backend: &CudaBackend, ctx: &Context, params: &ExecParams, o
         warmup: options.warmup,
         repetitions: options.repetitions,
         data_seed: options.data_seed,
+        flushed_bytes,
         percent_of_cublas: 100.0 * kernel_timing.tflops / cublas_timing.tflops,
         kernel_timing,
         cublas_timing,
@@ -203,7 +211,8 @@ fn cublaslt(backend: &CudaBackend, gemm: Gemm, host: &[HostArray], options: &Run
     backend.read(outputs[0], &mut d.bytes)?;
     let output = gemm.c_storage.gather(&d, gemm.batch);
 
-    let times_ms = time(backend, options, sets.len(), |set| matmul.enqueue(set, &sets[set], backend))?;
+    // Timed as the kernel's side is (peak_backend::timing): the same warm-up, flush and events.
+    let times_ms = time_runs(backend, options, sets.len(), |set| matmul.enqueue(set, &sets[set], backend))?.times_ms;
     let info = CublasLtInfo {
         library: "cublaslt".into(),
         routine: "cublasLtMatmul".into(),
@@ -223,27 +232,6 @@ fn cublaslt(backend: &CudaBackend, gemm: Gemm, host: &[HostArray], options: &Run
     drop(matmul);
     drop(buffers);
     Ok(CublasLtRun { gemm, output, times_ms, info })
-}
-
-/// Warm-up, then event-timed calls of `call(input set)`, rotating the sets and flushing
-/// the cache as `options` says: what the runner does around a kernel's launches.
-fn time(backend: &CudaBackend, options: &RunOptions, sets: usize, call: impl Fn(usize) -> Result<(), BaselineError>) -> Result<Vec<f64>, BaselineError> {
-    for w in 0..options.warmup {
-        call(w % sets)?;
-    }
-    backend.synchronize()?;
-    let mut times = Vec::with_capacity(options.repetitions);
-    for rep in 0..options.repetitions.max(1) {
-        if options.flush_cache {
-            backend.flush_cache()?;
-        }
-        let start = backend.record_event()?;
-        call(rep % sets)?;
-        let end = backend.record_event()?;
-        times.push(backend.elapsed_ms(start, end)?);
-    }
-    backend.synchronize()?;
-    Ok(times)
 }
 
 /// The tolerance the kernel's output must meet against cuBLASLt's.

@@ -36,14 +36,17 @@ pub fn default_cache_dir() -> PathBuf {
     }
 }
 
-/// Timing settings for tuning: the outputs run doubles as the warm-up of caches and
-/// JIT, so one more warm-up run suffices; seven timed runs give a stable median; two input
-/// sets alternate so no variant is timed on cache-warm data. Every variant's outputs are
+/// Timing settings for tuning, with the one method of every time in peak
+/// (`peak_backend::timing`: warm-up, the cache flushed before every run outside the
+/// timed interval, device events, the median with its spread): the outputs run doubles
+/// as the warm-up of caches and JIT, so one more warm-up run suffices; seven timed runs
+/// give a stable median; two input sets alternate, so no variant is timed on cache-warm
+/// data where the backend cannot flush its cache. Every variant's outputs are
 /// checked against the reference; whether it leaves its read-only inputs alone is left to
 /// `peak validate` (fresh inputs, every check), which a workflow runs before tuning:
 /// reading the inputs back would cost every variant another transfer of all of them.
 pub fn tuning_run_options() -> RunOptions {
-    RunOptions { warmup: 1, repetitions: 7, input_sets: 2, flush_cache: false, check_inputs: false, data_seed: 0, cutoff_ms: None }
+    RunOptions { warmup: 1, repetitions: 7, input_sets: 2, flush_cache: true, check_inputs: false, data_seed: 0, cutoff_ms: None }
 }
 
 pub struct TuneSetup<'a> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 use peak_backend::worker::{COMPILE_REPORT, Dispatch, Failure, Job, OutputMode, ReferenceArray, RunReport};
-use peak_backend::{KernelResources, RunOptions};
+use peak_backend::{KernelResources, RunOptions, Spread};
 use peak_spec::ExecParams;
 use serde::{Deserialize, Serialize};
 
@@ -268,6 +268,9 @@ pub struct Entry {
     pub median_ms: f64,
     pub min_ms: f64,
     pub repetitions: usize,
+    /// Count, min, quartiles and max of the repetitions (`peak_backend::timing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<KernelResources>,
 }
@@ -497,7 +500,7 @@ impl<'a> State<'a> {
         let tuning = self.space.tuning(point);
         match outcome {
             Outcome::Measured(m) => {
-                let entry = Entry { tuning: tuning.clone(), median_ms: m.median_ms, min_ms: m.min_ms, repetitions: m.times_ms.len(), kernels: m.kernels.clone() };
+                let entry = Entry { tuning: tuning.clone(), median_ms: m.median_ms, min_ms: m.min_ms, repetitions: m.times_ms.len(), spread: Spread::of(&m.times_ms), kernels: m.kernels.clone() };
                 let at = self.top.partition_point(|e| e.median_ms <= m.median_ms);
                 if at < self.options.top_k.max(1) {
                     self.top.insert(at, entry);

@@ -155,7 +155,7 @@ fn a_previous_top_k_is_evaluated_first_and_foreign_values_move_to_the_nearest_po
         inputs: IndexMap::new(),
         entries: [space.tuning(best), foreign]
             .into_iter()
-            .map(|tuning| peak_eval::tune::Entry { tuning, median_ms: 1.0, min_ms: 1.0, repetitions: 1, kernels: vec![] })
+            .map(|tuning| peak_eval::tune::Entry { tuning, median_ms: 1.0, min_ms: 1.0, repetitions: 1, spread: None, kernels: vec![] })
             .collect(),
     };
     let text = serde_json::to_string(&previous).unwrap();

@@ -164,9 +164,18 @@ impl Drop for HlslBackend {
     }
 }
 
+/// The cache a Vulkan GPU is assumed to have: Vulkan reports none, and this is above the
+/// last-level cache of current GPUs (the H200's L2 is 60 MB), so twice it evicts theirs.
+const ASSUMED_GPU_CACHE_BYTES: u64 = 128 << 20;
+
 impl Backend for HlslBackend {
     fn device(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// A GPU's assumed cache ([`ASSUMED_GPU_CACHE_BYTES`]); none on a CPU device (lavapipe).
+    fn cache_bytes(&self) -> Option<u64> {
+        (self.gpu.properties.device_type != vk::PhysicalDeviceType::CPU).then_some(ASSUMED_GPU_CACHE_BYTES)
     }
 
     fn compile(&self, request: &CompileRequest) -> Result<Module, BackendError> {

@@ -276,20 +276,8 @@ pub fn profile_text(label: &str, params: &ExecParams, report: &ProfileReport) ->
 }
 
 pub fn compare_text(report: &CompareReport) -> String {
-    format!(
-        "{}: {:.4} ms  {}\n{}: {:.4} ms  {}\nspeedup of {} over {}: {:.3}x ({} interleaved repetitions on {})\n",
-        report.a.checkpoint,
-        report.a.median_ms,
-        report.a.params,
-        report.b.checkpoint,
-        report.b.median_ms,
-        report.b.params,
-        report.b.checkpoint,
-        report.a.checkpoint,
-        report.speedup_b_over_a,
-        report.repetitions,
-        report.device
-    )
+    let side = |s: &peak_eval::compare::Side| format!("{}: {:.4} ms (interquartile {:.4}-{:.4} ms)  {}\n", s.checkpoint, s.median_ms, s.spread.q1_ms, s.spread.q3_ms, s.params);
+    format!("{}{}{}\n", side(&report.a), side(&report.b), report.summary())
 }
 
 // ---------------------------------------------------------------------------------------

@@ -661,7 +661,7 @@ impl PeakServer {
             let params_b = peak_eval::compare::best_params(&wf.show(&p.b)?.performance, b.context(), &p.set)?;
             progress.say(format!("timing {} and {}", p.a, p.b));
             let mut workers = (settings.workers)();
-            let report = peak_eval::compare::compare(&mut workers, (&p.a, a.context(), params_a), (&p.b, b.context(), params_b), p.reps.unwrap_or(20))?;
+            let report = peak_eval::compare::compare(&mut workers, (&p.a, a.context(), params_a), (&p.b, b.context(), params_b), p.reps.unwrap_or(20), true)?;
             Ok(Answer::ok(render::compare_text(&report), &report))
         })
         .await

@@ -86,6 +86,10 @@ pub struct OpenClBackend {
     context: Context,
     queue: CommandQueue,
     max_item_sizes: Vec<usize>,
+    /// The global memory cache a GPU reports, flushed before timed runs; `None` on other
+    /// devices (a CPU's caches are not what a kernel's time should be judged cold against,
+    /// and evicting hundreds of megabytes before every run would dwarf it).
+    cache_bytes: Option<u64>,
     buffers: Mutex<HashMap<u64, Buffer<u8>>>,
     events: Mutex<HashMap<u64, Event>>,
     next_id: AtomicU64,
@@ -144,12 +148,15 @@ impl OpenClBackend {
             global_memory_bytes: device.global_mem_size().unwrap_or(0),
         };
         let max_item_sizes = device.max_work_item_sizes().unwrap_or_default();
+        let is_gpu = device.dev_type().map(|t| t & CL_DEVICE_TYPE_GPU != 0).unwrap_or(false);
+        let cache_bytes = if is_gpu { device.global_mem_cache_size().ok().filter(|&b| b > 0) } else { None };
         Ok(OpenClBackend {
             info,
             device,
             context,
             queue,
             max_item_sizes,
+            cache_bytes,
             buffers: Mutex::new(HashMap::new()),
             events: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
@@ -328,6 +335,10 @@ impl Backend for OpenClBackend {
         let t0 = a.profiling_command_end().map_err(|e| internal("profiling", e))?;
         let t1 = b.profiling_command_end().map_err(|e| internal("profiling", e))?;
         Ok(t1.saturating_sub(t0) as f64 / 1e6)
+    }
+
+    fn cache_bytes(&self) -> Option<u64> {
+        self.cache_bytes
     }
 
     fn synchronize(&self) -> Result<(), BackendError> {

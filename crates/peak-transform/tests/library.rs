@@ -11,6 +11,7 @@ use peak_transform::{Backend, ContextParam, KernelBrief, Library, LibraryError, 
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
 
 const SHIPPED: &[&str] = &[
+    "Orient-Grid",
     "Fuse-Epilogue",
     "Block-Swizzle",
     "Launch-Bounds",

@@ -45,6 +45,10 @@ pub struct LogEntry {
     pub speedup_over_parent: Option<f64>,
     /// The inputs `speedup_over_parent` was taken at.
     pub speedup_over_parent_inputs: Option<Value>,
+    /// The two times of `speedup_over_parent` are within each other's spread (their
+    /// interquartile ranges overlap): the step made no measurable difference. `None`
+    /// where either record holds no spread.
+    pub within_spread_of_parent: Option<bool>,
     /// The best time at every input size tuned (`performance.json`'s `runs`, in order),
     /// with the speedups at that same size.
     pub sizes: Vec<SizeEntry>,
@@ -256,6 +260,7 @@ impl Workflow {
                     speedup_over_root: over_root.as_ref().map(|s| s.ratio),
                     speedup_over_root_inputs: over_root.and_then(|s| s.inputs),
                     speedup_over_parent: over_parent.as_ref().map(|s| s.ratio),
+                    within_spread_of_parent: over_parent.as_ref().and_then(|s| s.within_spread),
                     speedup_over_parent_inputs: over_parent.and_then(|s| s.inputs),
                     sizes,
                     summary: node.summary,
@@ -341,6 +346,13 @@ pub fn render_log_sizes(entries: &[LogEntry]) -> String {
     render(entries, true)
 }
 
+/// What a log line says after a speedup within the spread of the times it compares.
+pub const WITHIN_SPREAD: &str = "within spread";
+
+fn spread_note(within: Option<bool>) -> String {
+    if within == Some(true) { format!(" ({WITHIN_SPREAD})") } else { String::new() }
+}
+
 fn render(entries: &[LogEntry], all_sizes: bool) -> String {
     let speed = |s: Option<f64>| s.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".to_string());
     let inputs = |i: Option<&Value>| i.map(format_inputs).unwrap_or_else(|| "-".to_string());
@@ -384,7 +396,7 @@ fn render(entries: &[LogEntry], all_sizes: bool) -> String {
             time,
             at,
             ratio(e.speedup_over_root, e.speedup_over_root_inputs.as_ref(), e.best_inputs.as_ref(), "root"),
-            ratio(e.speedup_over_parent, e.speedup_over_parent_inputs.as_ref(), e.best_inputs.as_ref(), "parent"),
+            format!("{}{}", ratio(e.speedup_over_parent, e.speedup_over_parent_inputs.as_ref(), e.best_inputs.as_ref(), "parent"), spread_note(e.within_spread_of_parent)),
             rest,
         ]);
         if all_sizes {

@@ -118,7 +118,7 @@ pub use bundle::{BundleSummary, clone_bundle, is_bundle};
 pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, PerformanceDelta, RegionDiff, SizeDelta, TuningDiff, WorkflowDiff};
 pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
-pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, render_log, render_log_sizes};
+pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, WITHIN_SPREAD, render_log, render_log_sizes};
 pub use lock::{LockHolder, LockMode};
 pub use secrets::{is_key_var, redact as redact_secrets};
 pub use speedup::{format_inputs, speedup};

@@ -18,8 +18,26 @@ pub(crate) struct BestTimes {
     headline: Option<f64>,
     headline_inputs: Option<String>,
     headline_inputs_value: Option<Value>,
-    /// (canonical key, the inputs as recorded, best time), in `runs` order.
-    at: Vec<(String, Value, f64)>,
+    /// The headline's interquartile range (`best.spread`), where recorded.
+    headline_iqr: Option<Iqr>,
+    /// (canonical key, the inputs as recorded, best time, its interquartile range), in
+    /// `runs` order.
+    at: Vec<(String, Value, f64, Option<Iqr>)>,
+}
+
+/// The first and third quartiles of a time's repetitions (`spread.q1_ms`, `q3_ms`).
+pub(crate) type Iqr = (f64, f64);
+
+/// A recorded entry's interquartile range (`{"spread": {"q1_ms": .., "q3_ms": ..}}`).
+fn iqr(entry: &Value) -> Option<Iqr> {
+    Some((entry.pointer("/spread/q1_ms")?.as_f64()?, entry.pointer("/spread/q3_ms")?.as_f64()?))
+}
+
+/// Whether two times are within each other's spread: their interquartile ranges overlap.
+/// `None` where either side records no spread.
+pub(crate) fn within_spread(a: Option<Iqr>, b: Option<Iqr>) -> Option<bool> {
+    let ((a1, a3), (b1, b3)) = (a?, b?);
+    Some(a1 <= b3 && b1 <= a3)
 }
 
 /// A speedup and the inputs it was taken at (`None` where the records name none).
@@ -27,6 +45,9 @@ pub(crate) struct BestTimes {
 pub(crate) struct SpeedupAt {
     pub ratio: f64,
     pub inputs: Option<Value>,
+    /// Both times' interquartile ranges overlap: the difference is within the noise of
+    /// the measurements. `None` where either records no spread.
+    pub within_spread: Option<bool>,
 }
 
 impl BestTimes {
@@ -38,13 +59,14 @@ impl BestTimes {
                 runs.iter()
                     .filter_map(|run| {
                         let inputs = run.get("inputs")?;
-                        Some((canonical(inputs)?, inputs.clone(), positive(run.pointer("/best/time_ms")?)?))
+                        Some((canonical(inputs)?, inputs.clone(), positive(run.pointer("/best/time_ms")?)?, run.get("best").and_then(iqr)))
                     })
                     .collect()
             })
             .unwrap_or_default();
         let headline_inputs_value = performance.pointer("/best/params/inputs").filter(|v| v.is_object()).cloned();
-        BestTimes { headline: best_time(performance), headline_inputs: headline_inputs_value.as_ref().and_then(canonical), headline_inputs_value, at }
+        let headline_iqr = performance.get("best").and_then(iqr);
+        BestTimes { headline: best_time(performance), headline_inputs: headline_inputs_value.as_ref().and_then(canonical), headline_inputs_value, headline_iqr, at }
     }
 
     pub(crate) fn headline(&self) -> Option<f64> {
@@ -62,7 +84,7 @@ impl BestTimes {
         if self.at.is_empty() {
             return self.headline.map(|t| (self.headline_inputs_value.clone(), t)).into_iter().collect();
         }
-        self.at.iter().map(|(_, inputs, t)| (Some(inputs.clone()), *t)).collect()
+        self.at.iter().map(|(_, inputs, t, _)| (Some(inputs.clone()), *t)).collect()
     }
 
     /// Whether the record has per-input times (`runs`).
@@ -73,7 +95,7 @@ impl BestTimes {
     /// This checkpoint's best time at `inputs` (canonical key) and `base`'s there.
     pub(crate) fn speedup_at_inputs(&self, base: &BestTimes, inputs: &Value) -> Option<f64> {
         let key = canonical(inputs)?;
-        let find = |b: &BestTimes| b.at.iter().find(|(k, _, _)| *k == key).map(|(_, _, t)| *t);
+        let find = |b: &BestTimes| b.at.iter().find(|(k, _, _, _)| *k == key).map(|(_, _, t, _)| *t);
         Some(find(base)? / find(self)?)
     }
 
@@ -90,13 +112,17 @@ impl BestTimes {
         if self.at.is_empty() || base.at.is_empty() {
             // Headlines: the inputs are this one's when both headlines name the same.
             let inputs = self.headline_inputs_value.clone().filter(|_| self.headline_inputs == base.headline_inputs);
-            return Some(SpeedupAt { ratio: base.headline? / time, inputs });
+            return Some(SpeedupAt { ratio: base.headline? / time, inputs, within_spread: within_spread(self.headline_iqr, base.headline_iqr) });
         }
-        let base_at = |key: &str| base.at.iter().find(|(k, _, _)| k == key).map(|(_, _, t)| *t);
-        if let Some(base_time) = self.headline_inputs.as_deref().and_then(base_at) {
-            return Some(SpeedupAt { ratio: base_time / time, inputs: self.headline_inputs_value.clone() });
+        let base_at = |key: &str| base.at.iter().find(|(k, _, _, _)| k == key).map(|(_, _, t, q)| (*t, *q));
+        if let Some((base_time, base_iqr)) = self.headline_inputs.as_deref().and_then(base_at) {
+            let within_spread = within_spread(self.headline_iqr, base_iqr);
+            return Some(SpeedupAt { ratio: base_time / time, inputs: self.headline_inputs_value.clone(), within_spread });
         }
-        self.at.iter().rev().find_map(|(key, inputs, t)| Some(SpeedupAt { ratio: base_at(key)? / t, inputs: Some(inputs.clone()) }))
+        self.at.iter().rev().find_map(|(key, inputs, t, q)| {
+            let (base_time, base_iqr) = base_at(key)?;
+            Some(SpeedupAt { ratio: base_time / t, inputs: Some(inputs.clone()), within_spread: within_spread(*q, base_iqr) })
+        })
     }
 }
 
@@ -154,6 +180,16 @@ mod tests {
         let parent = record(&[(256, 0.9), (1024, 9.6)]);
         assert_eq!(speedup(&parent, &step), Some(2.0), "at the headline's inputs, 1024");
         assert_eq!(speedup(&record(&[(512, 1.0)]), &step), None, "no inputs in common");
+    }
+
+    #[test]
+    fn a_speedup_says_whether_it_is_within_the_spread() {
+        let timed = |t: f64, q1: f64, q3: f64| json!({"best": {"params": {"inputs": {"n": 8}}, "time_ms": t, "spread": {"q1_ms": q1, "q3_ms": q3}}});
+        let (a, near, far) = (timed(1.0, 0.9, 1.1), timed(1.05, 1.0, 1.2), timed(2.0, 1.9, 2.1));
+        let over = |x: &Value, base: &Value| BestTimes::of(x).speedup_over_at(&BestTimes::of(base)).unwrap().within_spread;
+        assert_eq!(over(&near, &a), Some(true));
+        assert_eq!(over(&far, &a), Some(false));
+        assert_eq!(over(&json!({"best": {"time_ms": 1.0}}), &a), None, "a record without a spread says nothing");
     }
 
     #[test]

@@ -106,7 +106,7 @@ impl Backend for Recycler<'_> {
     fn op_argument(&self, module: &Module, op: &crate::plan::BackendOp, buffers: &crate::backend::BufferLookup) -> Result<crate::backend::KernelArg, BackendError> {
         self.inner.op_argument(module, op, buffers)
     }
-    fn flush_cache(&self) -> Result<(), BackendError> {
-        self.inner.flush_cache()
+    fn cache_bytes(&self) -> Option<u64> {
+        self.inner.cache_bytes()
     }
 }

@@ -72,6 +72,9 @@ fn print_report(report: &BaselineReport) {
     if let Some(residual) = &lt.residual {
         println!("           residual: {residual}");
     }
+    println!("  spread   kernel   {}", k.spread.describe(format_ms));
+    println!("           cuBLASLt {}", c.spread.describe(format_ms));
+    println!("  cache    {}", super::run::cache_note(report.flushed_bytes));
     println!("  kernel at {:.2}% of cuBLASLt", report.percent_of_cublas);
     let v = &report.validation;
     let verdict = if v.passed { "matches cuBLASLt" } else { "DIFFERS from cuBLASLt" };
@@ -84,5 +87,5 @@ fn format_bytes(bytes: usize) -> String {
 
 /// Timing as the flags say, the same on both sides of the ratio.
 fn run_options(args: &BaselineArgs) -> RunOptions {
-    RunOptions { warmup: args.timing.warmup, repetitions: args.timing.reps, data_seed: args.timing.data_seed, flush_cache: args.flush_cache, ..RunOptions::default() }
+    super::timing_options(&args.timing)
 }

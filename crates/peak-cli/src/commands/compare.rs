@@ -28,9 +28,11 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if args.json {
         return print_json(&report);
     }
-    println!("{:<12} {:>12}  {}", args.a, format_ms(report.a.median_ms), report.a.params);
-    println!("{:<12} {:>12}  {}", args.b, format_ms(report.b.median_ms), report.b.params);
-    println!("speedup of {} over {}: {:.3}x ({} interleaved repetitions on {})", args.b, args.a, report.speedup_b_over_a, args.reps, report.device);
+    for (label, side) in [(&args.a, &report.a), (&args.b, &report.b)] {
+        println!("{label:<12} {:>12}  {}", format_ms(side.median_ms), side.params);
+        println!("{:<12} spread {}", "", side.spread.describe(format_ms));
+    }
+    println!("{}", report.summary());
     Ok(())
 }
 
@@ -41,5 +43,5 @@ fn measure(args: &CompareArgs, wf: &peak_workflow::Workflow, a: &Context, b: &Co
         other => Ok(other?),
     };
     let (params_a, params_b) = (params(&args.a, a)?, params(&args.b, b)?);
-    Ok(compare(&mut workers(), (&args.a, a, params_a), (&args.b, b, params_b), args.reps)?)
+    Ok(compare(&mut workers(), (&args.a, a, params_a), (&args.b, b, params_b), args.reps, args.cache.flush())?)
 }

@@ -50,6 +50,18 @@ pub fn restricted_space(ctx: &Context, set: &SetArgs) -> Result<Space> {
     Ok(space)
 }
 
+/// How `peak run` and `peak baseline` time, from their flags: the one method of
+/// `peak_backend::timing`, with the flags' warm-up, repetitions, seed and cache flush.
+pub fn timing_options(timing: &crate::cli::TimingArgs) -> peak_backend::RunOptions {
+    peak_backend::RunOptions {
+        warmup: timing.warmup,
+        repetitions: timing.reps,
+        data_seed: timing.data_seed,
+        flush_cache: timing.cache.flush(),
+        ..peak_backend::RunOptions::default()
+    }
+}
+
 /// The first valid execution parameter after `--set`, or a clear error when none is left.
 pub fn first_point(ctx: &Context, space: &Space) -> Result<ExecParams> {
     space

@@ -1,7 +1,7 @@
 //! `peak run CONTEXT`: compile, fill, launch, time one execution parameter.
 
 use anyhow::{Result, anyhow};
-use peak_backend::{RunOptions, runner};
+use peak_backend::{Spread, runner};
 use peak_spec::data::ArraySummary;
 use peak_spec::ExecParams;
 use serde::Serialize;
@@ -24,6 +24,11 @@ struct RunReport {
     repetitions: usize,
     median_ms: Option<f64>,
     min_ms: Option<f64>,
+    /// Count, min, quartiles and max of `times_ms` (`peak_backend::timing`).
+    spread: Option<Spread>,
+    /// Bytes written before every timed run to evict the cache (absent: not flushed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flushed_bytes: Option<usize>,
     times_ms: Vec<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tflops: Option<f64>,
@@ -44,7 +49,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let params = first_point(&ctx, &space)?;
     let other_points = space.iter().take(1001).count().saturating_sub(1);
     let backend = backends::open(ctx.backend())?;
-    let options = RunOptions { warmup: args.timing.warmup, repetitions: args.timing.reps, data_seed: args.timing.data_seed, ..RunOptions::default() };
+    let options = super::timing_options(&args.timing);
     let result = runner::run(backend.as_ref(), &ctx, &params, &options).map_err(|e| anyhow!("{} ({}): {e}", ctx.name(), params))?;
     let median_ms = result.median_ms();
     let report = RunReport {
@@ -58,6 +63,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         repetitions: args.timing.reps,
         median_ms,
         min_ms: result.times_ms.iter().copied().reduce(f64::min),
+        spread: result.spread(),
+        flushed_bytes: result.flushed_bytes,
         tflops: median_ms.and_then(|ms| ctx.flops(&params).map(|f| f / (ms * 1e-3) / 1e12)),
         times_ms: result.times_ms.clone(),
         launches: result.launches,
@@ -71,10 +78,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     println!("{} on {} ({})", report.kernel, report.device, report.backend);
     println!("  params   {params}");
-    match median_ms {
-        Some(ms) => {
+    match &report.spread {
+        Some(spread) => {
             let rate = report.tflops.map(|t| format!("  {:.3} TFLOP/s", t)).unwrap_or_default();
-            println!("  time     {} median of {} (min {}){rate}", format_ms(ms), args.timing.reps, format_ms(report.min_ms.unwrap_or(ms)));
+            println!("  time     {} median of {}{rate}", format_ms(spread.median_ms), spread.count);
+            println!("  spread   {}", spread.describe(format_ms));
+            println!("  cache    {}", cache_note(report.flushed_bytes));
         }
         None => println!("  time     not measured (--reps 0)"),
     }
@@ -84,4 +93,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("  output   {:<8} {} elements  digest {}  sum {:.6e}  range [{:.4}, {:.4}]{nan}", o.name, s.elements, s.digest, s.sum, s.min, s.max);
     }
     Ok(())
+}
+
+/// How the cache was treated before each timed run, for people.
+pub(crate) fn cache_note(flushed_bytes: Option<usize>) -> String {
+    match flushed_bytes {
+        Some(bytes) => format!("flushed before every run ({} MiB written, outside the timed interval)", bytes >> 20),
+        None => "not flushed (--no-flush-cache, or a device whose cache peak does not flush: a CPU)".into(),
+    }
 }

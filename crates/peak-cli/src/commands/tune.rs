@@ -53,7 +53,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     run.warmup = args.warmup;
     run.repetitions = args.reps.max(1);
     run.input_sets = args.input_sets.max(1);
-    run.flush_cache = args.flush_cache;
+    run.flush_cache = args.cache.flush();
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let timeout = Duration::from_secs_f64(args.timeout);
     let setup = TuneSetup {
@@ -126,6 +126,9 @@ fn print_text(ctx: &Context, report: &TuneReport) {
                 let rate = ctx.flops(&params).map(|f| format!("  {:.3} TFLOP/s", f / (best.median_ms * 1e-3) / 1e12)).unwrap_or_default();
                 let tuning: Vec<String> = best.tuning.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 println!("  best     {}  {}{rate}", tuning.join(" "), format_ms(best.median_ms));
+                if let Some(spread) = &best.spread {
+                    println!("  spread   {}", spread.describe(format_ms));
+                }
                 println!("  why      {}", r.why);
             }
             None => println!("  best     none: {}", r.why),
