@@ -1,0 +1,244 @@
+"""Does peak's clock agree with an independent one? (issue 26, item 2)
+
+    python3 bench/timing_agreement.py --peak carry/agreement/peak --out bench/results/h200-timing-agreement.json \
+        [--kernels gelu-small,naive-4096] [--reps 50] [--budget-s 540]
+
+For each kernel of KERNELS (our own examples' CUDA kernels, 5 us to ~50 ms, memory- and
+compute-bound), in this one process on the GPU:
+
+- peak: `peak run CONTEXT --set ... --json` (its median and spread), and `peak tune` on the
+  same single configuration (the time a checkpoint would record: the worker's path);
+- independent: `peak export` writes the kernel as a plain file and its launches as data;
+  nvcc compiles the kernel to a cubin; this script loads it with the CUDA driver API
+  (ctypes, in PyTorch's context), allocates the arrays with PyTorch, launches it with
+  cuLaunchKernel on PyTorch's stream and times it with torch.cuda.Event. Its method is the
+  usual one, written here without any of peak's code: warm-up runs, 256 MiB written
+  before every run outside the events (Triton's do_bench flush), runs queued back to
+  back, one synchronisation at the end, the median.
+
+Writes the JSON after every kernel (a failure is recorded for its kernel and the rest go
+on); stops starting kernels once --budget-s seconds have passed. The ratio is
+peak_ms / independent_ms; the target is every kernel within 5%.
+"""
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# name, context, --set values, kind. Durations are rough H200 figures with L2 flushed.
+KERNELS = [
+    ("gelu-bf16-1M", "examples/gelu-bf16-cuda", {"N": 1048576, "BLOCK_X": 256}, "memory-bound, ~5 us"),
+    ("softmax-4096x1024", "examples/softmax-cuda", {"rows": 4096, "cols": 1024, "BLOCK_X": 256}, "memory-bound, ~15 us"),
+    ("layernorm-8192x768", "examples/layernorm-cuda", {"N": 8192, "C": 768, "BLOCK_X": 128}, "memory-bound (one thread per row), ~50 us"),
+    ("gelu-bf16-64M", "examples/gelu-bf16-cuda", {"N": 67108867, "BLOCK_X": 256}, "memory-bound, ~80 us"),
+    ("reduction-64M", "examples/reduction-cuda", {"n": 67108864, "chunk": 1024, "BLOCK_X": 256}, "memory-bound, ~90 us"),
+    ("transpose-8192", "examples/transpose-cuda", {"rows": 8192, "cols": 8192, "BLOCK_X": 32, "BLOCK_Y": 8}, "memory-bound, ~0.2 ms"),
+    ("stencil-8192", "examples/stencil-cuda", {"h": 8192, "w": 8192, "BLOCK_X": 32, "BLOCK_Y": 8}, "memory-bound, ~0.2 ms"),
+    ("sgemm-regtiled-2048", "examples/sgemm-cuda-regtiled", {"n": 2048, "BX": 16, "BY": 16, "TX": 8, "TY": 8, "KT": 8}, "compute-bound, ~0.5 ms"),
+    ("naive-matmul-2048", "examples/matmul-cuda-f32", {"n": 2048, "BLOCK_X": 16, "BLOCK_Y": 16}, "compute-bound (naive), ~3 ms"),
+    ("naive-matmul-4096", "examples/matmul-cuda-f32", {"n": 4096, "BLOCK_X": 16, "BLOCK_Y": 16}, "compute-bound (naive), ~28 ms: the issue's kernel"),
+]
+
+TOLERANCE = 0.05
+FLUSH_BYTES = 256 << 20
+
+
+def sets(values):
+    return [a for k, v in values.items() for a in ("--set", f"{k}={v}")]
+
+
+def run_json(cmd, timeout):
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def peak_side(peak, context, values, reps, timeout):
+    run = run_json([peak, "run", context, *sets(values), "--warmup", "5", "--reps", str(reps), "--json"], timeout)
+    tune = run_json([peak, "tune", context, *sets(values), "--budget", "1", "--no-cache", "--json"], timeout)
+    best = tune["runs"][0]["best"]
+    return {
+        "peak_ms": run["median_ms"],
+        "peak_spread": run["spread"],
+        "peak_flushed_bytes": run.get("flushed_bytes"),
+        "peak_tune_ms": best["median_ms"],
+        "peak_tune_spread": best.get("spread"),
+    }
+
+
+class Driver:
+    """The few CUDA driver calls the harness needs, through ctypes."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+
+    def check(self, status, what):
+        if status != 0:
+            name = ctypes.c_char_p()
+            self.lib.cuGetErrorName(status, ctypes.byref(name))
+            raise RuntimeError(f"{what}: {name.value.decode() if name.value else status}")
+
+    def load(self, cubin_path, kernel):
+        module, function = ctypes.c_void_p(), ctypes.c_void_p()
+        data = open(cubin_path, "rb").read()
+        self.check(self.lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(data)), "cuModuleLoadData")
+        self.check(self.lib.cuModuleGetFunction(ctypes.byref(function), module, kernel.encode()), f"cuModuleGetFunction({kernel})")
+        return function
+
+    def max_dynamic_shared(self, function, nbytes):
+        # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+        self.check(self.lib.cuFuncSetAttribute(function, 8, ctypes.c_int(nbytes)), "cuFuncSetAttribute")
+
+    def launch(self, function, grid, block, shared, args, stream):
+        holders = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        self.check(self.lib.cuLaunchKernel(function, *grid, *block, shared, ctypes.c_void_p(stream), holders, None), "cuLaunchKernel")
+
+
+def compile_cubin(export_dir):
+    cubin = os.path.join(export_dir, "kernel.cubin")
+    cmd = ["nvcc", "-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-o", cubin, os.path.join(export_dir, "kernel.cu")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"nvcc: {done.stderr.strip()[-2000:]}")
+    return cubin
+
+
+def independent_side(torch, driver, peak, context, values, reps, timeout):
+    export_dir = tempfile.mkdtemp(prefix="agreement-")
+    export = run_json([peak, "export", context, *sets(values), "--to", export_dir, "--force", "--json"], timeout)
+    seq = export["sequence"]
+    if seq.get("tensor_maps"):
+        raise RuntimeError("the launches pass tensor maps, which this harness does not encode")
+    cubin = compile_cubin(export_dir)
+    buffers = [make_buffer(torch, b) for b in seq["buffers"]]
+    functions = {}
+    for step in seq["steps"]:
+        if step["kind"] == "launch" and step["kernel"] not in functions:
+            functions[step["kernel"]] = driver.load(cubin, step["kernel"])
+    for s in seq["setup"]:
+        if s["kind"] == "max_dynamic_shared":
+            driver.max_dynamic_shared(functions[s["kernel"]], s["bytes"])
+
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def run_once():
+        for step in seq["steps"]:
+            if step["kind"] == "launch":
+                args = [kernel_arg(a, buffers) for a in step["args"]]
+                driver.launch(functions[step["kernel"]], step["grid"], step["block"], step["shared_bytes"], args, stream)
+            elif step["kind"] == "fill":
+                pattern = torch.tensor(step["pattern"], dtype=torch.uint8, device="cuda")
+                buffers[step["buffer"]].view(-1, len(step["pattern"]))[:] = pattern
+            elif step["kind"] == "copy":
+                buffers[step["dst"]][: step["bytes"]].copy_(buffers[step["src"]][: step["bytes"]])
+
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    for i in range(5):
+        flush.fill_(i & 0xFF)
+        run_once()
+    events = []
+    for i in range(reps):
+        flush.fill_(i & 0xFF)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run_once()
+        end.record()
+        events.append((start, end))
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in events)
+    q = statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1 else [times[0]] * 3
+    return {
+        "independent_ms": statistics.median(times),
+        "independent_spread": {"count": len(times), "min_ms": times[0], "q1_ms": q[0], "median_ms": q[1], "q3_ms": q[2], "max_ms": times[-1]},
+        "export_build": export["build"],
+    }
+
+
+def make_buffer(torch, spec):
+    dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
+    raw = torch.zeros(spec["bytes"], dtype=torch.uint8, device="cuda")
+    if spec["role"] != "output" and spec["dtype"] in dtypes:
+        typed = raw.view(dtypes[spec["dtype"]])
+        typed.copy_(torch.randn(typed.numel(), device="cuda").to(typed.dtype))
+    return raw
+
+
+def kernel_arg(arg, buffers):
+    kind = arg["kind"]
+    if kind == "buffer":
+        return ctypes.c_uint64(buffers[arg["buffer"]].data_ptr())
+    return {"i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64, "f32": ctypes.c_float}[kind](arg["value"])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--peak", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--kernels", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--reps", type=int, default=50)
+    parser.add_argument("--budget-s", type=float, default=540.0, help="start no kernel after this many seconds")
+    parser.add_argument("--command", default=" ".join(sys.argv))
+    parser.add_argument("--commit", default="unknown")
+    parser.add_argument("--device", default="unknown")
+    parser.add_argument("--date", default="unknown")
+    args = parser.parse_args()
+
+    clock = time.monotonic()
+    wanted = [k for k in KERNELS if not args.kernels or k[0] in args.kernels.split(",")]
+    report = {
+        "benchmark": "timing-agreement",
+        "command": args.command,
+        "device": args.device,
+        "commit": args.commit,
+        "date": args.date,
+        "tolerance": TOLERANCE,
+        "method": {
+            "peak": "peak run --warmup 5 --reps N (peak_backend::timing: cache flushed before every run outside the events, runs queued back to back, median); peak_tune_ms: peak tune on the one configuration (the worker's path, 7 runs)",
+            "independent": f"peak export's kernel file compiled with nvcc -cubin, launched with cuLaunchKernel through ctypes on PyTorch's stream, {FLUSH_BYTES >> 20} MiB written before every run outside torch.cuda.Event pairs, 5 warm-up runs, N runs queued back to back, median",
+        },
+        "kernels": [],
+    }
+    try:
+        import torch
+
+        torch.cuda.init()
+        torch.empty(1, device="cuda")  # makes PyTorch's primary context current
+        driver = Driver()
+    except Exception as e:  # noqa: BLE001: the reason is the record
+        torch = driver = None
+        report["setup_error"] = f"{type(e).__name__}: {e}"
+
+    for name, context, values, kind in wanted:
+        row = {"name": name, "context": context, "set": values, "kind": kind}
+        left = args.budget_s - (time.monotonic() - clock)
+        if left <= 0:
+            row["error"] = "skipped: the time budget was spent"
+        elif driver is None:
+            row["error"] = f"skipped: {report['setup_error']}"
+        else:
+            try:
+                row.update(peak_side(args.peak, context, values, args.reps, timeout=max(left, 30)))
+                row.update(independent_side(torch, driver, args.peak, context, values, args.reps, timeout=max(left, 30)))
+                row["ratio"] = row["peak_ms"] / row["independent_ms"]
+                row["tune_ratio"] = row["peak_tune_ms"] / row["independent_ms"]
+                row["within_tolerance"] = abs(row["ratio"] - 1) <= TOLERANCE
+            except Exception as e:  # noqa: BLE001: each kernel's failure is data
+                row["error"] = f"{type(e).__name__}: {e}"
+        row["elapsed_s"] = round(time.monotonic() - clock, 1)
+        report["kernels"].append(row)
+        timed = [r for r in report["kernels"] if "ratio" in r]
+        report["all_within_tolerance"] = len(timed) == len(wanted) and all(r["within_tolerance"] for r in timed)
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=2)
+        summary = f"ratio {row['ratio']:.3f} (peak {row['peak_ms']:.4f} ms, tune {row['peak_tune_ms']:.4f} ms, independent {row['independent_ms']:.4f} ms)" if "ratio" in row else row["error"]
+        print(f"timing-agreement: {name}: {summary}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()
