@@ -18,7 +18,13 @@
 //! Which configuration: the checkpoint's performance record (the best of the tuning run
 //! whose inputs match, else the overall best), overridden by `--set NAME=VALUE`
 //! ([`source`]). HLSL is refused for now.
+//!
+//! With `dispatch`, every shape the record tuned, each at its own best configuration: one
+//! kernel file, `dispatch.h` mapping a shape to a configuration ([`dispatch`]), and a
+//! harness that runs every tuned shape through it (OpenCL for now).
 
+mod cexpr;
+pub mod dispatch;
 pub mod harness;
 pub mod kernel;
 pub mod launch;
@@ -72,6 +78,8 @@ pub struct ExportOptions {
     pub set: Vec<String>,
     /// Write into a folder that is not empty.
     pub force: bool,
+    /// Every tuned shape with a dispatch table, rather than one configuration.
+    pub dispatch: bool,
 }
 
 /// What was written, for `--json` and the CLI's summary.
@@ -91,7 +99,12 @@ pub struct ExportReport {
     pub files: Vec<String>,
     pub build: String,
     pub run: String,
+    /// The launch sequence of the exported configuration (with `dispatch`, the first tuned
+    /// shape's).
     pub sequence: LaunchSequence,
+    /// With `dispatch`: the table (configurations, tuned shapes, fallback).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<dispatch::Table>,
 }
 
 /// Export `source` at the configuration `options.set` leaves, into `options.to`.
@@ -101,6 +114,9 @@ pub fn export(source: &Source, target: &Target, options: &ExportOptions) -> Resu
         return Err(ExportError::Unsupported(
             "peak export does not support HLSL contexts yet (a Vulkan host harness is not written); opencl, cuda and hip are supported".into(),
         ));
+    }
+    if options.dispatch {
+        return export_dispatch(source, target, options);
     }
     let chosen = source.params(&options.set)?;
     prepare_dir(&options.to, options.force)?;
@@ -118,20 +134,7 @@ pub fn export(source: &Source, target: &Target, options: &ExportOptions) -> Resu
     })?;
     let mut files = vec![(kernel_file.clone(), kernel_text)];
     files.extend(bundle.files);
-    let mut names = Vec::new();
-    for (name, text) in &files {
-        let path = options.to.join(name);
-        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
-        names.push(name.clone());
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let script = options.to.join("build.sh");
-        if script.exists() {
-            let _ = std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755));
-        }
-    }
+    let names = write_files(&options.to, &files)?;
     Ok(ExportReport {
         dir: options.to.clone(),
         origin: source.origin.clone(),
@@ -145,7 +148,77 @@ pub fn export(source: &Source, target: &Target, options: &ExportOptions) -> Resu
         build: bundle.build,
         run: bundle.run,
         sequence,
+        dispatch: None,
     })
+}
+
+/// Every tuned shape of the record, with `dispatch.h` choosing the configuration by shape.
+fn export_dispatch(source: &Source, target: &Target, options: &ExportOptions) -> Result<ExportReport> {
+    if !options.set.is_empty() {
+        return Err(ExportError::Usage(
+            "--dispatch exports every tuned shape at its own best configuration; --set fixes one configuration (drop one of them)".into(),
+        ));
+    }
+    let language = source.ctx.backend();
+    if language != Language::Opencl {
+        return Err(ExportError::Unsupported(format!(
+            "peak export --dispatch writes an OpenCL harness for now; {language} contexts export one configuration at a time (--set the inputs of a tuned shape)"
+        )));
+    }
+    let table = dispatch::Table::from_source(source)?;
+    let mut sequences = Vec::new();
+    for shape in &table.shapes {
+        sequences.push(launch::sequence(&source.ctx, &shape.params, target)?);
+    }
+    prepare_dir(&options.to, options.force)?;
+    let fallback = table.shapes.iter().find(|s| s.config == table.fallback).expect("the fallback configuration is a tuned shape's");
+    let kernel_file = kernel::file_name(&source.ctx);
+    let kernel_text = kernel::render(&source.ctx, &fallback.params, &source.origin, &target.device);
+    let bundle = harness::dispatch_opencl::render(&harness::dispatch_opencl::DispatchInput {
+        ctx: &source.ctx,
+        table: &table,
+        sequences: &sequences,
+        kernel_file: &kernel_file,
+        origin: &source.origin,
+    });
+    let mut files = vec![(kernel_file, kernel_text), ("dispatch.h".to_string(), dispatch::header(&table))];
+    files.extend(bundle.files);
+    let names = write_files(&options.to, &files)?;
+    let first = &table.shapes[0];
+    Ok(ExportReport {
+        dir: options.to.clone(),
+        origin: source.origin.clone(),
+        kernel: source.ctx.name().to_string(),
+        backend: language,
+        params: first.params.clone(),
+        param_sources: Vec::new(),
+        recorded_time_ms: first.time_ms,
+        device: target.device.name.clone(),
+        files: names,
+        build: bundle.build,
+        run: bundle.run,
+        sequence: sequences.swap_remove(0),
+        dispatch: Some(table),
+    })
+}
+
+/// Write `files` into `dir` (build.sh executable); their names.
+fn write_files(dir: &Path, files: &[(String, String)]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+        names.push(name.clone());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("build.sh");
+        if script.exists() {
+            let _ = std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+    Ok(names)
 }
 
 /// A missing or empty folder is used as is; a non-empty one only with `force`.

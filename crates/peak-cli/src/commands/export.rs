@@ -14,13 +14,25 @@ use crate::usage;
 pub fn run(args: ExportArgs) -> Result<()> {
     let source = Source::open(&args.checkpoint, &args.workflow.workflow).map_err(error)?;
     let target = target(&source, args.arch.as_deref())?;
-    let options = ExportOptions { to: args.to.clone(), set: args.set.set.clone(), force: args.force };
+    let options = ExportOptions { to: args.to.clone(), set: args.set.set.clone(), force: args.force, dispatch: args.dispatch };
     let report = peak_export::export(&source, &target, &options).map_err(error)?;
     if args.json {
         return print_json(&report);
     }
     println!("exported {} ({}) from {} to {}", report.kernel, report.backend, report.origin.describe(), report.dir.display());
-    println!("  params   {}", report.params);
+    if let Some(table) = &report.dispatch {
+        for shape in &table.shapes {
+            let time = shape.time_ms.map(|t| format!("  {}", format_ms(t))).unwrap_or_default();
+            println!("  shape    {} -> configuration {} ({}){time}", table.describe_shape(shape), shape.config, table.describe(shape.config));
+        }
+        println!("  fallback the nearest tuned shape whose configuration is valid (dispatch.h); kernel defaults: configuration {}", table.fallback);
+    } else {
+        println!("  params   {}", report.params);
+        let tuned = source.performance.get("runs").and_then(|r| r.as_array()).map_or(0, |r| r.iter().filter(|r| !r["best"].is_null()).count());
+        if tuned > 1 && args.set.set.is_empty() {
+            println!("  note     the record tuned {tuned} shapes; --dispatch exports them all with a dispatch table by shape");
+        }
+    }
     if let Some(ms) = report.recorded_time_ms {
         println!("  peak     {}{}", format_ms(ms), report.origin.measured_on.as_ref().map(|d| format!(" on {d}")).unwrap_or_default());
     }

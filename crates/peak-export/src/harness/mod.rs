@@ -8,6 +8,7 @@
 //! Outputs start from their manifest init rather than peak's poison.
 
 pub mod cuda;
+pub mod dispatch_opencl;
 pub mod opencl;
 
 use peak_spec::{Backend as Language, Context, DType, ExecParams, Fill, RowOutliers, Values};
@@ -149,11 +150,16 @@ pub(crate) fn host_arrays(buffers: &[ExportBuffer]) -> String {
 
 /// After the first run: print each output's summary and dump it if asked.
 pub(crate) fn summaries(buffers: &[ExportBuffer]) -> String {
+    summaries_as(buffers, "")
+}
+
+/// [`summaries`], each output named `NAME{suffix}` (in the summary and the dump's file name).
+pub(crate) fn summaries_as(buffers: &[ExportBuffer], suffix: &str) -> String {
     let mut out = String::new();
     for b in buffers.iter().filter(|b| b.role == "output" || b.role == "inout") {
         out.push_str(&format!(
             "    peak_summary(\"{name}\", peak_host_{id}, {dt}, {count}ull);\n    if (opt.dump) peak_dump(opt.dump, \"{name}\", peak_host_{id}, {bytes}ull);\n",
-            name = b.name,
+            name = format!("{}{suffix}", b.name),
             id = b.ident,
             dt = dtype_code(b.dtype),
             count = b.count,

@@ -6,18 +6,13 @@
 //! `__local` buffer appended as the last argument.
 
 use super::{Bundle, Input, build_files, header, host_arrays, launch_count, readme, scalar_literal, summaries};
-use crate::launch::{ExportArg, ExportStep};
+use crate::launch::{ExportArg, ExportStep, LaunchSequence};
 
 pub const BUILD: &str = "cc -O2 -std=c99 -o harness harness.c -lOpenCL";
 
 pub fn render(input: &Input) -> Bundle {
     let s = input.sequence;
-    let mut kernels: Vec<&str> = Vec::new();
-    for (name, ..) in s.launches() {
-        if !kernels.contains(&name) {
-            kernels.push(name);
-        }
-    }
+    let kernels = kernel_names(s);
     let mut c = String::new();
     c.push_str(&header(input, BUILD));
     c.push_str("#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\n");
@@ -33,52 +28,8 @@ pub fn render(input: &Input) -> Bundle {
         c.push_str(&format!("static cl_kernel peak_kernel_{i}; /* {k} */\n"));
     }
 
-    c.push_str("\n/* One run of the launch sequence. */\nstatic void peak_run(cl_command_queue q) {\n    cl_int err;\n");
-    for step in &s.steps {
-        c.push_str(&format!("    /* {} */\n", super::describe_step(step, &s.buffers)));
-        match step {
-            ExportStep::Launch { kernel, grid, block, shared_bytes, args } => {
-                let k = kernels.iter().position(|n| n == kernel).unwrap();
-                c.push_str("    {\n");
-                for (i, a) in args.iter().enumerate() {
-                    let line = match a {
-                        ExportArg::Buffer { buffer } => format!("PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof(cl_mem), &peak_buf_{}));", s.buffers[*buffer].ident),
-                        ExportArg::I32 { .. } => format!("{{ cl_int v = {}; PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
-                        ExportArg::U32 { .. } => format!("{{ cl_uint v = {}; PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
-                        ExportArg::I64 { .. } => format!("{{ cl_long v = {}; PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
-                        ExportArg::F32 { .. } => format!("{{ cl_float v = {}; PEAK_CL(clSetKernelArg(peak_kernel_{k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
-                        ExportArg::TensorMap { .. } => "#error \"CUDA tensor maps have no OpenCL equivalent\"".to_string(),
-                    };
-                    c.push_str(&format!("        {line}\n"));
-                }
-                if *shared_bytes > 0 {
-                    c.push_str(&format!("        PEAK_CL(clSetKernelArg(peak_kernel_{k}, {}, {shared_bytes}, NULL)); /* __local, shared_bytes */\n", args.len()));
-                }
-                c.push_str(&format!(
-                    "        size_t global[3] = {{ {}u * {}u, {}u * {}u, {}u * {}u }};\n        size_t local[3] = {{ {}u, {}u, {}u }};\n",
-                    grid[0], block[0], grid[1], block[1], grid[2], block[2], block[0], block[1], block[2]
-                ));
-                c.push_str(&format!("        err = clEnqueueNDRangeKernel(q, peak_kernel_{k}, 3, NULL, global, local, 0, NULL, NULL);\n"));
-                c.push_str(&format!("        peak_cl_check(err, \"launching {kernel}\");\n    }}\n"));
-            }
-            ExportStep::Fill { buffer, pattern, .. } => {
-                let bytes: Vec<String> = pattern.iter().map(|b| format!("0x{b:02x}")).collect();
-                c.push_str(&format!(
-                    "    {{ static const unsigned char pattern[] = {{ {} }}; PEAK_CL(clEnqueueFillBuffer(q, peak_buf_{}, pattern, sizeof pattern, 0, {}ull, 0, NULL, NULL)); }}\n",
-                    bytes.join(", "),
-                    s.buffers[*buffer].ident,
-                    s.buffers[*buffer].bytes
-                ));
-            }
-            ExportStep::Copy { src, dst, bytes } => {
-                c.push_str(&format!(
-                    "    PEAK_CL(clEnqueueCopyBuffer(q, peak_buf_{}, peak_buf_{}, 0, 0, {bytes}ull, 0, NULL, NULL));\n",
-                    s.buffers[*src].ident, s.buffers[*dst].ident
-                ));
-            }
-        }
-    }
-    c.push_str("    (void)err;\n}\n\nint main(int argc, char **argv) {\n    peak_options opt = peak_parse(argc, argv);\n    cl_int err;\n");
+    c.push_str(&run_function("peak_run", s, &kernels, &|i| format!("peak_buf_{}", s.buffers[i].ident), &|k| format!("peak_kernel_{k}")));
+    c.push_str("\nint main(int argc, char **argv) {\n    peak_options opt = peak_parse(argc, argv);\n    cl_int err;\n");
     c.push_str("    cl_device_id device = peak_pick_device();\n    cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);\n    peak_cl_check(err, \"creating a context\");\n");
     c.push_str("    cl_command_queue q = clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &err);\n    peak_cl_check(err, \"creating a queue\");\n");
     c.push_str("    cl_program program = peak_build(context, device, opt.kernel ? opt.kernel : peak_next_to(argv[0], PEAK_KERNEL_FILE));\n");
@@ -115,7 +66,70 @@ pub fn render(input: &Input) -> Bundle {
     Bundle { files, build: BUILD.to_string(), run }
 }
 
-const OPENCL_HELPERS: &str = r#"
+/// `static void NAME(cl_command_queue q)`: one run of `s`, buffer `i` in the global
+/// `buf_var(i)`, the `k`th distinct kernel in `kernel_var(k)`.
+pub(crate) fn run_function(name: &str, s: &LaunchSequence, kernels: &[&str], buf_var: &dyn Fn(usize) -> String, kernel_var: &dyn Fn(usize) -> String) -> String {
+    let mut c = format!("\n/* One run of the launch sequence. */\nstatic void {name}(cl_command_queue q) {{\n    cl_int err;\n");
+    for step in &s.steps {
+        c.push_str(&format!("    /* {} */\n", super::describe_step(step, &s.buffers)));
+        match step {
+            ExportStep::Launch { kernel, grid, block, shared_bytes, args } => {
+                let k = kernel_var(kernels.iter().position(|n| n == kernel).unwrap());
+                c.push_str("    {\n");
+                for (i, a) in args.iter().enumerate() {
+                    let line = match a {
+                        ExportArg::Buffer { buffer } => format!("PEAK_CL(clSetKernelArg({k}, {i}, sizeof(cl_mem), &{}));", buf_var(*buffer)),
+                        ExportArg::I32 { .. } => format!("{{ cl_int v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
+                        ExportArg::U32 { .. } => format!("{{ cl_uint v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
+                        ExportArg::I64 { .. } => format!("{{ cl_long v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
+                        ExportArg::F32 { .. } => format!("{{ cl_float v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
+                        ExportArg::TensorMap { .. } => "#error \"CUDA tensor maps have no OpenCL equivalent\"".to_string(),
+                    };
+                    c.push_str(&format!("        {line}\n"));
+                }
+                if *shared_bytes > 0 {
+                    c.push_str(&format!("        PEAK_CL(clSetKernelArg({k}, {}, {shared_bytes}, NULL)); /* __local, shared_bytes */\n", args.len()));
+                }
+                c.push_str(&format!(
+                    "        size_t global[3] = {{ {}u * {}u, {}u * {}u, {}u * {}u }};\n        size_t local[3] = {{ {}u, {}u, {}u }};\n",
+                    grid[0], block[0], grid[1], block[1], grid[2], block[2], block[0], block[1], block[2]
+                ));
+                c.push_str(&format!("        err = clEnqueueNDRangeKernel(q, {k}, 3, NULL, global, local, 0, NULL, NULL);\n"));
+                c.push_str(&format!("        peak_cl_check(err, \"launching {kernel}\");\n    }}\n"));
+            }
+            ExportStep::Fill { buffer, pattern, .. } => {
+                let bytes: Vec<String> = pattern.iter().map(|b| format!("0x{b:02x}")).collect();
+                c.push_str(&format!(
+                    "    {{ static const unsigned char pattern[] = {{ {} }}; PEAK_CL(clEnqueueFillBuffer(q, {}, pattern, sizeof pattern, 0, {}ull, 0, NULL, NULL)); }}\n",
+                    bytes.join(", "),
+                    buf_var(*buffer),
+                    s.buffers[*buffer].bytes
+                ));
+            }
+            ExportStep::Copy { src, dst, bytes } => {
+                c.push_str(&format!(
+                    "    PEAK_CL(clEnqueueCopyBuffer(q, {}, {}, 0, 0, {bytes}ull, 0, NULL, NULL));\n",
+                    buf_var(*src), buf_var(*dst)
+                ));
+            }
+        }
+    }
+    c.push_str("    (void)err;\n}\n");
+    c
+}
+
+/// The distinct kernels `s` launches, in order of first launch.
+pub(crate) fn kernel_names(s: &LaunchSequence) -> Vec<&str> {
+    let mut kernels: Vec<&str> = Vec::new();
+    for (name, ..) in s.launches() {
+        if !kernels.contains(&name) {
+            kernels.push(name);
+        }
+    }
+    kernels
+}
+
+pub(crate) const OPENCL_HELPERS: &str = r#"
 static void peak_cl_check(cl_int err, const char *what) {
     if (err != CL_SUCCESS) { fprintf(stderr, "error: %s: OpenCL error %d\n", what, (int)err); exit(1); }
 }
@@ -157,7 +171,8 @@ static cl_device_id peak_pick_device(void) {
     return first;
 }
 
-static cl_program peak_build(cl_context context, cl_device_id device, const char *path) {
+/* Build the kernel file at `path` with the build options `options`. */
+static cl_program peak_build_with(cl_context context, cl_device_id device, const char *path, const char *options) {
     FILE *f = fopen(path, "rb");
     if (!f) { fprintf(stderr, "error: cannot open the kernel file %s (pass --kernel FILE)\n", path); exit(1); }
     fseek(f, 0, SEEK_END);
@@ -171,18 +186,22 @@ static cl_program peak_build(cl_context context, cl_device_id device, const char
     const char *sources[1] = { text };
     cl_program program = clCreateProgramWithSource(context, 1, sources, NULL, &err);
     peak_cl_check(err, "creating the program");
-    err = clBuildProgram(program, 1, &device, "", NULL, NULL);
+    err = clBuildProgram(program, 1, &device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         size_t n = 0;
         clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
         char *log = (char *)malloc(n + 1);
         clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
         log[n] = 0;
-        fprintf(stderr, "error: building %s failed (%d):\n%s\n", path, (int)err, log);
+        fprintf(stderr, "error: building %s with options \"%s\" failed (%d):\n%s\n", path, options, (int)err, log);
         exit(1);
     }
     free(text);
     return program;
+}
+
+static cl_program peak_build(cl_context context, cl_device_id device, const char *path) {
+    return peak_build_with(context, device, path, "");
 }
 
 /* Milliseconds between two markers' completion. */
@@ -197,7 +216,7 @@ static double peak_marker_ms(cl_event a, cl_event b) {
 }
 "#;
 
-const TIMING: &str = r#"
+pub(crate) const TIMING: &str = r#"
     /* Warm-up, then timed runs between profiling markers; the median is the result. */
     for (int i = 0; i < opt.warmup; ++i) peak_run(q);
     PEAK_CL(clFinish(q));
