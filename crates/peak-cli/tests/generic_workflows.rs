@@ -227,3 +227,49 @@ fn cuda_twins_carry_the_same_chains_deferred() {
         assert!(source.contains("__global__") && source.contains("UNROLL") == chain.contains(&"Unroll-Accumulators"), "{kind}: {source}");
     }
 }
+
+/// A permute that keeps its innermost axis (P x Q x R x D into R x P x Q x D, one
+/// work-item per element): Inner-Vector gives each work-item ITEMS pieces of VEC elements
+/// of a run of D, one vector access where the piece is whole and aligned, element by
+/// element otherwise. Validation runs at D = 63, 64 and 65.
+#[test]
+fn permute_workflow_replays() {
+    let Some(log) = replay("permute", &["P=4", "Q=32", "R=6", "D=64"], &["Inner-Vector"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Inner-Vector"));
+}
+
+/// Inner-Vector holds at any run length and any piece size: the recorded tip is right
+/// against the naive root where runs are shorter than a vector (D = 1, 3), where no run
+/// after the first starts aligned (D = 63, 65) and where all do (D = 64), with 1-, 2- and
+/// 4-float pieces, one, two and four pieces per work-item, and element counts no
+/// work-group divides.
+#[test]
+fn permute_inner_vector_holds_any_run_length() {
+    if !opencl_present("permute_inner_vector_holds_any_run_length") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/permute-opencl-agent.bundle");
+    let recorded = env.path("recorded");
+    let clone = std::process::Command::new("git").args(["clone", "-q", &bundle, s(&recorded)]).output().unwrap();
+    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+    let tip = env.json(&["show", "HEAD", "-w", s(&recorded), "--json"]);
+    assert_eq!(tip["meta"]["transformation"], "Inner-Vector", "{tip}");
+    let root = env.path("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let archive = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("git -C '{}' archive root context | tar -x -C '{}'", s(&recorded), s(&root)))
+        .output()
+        .unwrap();
+    assert!(archive.status.success(), "{}", String::from_utf8_lossy(&archive.stderr));
+    let (candidate, naive) = (recorded.join("context"), root.join("context"));
+    for d in ["1", "3", "63", "64", "65"] {
+        let report = env.json(&[
+            "validate", s(&candidate), "--against", s(&naive), "--samples", "9", "--sanitize", "none",
+            "--set", "P=3", "--set", "Q=5", "--set", "R=7", "--set", &format!("D={d}"), "--set", "BLOCK_X=32,64",
+            "--set", "ITEMS=1,2,4", "--set", "VEC_BYTES=4,8,16", "--json",
+        ]);
+        assert_eq!(report["outcome"], "passed", "D={d}: {report}");
+    }
+}

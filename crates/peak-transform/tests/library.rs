@@ -41,6 +41,7 @@ const SHIPPED: &[&str] = &[
     "Online-Softmax",
     "Grid-Stride",
     "Grid-Accumulate",
+    "Inner-Vector",
     "Register-Row",
     "Register-Segment",
     "Register-Window",
