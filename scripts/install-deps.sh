@@ -5,6 +5,8 @@
 # - Vulkan on the CPU (Mesa's lavapipe), the Vulkan loader, and glslang for HLSL -> SPIR-V,
 # - NVRTC and the CUDA headers from PyPI, to compile-check CUDA without a GPU,
 # - Node.js, for the MCP Inspector check,
+# - the official MCP SDKs (Python `mcp` from PyPI, TypeScript `@modelcontextprotocol/sdk`
+#   from npm) in crates/peak-mcp/tests/clients/, for the SDK client tests,
 # - Chromium, to render `peak report --html` headless in the tests (a screenshot check),
 # - SLURM (slurmctld, slurmd, munge), for the one-node cluster the SLURM test starts.
 # Rust itself comes from rustup (https://rustup.rs) and is not installed here.
@@ -16,7 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 APT_PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev clinfo
   mesa-vulkan-drivers libvulkan-dev glslang-tools vulkan-tools
-  python3-pip pkg-config git
+  python3-pip python3-venv pkg-config git
   slurm-wlm munge
 )
 
@@ -41,4 +43,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -x "$here/install-nvrtc.sh" ]; then
   "$here/install-nvrtc.sh"
 fi
+
+# The official MCP SDKs, pinned, for crates/peak-cli/tests/mcp_sdks.rs: the Python SDK in a
+# virtual environment and the TypeScript SDK from the lock file, both in the clients folder.
+clients="$here/../crates/peak-mcp/tests/clients"
+echo "peak: installing the MCP SDKs into $clients" >&2
+python3 -m venv "$clients/.venv"
+"$clients/.venv/bin/pip" install -q -r "$clients/requirements.txt"
+npm ci --prefix "$clients" --silent --no-audit --no-fund
 echo "peak: system dependencies installed" >&2

@@ -32,10 +32,13 @@
 //!   can corrupt the protocol (the same trick the kernel workers use).
 
 pub mod auto;
+mod import;
+mod outputs;
 mod params;
 mod progress;
 mod render;
 mod resolve;
+mod schema;
 pub mod server;
 
 pub use server::{PeakServer, Settings, WorkersFactory, run_stdio, serve_stdio};

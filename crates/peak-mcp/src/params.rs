@@ -343,15 +343,17 @@ pub struct ImportKernelParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub kernel: Option<String>,
-    /// Each array parameter's length, as an expression over the scalar inputs. Example:
-    /// {"x": "rows * cols", "y": "rows * cols"}.
-    pub sizes: std::collections::BTreeMap<String, String>,
-    /// The values each integer parameter is run at. Example: {"rows": [4096], "cols": [1024]}.
+    /// Each array parameter's length, as `ARRAY=EXPR` over the scalar inputs. Example:
+    /// ["x=rows * cols", "y=rows * cols"].
+    pub sizes: Vec<String>,
+    /// The values each integer parameter is run at, as `NAME=V1,V2`. Example:
+    /// ["rows=4096", "cols=1024,4096"].
     #[serde(default)]
-    pub inputs: std::collections::BTreeMap<String, Vec<i64>>,
-    /// The value of each float parameter, written into the launch. Example: {"eps": 1e-5}.
+    pub inputs: Vec<String>,
+    /// The value of each float parameter, written into the launch, as `NAME=VALUE`.
+    /// Example: ["eps=1e-5"].
     #[serde(default)]
-    pub scalars: std::collections::BTreeMap<String, f64>,
+    pub scalars: Vec<String>,
     /// The arrays holding the kernel's result. Default: every array the kernel writes.
     #[serde(default)]
     pub outputs: Vec<String>,
@@ -364,9 +366,9 @@ pub struct ImportKernelParams {
     #[schemars(with = "String")]
     pub description: Option<String>,
     /// Values of integer parameters to check correctness at, apart from `inputs` (small odd
-    /// sizes). Example: {"rows": [7]}.
+    /// sizes), as `NAME=V1,V2`. Example: ["rows=7"].
     #[serde(default)]
-    pub validation: std::collections::BTreeMap<String, Vec<i64>>,
+    pub validation: Vec<String>,
     /// The library call computing the same outputs, a PyTorch expression, for benchmarks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]

@@ -168,6 +168,15 @@ fn first_line(text: &str) -> &str {
 }
 
 /// The answer to a tool that applied (or resumed) a transformation.
+/// The outcome's JSON with the rejected tries that led to it, as `failures`: `[{outcome, detail}]`.
+fn with_failures(outcome: &ApplyOutcome, failures: &[(String, String)]) -> serde_json::Value {
+    let mut data = serde_json::to_value(outcome).unwrap_or_default();
+    if let Some(map) = data.as_object_mut() {
+        map.insert("failures".into(), failures.iter().map(|(outcome, detail)| json!({ "outcome": outcome, "detail": detail })).collect());
+    }
+    data
+}
+
 pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(String, String)]) -> Answer {
     match outcome {
         ApplyOutcome::Waiting { transformation, pass, passes, attempt, region, prompt, .. } => {
@@ -182,7 +191,7 @@ pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(Strin
                 text,
                 "Answer by calling submit_region with workflow \"{workflow}\" and text = the complete new text of the `{region}` region (the code alone, or one fenced code block). The other regions stay as they are.\n\n----- prompt -----\n{prompt}"
             );
-            if failures.is_empty() { Answer::ok(text, outcome) } else { Answer::failed(text, json!({ "outcome": outcome, "failures": failures })) }
+            if failures.is_empty() { Answer::ok(text, outcome) } else { Answer::failed(text, with_failures(outcome, failures)) }
         }
         ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if verdict == "deferred" => {
             let short = id.get(..10).unwrap_or(id);

@@ -10,7 +10,7 @@ use peak_apply::ApplyOptions;
 use peak_spec::{Context, ExecParams, Space};
 use peak_transform::Library;
 use peak_workflow::Workflow;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::params::{ApplySettings, TargetParams};
 use crate::server::Settings;
@@ -57,9 +57,10 @@ pub(crate) fn restricted(ctx: &Context, set: &[String]) -> Result<Space> {
 /// Counting a space walks it; past this many points the count says "more than".
 const COUNT_LIMIT: usize = 100_000;
 
-pub(crate) fn bounded_count(space: &Space) -> Value {
+/// The valid execution parameters counted up to the limit, and whether there are more.
+pub(crate) fn bounded_count(space: &Space) -> (usize, bool) {
     let n = space.iter().take(COUNT_LIMIT + 1).count();
-    if n > COUNT_LIMIT { json!(format!("more than {COUNT_LIMIT}")) } else { json!(n) }
+    (n.min(COUNT_LIMIT), n > COUNT_LIMIT)
 }
 
 /// A checkpoint's context materialized in a temporary folder, or a context folder.

@@ -69,8 +69,8 @@ lines of work (backtrack by branching from a good checkpoint and checking the br
 #[derive(Clone)]
 pub struct PeakServer {
     settings: Arc<Settings>,
-    // Read by the code `#[tool_handler]` generates.
-    #[allow(dead_code)]
+    /// The tools with their schemas made to conform (`schema::conform`); the code
+    /// `#[tool_handler]` generates lists and calls through it.
     tool_router: ToolRouter<PeakServer>,
 }
 
@@ -136,9 +136,19 @@ impl Answer {
     fn into_result(self) -> CallToolResult {
         let mut result = if self.error { CallToolResult::error(vec![ContentBlock::text(self.text)]) } else { CallToolResult::success(vec![ContentBlock::text(self.text)]) };
         if !self.data.is_null() {
-            result.structured_content = Some(self.data);
+            result.structured_content = Some(without_nulls(self.data));
         }
         result
+    }
+}
+
+/// `value` without its null object members, at every depth: an unknown value is left
+/// out, so each key the output schemas name has one type.
+fn without_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, without_nulls(v))).collect()),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_nulls).collect()),
+        other => other,
     }
 }
 
@@ -152,7 +162,9 @@ type ToolResult = Result<CallToolResult, ErrorData>;
 
 impl PeakServer {
     pub fn new(settings: Settings) -> PeakServer {
-        PeakServer { settings: Arc::new(settings), tool_router: PeakServer::tool_router() }
+        let mut tool_router = PeakServer::tool_router();
+        crate::schema::conform(&mut tool_router);
+        PeakServer { settings: Arc::new(settings), tool_router }
     }
 
     /// Run `job` on a blocking thread with a progress sender for this request.
@@ -199,7 +211,7 @@ impl PeakServer {
         self.quick(move |_| {
             let dir = PathBuf::from(p.dir.unwrap_or_else(|| ".".into()));
             let found = render::find_contexts(&dir)?;
-            Ok(Answer::ok(render::contexts_text(&dir, &found), found))
+            Ok(Answer::ok(render::contexts_text(&dir, &found), json!({ "dir": dir, "contexts": found })))
         })
         .await
     }
@@ -213,7 +225,7 @@ impl PeakServer {
             let target = Target::resolve(&p)?;
             let manifest = std::fs::read_to_string(target.ctx.manifest_path()).with_context(|| format!("reading {}", target.ctx.manifest_path().display()))?;
             let source = target.ctx.regions.render();
-            let space = target.ctx.space();
+            let (count, more) = bounded_count(&target.ctx.space());
             let text = format!(
                 "{} ({} backend), {}\n\n--- peak.toml\n{}\n--- {}\n{}",
                 target.ctx.name(),
@@ -230,7 +242,8 @@ impl PeakServer {
                 "manifest": manifest,
                 "source_file": target.ctx.manifest.kernel.source,
                 "regions": Region::ALL.iter().map(|r| (r.name(), target.ctx.region(*r))).collect::<std::collections::BTreeMap<_, _>>(),
-                "valid_execution_parameters": bounded_count(&space),
+                "valid_execution_parameters": count,
+                "more_than_counted": more,
             });
             Ok(Answer::ok(text, data))
         })
@@ -260,7 +273,7 @@ impl PeakServer {
             let backend: Option<peak_transform::Backend> = p.backend.as_deref().map(|b| b.parse().map_err(|e: String| anyhow!(e))).transpose()?;
             let list: Vec<_> = library.list().iter().filter(|t| backend.is_none_or(|b| t.applies_to(b))).collect();
             let data: Vec<Value> = list.iter().map(|t| Library::summary(t, false)).collect();
-            Ok(Answer::ok(render::transformations_text(&list), data))
+            Ok(Answer::ok(render::transformations_text(&list), json!({ "transformations": data })))
         })
         .await
     }
@@ -287,18 +300,7 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn import_kernel(&self, Parameters(p): Parameters<ImportKernelParams>) -> ToolResult {
         self.quick(move |_| {
-            let choices = peak_spec::import::ImportChoices {
-                kernel: p.kernel,
-                sizes: p.sizes.into_iter().collect(),
-                inputs: p.inputs.into_iter().collect(),
-                scalars: p.scalars.into_iter().collect(),
-                outputs: (!p.outputs.is_empty()).then_some(p.outputs),
-                domain: p.domain,
-                description: p.description,
-                validation: p.validation.into_iter().collect(),
-                library: p.library,
-                ..Default::default()
-            };
+            let choices = crate::import::choices(&p)?;
             let (ctx, notes) = peak_spec::import::import_file(Path::new(&p.file), Path::new(&p.context), None, &choices).map_err(|e| anyhow!(e))?;
             let launch = ctx.regions.get(Region::Host);
             let said: String = notes.iter().map(|n| format!("- {n}\n")).collect();
@@ -542,7 +544,7 @@ impl PeakServer {
         self.quick(move |_| {
             let wf = Workflow::open(&p.workflow)?;
             let entries = wf.log()?;
-            Ok(Answer::ok(peak_workflow::render_log(&entries), &entries))
+            Ok(Answer::ok(peak_workflow::render_log(&entries), json!({ "log": entries })))
         })
         .await
     }
@@ -668,7 +670,7 @@ impl PeakServer {
     }
 }
 
-#[tool_handler]
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for PeakServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())

@@ -29,20 +29,25 @@ fn main() {
     ]);
 }
 
-/// A client that keeps every progress message it is sent.
+/// A client that keeps every progress notification it is sent.
 #[derive(Clone, Default)]
 struct Recorder {
-    progress: Arc<Mutex<Vec<String>>>,
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
 }
 
 impl ClientHandler for Recorder {
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        self.progress.lock().unwrap().push(params.message.unwrap_or_default());
+        self.progress.lock().unwrap().push(params);
     }
 }
 
 impl Recorder {
+    /// The messages sent since the last call.
     fn take(&self) -> Vec<String> {
+        self.take_all().into_iter().map(|p| p.message.unwrap_or_default()).collect()
+    }
+
+    fn take_all(&self) -> Vec<ProgressNotificationParam> {
         std::mem::take(&mut *self.progress.lock().unwrap())
     }
 }
@@ -52,6 +57,8 @@ struct Session {
     runtime: tokio::runtime::Runtime,
     client: RunningService<RoleClient, Recorder>,
     recorder: Recorder,
+    /// Each tool's output schema, which every answer is checked against.
+    outputs: std::collections::HashMap<String, Value>,
     _cache: tempfile::TempDir,
 }
 
@@ -69,12 +76,28 @@ impl Session {
             });
             recorder.clone().serve(client_io).await.expect("the client connects")
         });
-        Session { runtime, client, recorder, _cache: cache }
+        let tools = runtime.block_on(client.list_all_tools()).expect("tools/list");
+        let outputs = tools.into_iter().map(|t| (t.name.to_string(), Value::Object(t.output_schema.map(|o| (*o).clone()).unwrap_or_default()))).collect();
+        Session { runtime, client, recorder, outputs, _cache: cache }
     }
 
     fn call_raw(&self, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
         let Value::Object(map) = args else { panic!("arguments must be an object") };
-        self.runtime.block_on(self.client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map)))
+        let result = self.runtime.block_on(self.client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map)))?;
+        self.conforms(tool, &result);
+        Ok(result)
+    }
+
+    /// A successful answer holds an object matching the tool's output schema; a failed
+    /// one holds none or a matching one.
+    fn conforms(&self, tool: &str, result: &CallToolResult) {
+        let Some(data) = &result.structured_content else {
+            assert!(result.is_error == Some(true), "{tool}: a successful answer without structuredContent");
+            return;
+        };
+        let schema = self.outputs.get(tool).unwrap_or_else(|| panic!("{tool} has no output schema"));
+        let wrong = common::schema::violations(schema, data, "$");
+        assert!(wrong.is_empty(), "{tool}: structuredContent departs from the output schema: {wrong:?}");
     }
 
     /// Call a tool; returns (is_error, text).
@@ -140,6 +163,19 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
             // a single-type dialect (Gemini's) reject `["integer", "null"]`.
             assert!(property["type"].is_string(), "{}.{name}: {property}", tool.name);
             assert!(property.get("default").is_none_or(|d| !d.is_null()), "{}.{name}: {property}", tool.name);
+        }
+    }
+    for tool in &tools {
+        // An output schema per tool, an object, and no numeric `format` (schemars' "uint",
+        // "uint64", "double" are not JSON Schema's) in either schema.
+        let output = tool.output_schema.as_ref().map(|o| Value::Object((**o).clone())).unwrap_or_else(|| panic!("{} has no output schema", tool.name));
+        assert_eq!(output["type"], "object", "{}", tool.name);
+        let input = Value::Object((*tool.input_schema).clone());
+        for schema in [&input, &output] {
+            let text = schema.to_string();
+            for format in ["\"uint", "\"int", "\"double\"", "\"float\""] {
+                assert!(!text.contains(&format!("\"format\":{format}")), "{}: a numeric format: {text}", tool.name);
+            }
         }
     }
     let schema = |name: &str| Value::Object((*tools.iter().find(|t| t.name == name).unwrap().input_schema).clone());
@@ -233,9 +269,9 @@ fn an_agent_imports_a_kernel_file_as_a_context() -> Result<(), Failed> {
     let file = dir.path().join("scale.cu");
     std::fs::write(&file, "#include <stdio.h>\n__global__ void scale(const float* x, float* y, int n, float k) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = k * x[i]; }\n").unwrap();
     let ctx = dir.path().join("scale");
-    let (error, text) = session.call("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": { "x": "n" }, "inputs": { "n": [1024] } }));
+    let (error, text) = session.call("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": ["x=n"], "inputs": ["n=1024"] }));
     assert!(error && text.contains("--size y=EXPR") && text.contains("--scalar k=VALUE"), "what is missing is named: {text}");
-    let text = session.ok("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": { "x": "n", "y": "n" }, "inputs": { "n": [1024] }, "scalars": { "k": 2 }, "domain": "elementwise" }));
+    let text = session.ok("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": ["x=n", "y=n"], "inputs": ["n=1024"], "scalars": ["k=2"], "domain": "elementwise" }));
     assert!(text.contains("launch(\"scale\", ceil_div(n, BLOCK_X), BLOCK_X, 0, x, y, n, 2.0);"), "{text}");
     assert!(text.contains("left out #include <stdio.h>"), "what the import left out is said: {text}");
     let loaded = peak_spec::Context::load(&ctx).expect("the imported context loads");
@@ -337,16 +373,22 @@ fn validate_and_tune_report_verdicts_and_progress() -> Result<(), Failed> {
     let naive = common::example("matmul-opencl-naive");
     let passed = session.ok("validate", json!({ "context": s(&common::example("matmul-opencl-tiled")), "against": s(&naive), "samples": 2, "set": ["n=256"] }));
     assert!(passed.starts_with("PASS"), "{passed}");
-    let progress = session.recorder.take();
-    assert!(progress.iter().filter(|m| m.starts_with("validate ")).count() == 2, "one progress message per sample: {progress:?}");
+    let progress = session.recorder.take_all();
+    let counted: Vec<(f64, Option<f64>)> = progress.iter().map(|p| (p.progress, p.total)).collect();
+    assert_eq!(counted, [(1.0, Some(2.0)), (2.0, Some(2.0))], "one progress notification per sample, with the total: {progress:?}");
 
     let (error, failed) = session.call("validate", json!({ "context": s(&common::fixture("wrong")), "against": s(&naive), "samples": 2, "set": ["n=256"] }));
     assert!(error && failed.starts_with("FAIL") && failed.contains("wrong-output"), "a wrong output is a tool error:\n{failed}");
+    session.recorder.take();
 
     let tuned = session.ok("tune", json!({ "context": s(&naive), "budget": 3, "set": ["n=256"], "top": 2 }));
     assert!(tuned.contains("inputs n=256") && tuned.contains("#1 ") && tuned.contains("#2 "), "{tuned}");
-    let progress = session.recorder.take();
-    assert!(progress.iter().any(|m| m.starts_with("tune n=256")), "{progress:?}");
+    let progress = session.recorder.take_all();
+    assert!(progress.iter().any(|p| p.message.as_deref().is_some_and(|m| m.starts_with("tune n=256"))), "{progress:?}");
+    // The run's start gives its total: the start itself and the three configurations.
+    assert_eq!(progress[0].total, Some(4.0), "{progress:?}");
+    assert!(progress.windows(2).all(|w| w[1].progress > w[0].progress), "progress rises: {progress:?}");
+    assert!(progress.iter().all(|p| p.total.is_some_and(|t| p.progress <= t)), "{progress:?}");
     Ok(())
 }
 

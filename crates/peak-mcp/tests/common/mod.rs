@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod schema;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
