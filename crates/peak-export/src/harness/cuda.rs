@@ -292,23 +292,29 @@ static void peak_fill(void *buf, int size, unsigned int bits, unsigned long long
 "#;
 
 const TIMING: &str = r#"
-    /* Warm-up, then timed runs between events; the median is the result. */
+    /* Warm-up, then timed runs, each between two events, queued back to back and read after
+       the last (as peak times: waiting between runs would time the next launch's host
+       latency); the median is the result. */
     for (int i = 0; i < opt.warmup; ++i) peak_run(peak_buf);
     PEAK_CUDA(cudaDeviceSynchronize());
     double *times = (double *)malloc(sizeof(double) * (size_t)opt.reps);
-    cudaEvent_t start, end;
-    PEAK_CUDA(cudaEventCreate(&start));
-    PEAK_CUDA(cudaEventCreate(&end));
+    cudaEvent_t *starts = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * (size_t)opt.reps);
+    cudaEvent_t *ends = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * (size_t)opt.reps);
     for (int i = 0; i < opt.reps; ++i) {
-        PEAK_CUDA(cudaEventRecord(start, 0));
+        PEAK_CUDA(cudaEventCreate(&starts[i]));
+        PEAK_CUDA(cudaEventCreate(&ends[i]));
+    }
+    for (int i = 0; i < opt.reps; ++i) {
+        PEAK_CUDA(cudaEventRecord(starts[i], 0));
         peak_run(peak_buf);
-        PEAK_CUDA(cudaEventRecord(end, 0));
-        PEAK_CUDA(cudaEventSynchronize(end));
-        float ms = 0.0f;
-        PEAK_CUDA(cudaEventElapsedTime(&ms, start, end));
-        times[i] = ms;
+        PEAK_CUDA(cudaEventRecord(ends[i], 0));
     }
     PEAK_CUDA(cudaDeviceSynchronize());
+    for (int i = 0; i < opt.reps; ++i) {
+        float ms = 0.0f;
+        PEAK_CUDA(cudaEventElapsedTime(&ms, starts[i], ends[i]));
+        times[i] = ms;
+    }
     double best = times[0];
     for (int i = 1; i < opt.reps; ++i) if (times[i] < best) best = times[i];
     double median = peak_median(times, opt.reps);

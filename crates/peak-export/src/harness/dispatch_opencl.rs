@@ -94,7 +94,7 @@ pub fn render(input: &DispatchInput) -> Bundle {
         }
         c.push_str(&summaries_as(&s.buffers, &format!(".{label}")));
         c.push_str(&TIMING.replace("peak_run(q)", &format!("peak_run_s{i}(q)")));
-        c.push_str("    free(times);\n");
+        c.push_str("    free(times);\n    free(starts);\n    free(ends);\n");
         for b in &s.buffers {
             c.push_str(&format!("    clReleaseMemObject(peak_buf_s{i}_{});\n", b.ident));
             if b.fill.is_some() {
