@@ -1,12 +1,14 @@
 //! `peak`: the command-line face of the peak library.
 //!
 //! Data goes to stdout (text, or JSON with `--json`); progress, warnings and errors go to
-//! stderr. Exit codes: 0 success, 1 failure (a check that failed, a run that errored),
-//! 2 bad usage (unknown option, unknown `--set` name, unreadable context).
+//! stderr. Exit codes ([`exit`]): 0 success, 1 failure (a check that failed, a run that
+//! errored), 2 bad usage (unknown option, unknown `--set` name, unreadable context, a
+//! folder that is not a workflow, an unknown transformation, executor or checkpoint).
 
 mod backends;
 mod cli;
 mod commands;
+mod exit;
 mod output;
 mod progress;
 
@@ -88,11 +90,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if err.is::<Failed>() => ExitCode::from(1),
         Err(err) => {
-            let code = if err.is::<UsageError>() { 2 } else { 1 };
-            output::print_error(&err);
-            ExitCode::from(code)
+            if !err.is::<Failed>() {
+                output::print_error(&err);
+            }
+            ExitCode::from(exit::code(&err))
         }
     }
 }

@@ -42,7 +42,7 @@ fn init_and_replay_refuse_a_folder_in_use_before_tuning_anything() {
     env.ok(&["init", s(&recorded), "--from", &example("matmul-opencl-naive"), "--no-measure"]);
     let replay = env.peak(&["replay", s(&recorded), "--into", s(&taken), "--budget", "4"]);
     let stderr = String::from_utf8_lossy(&replay.stderr);
-    assert_eq!(replay.status.code(), Some(1), "{stderr}");
+    assert_eq!(replay.status.code(), Some(2), "bad usage, as for init: {stderr}");
     assert!(stderr.contains("taken: already exists and is not empty"), "{stderr}");
     assert!(!stderr.contains("tuning"), "refused only after tuning:\n{stderr}");
 
