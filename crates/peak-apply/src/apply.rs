@@ -366,7 +366,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
                 reporter.stage("validate");
                 let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
                 let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
-                let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, &())?;
+                let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
                 // Right outputs first: sanitizing a wrong kernel tells nothing new, slowly.
                 let sanitized = if report.outcome == Validation::Passed { Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?) } else { None };
                 validation_s += started.elapsed().as_secs_f64();

@@ -128,6 +128,10 @@ pub trait ApplyReporter {
     fn tuning(&self) -> &dyn peak_eval::TuneReporter {
         &()
     }
+    /// Told of every sample judged while validating against the reference.
+    fn validation(&self) -> &dyn peak_eval::validate::ValidateReporter {
+        &()
+    }
 }
 
 impl ApplyReporter for () {}

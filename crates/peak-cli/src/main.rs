@@ -9,6 +9,7 @@ mod backends;
 mod cli;
 mod commands;
 mod exit;
+mod heartbeat;
 mod output;
 mod progress;
 

@@ -1,14 +1,19 @@
 //! Progress on stderr, from the library crates' reporter traits: drawn with indicatif on a
 //! terminal, written as timestamped lines where stderr is a file or a pipe (a batch job's
-//! log), where a bar would draw nothing.
+//! log), where a bar would draw nothing: the start and end of each tuning run, and while a
+//! validation or tuning run goes on, a line every 10 s or so with what the bar would show
+//! ([`Heartbeat`]).
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use peak_eval::TuneReporter;
 use peak_eval::tune::{Progress, TuneStart};
+use peak_eval::validate::{SampleReport, ValidateReporter};
 
+use crate::heartbeat::{self, Heartbeat};
 use crate::output::format_ms;
 
 /// The progress bar: configurations done of the target, rate, ETA and the best so far.
@@ -17,6 +22,10 @@ pub struct Bar {
     /// Set when progress goes to a log instead of a terminal: lines carry the seconds
     /// since this instant, and tuning reports its start and end, not every step.
     log_since: Option<Instant>,
+    /// In a log: the periodic lines while a run goes on.
+    heartbeat: Option<Heartbeat>,
+    /// Failed samples of the validation under way.
+    failed_samples: AtomicUsize,
 }
 
 impl Bar {
@@ -29,7 +38,8 @@ impl Bar {
                 .expect("a valid template")
                 .progress_chars("=> "),
         );
-        Bar { bar, log_since }
+        let heartbeat = log_since.zip(heartbeat::interval()).map(|(since, every)| Heartbeat::start(since, every));
+        Bar { bar, log_since, heartbeat, failed_samples: AtomicUsize::new(0) }
     }
 
     /// Remove the bar, leaving the terminal clean for the summary.
@@ -57,6 +67,9 @@ impl TuneReporter for Bar {
         if self.log_since.is_some() {
             self.println(format!("tuning {}: {} configurations, {}", inputs.join(" "), start.target, start.strategy));
         }
+        if let Some(heartbeat) = &self.heartbeat {
+            heartbeat.begin(format!("tuning {}", inputs.join(" ")), "configurations", Some(start.target));
+        }
         if start.cached_available > 0 {
             self.println(format!("{} results for these inputs are in the cache; they will not be measured again", start.cached_available));
         }
@@ -68,11 +81,44 @@ impl TuneReporter for Bar {
             (Some(ms), Some(t)) => format!("best {} ({})", format_ms(*ms), t.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")),
             _ => "no valid time yet".into(),
         };
+        if let Some(heartbeat) = &self.heartbeat {
+            heartbeat.update(p.evaluations, p.target, Some(best.clone()), p.failed);
+        }
         let message = if p.failed > 0 { format!("{best}, {} failed", p.failed) } else { best };
         if self.log_since.is_some() && Some(p.evaluations as u64) == self.bar.length() {
             self.println(format!("  tuned {} configurations: {message}", p.evaluations));
+            self.heartbeat.as_ref().map(Heartbeat::end);
         }
         self.bar.set_message(message);
+    }
+}
+
+impl Bar {
+    /// A stage of an apply begins (`validate`, `tune`, ...): whatever ran before is over,
+    /// and a validation's lines start now, before its first sample is judged.
+    fn stage(&self, stage: &str) {
+        let Some(heartbeat) = &self.heartbeat else { return };
+        heartbeat.end();
+        if stage == "validate" {
+            heartbeat.begin("validating".into(), "samples", None);
+        }
+    }
+}
+
+/// Validation shows only in a log, as the periodic lines (a terminal shows the stage line).
+impl ValidateReporter for Bar {
+    fn sample(&self, done: usize, total: usize, report: &SampleReport) {
+        let Some(heartbeat) = &self.heartbeat else { return };
+        if done == 1 {
+            self.failed_samples.store(0, Ordering::Relaxed);
+        }
+        if report.verdict.is_failure() {
+            self.failed_samples.fetch_add(1, Ordering::Relaxed);
+        }
+        heartbeat.update(done, total, None, self.failed_samples.load(Ordering::Relaxed));
+        if done >= total {
+            heartbeat.end();
+        }
     }
 }
 
@@ -108,6 +154,7 @@ impl peak_apply::ApplyReporter for ApplyProgress {
     }
 
     fn stage(&self, stage: &str) {
+        self.bar.stage(stage);
         self.bar.println(match stage {
             "validate" => "validating against the workflow's reference...",
             "tune" => "tuning...",
@@ -118,6 +165,10 @@ impl peak_apply::ApplyReporter for ApplyProgress {
     }
 
     fn tuning(&self) -> &dyn TuneReporter {
+        &self.bar
+    }
+
+    fn validation(&self) -> &dyn ValidateReporter {
         &self.bar
     }
 }

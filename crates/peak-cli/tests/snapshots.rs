@@ -125,6 +125,8 @@ impl Snap {
             .args(args)
             .current_dir(self.tmp.path())
             .env("PEAK_CACHE_DIR", self.path("cache"))
+            // No periodic progress lines, whose number depends on the machine's speed.
+            .env("PEAK_PROGRESS_INTERVAL", "0")
             .env_remove("PEAK_OPENCL_DEVICE")
             .output()
             .expect("peak runs")

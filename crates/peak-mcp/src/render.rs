@@ -161,6 +161,10 @@ impl ApplyReporter for Events<'_> {
     fn tuning(&self) -> &dyn TuneReporter {
         self.progress
     }
+
+    fn validation(&self) -> &dyn peak_eval::validate::ValidateReporter {
+        self.progress
+    }
 }
 
 fn first_line(text: &str) -> &str {
