@@ -100,9 +100,18 @@ class Driver:
         self.check(self.lib.cuLaunchKernel(function, *grid, *block, shared, ctypes.c_void_p(stream), holders, None), "cuLaunchKernel")
 
 
+def kernel_file(export_dir):
+    """The exported kernel's source: the one .cu file that is not the harness (it keeps the
+    context's own file name, matmul.cu or sgemm.cu as well as kernel.cu)."""
+    sources = sorted(f for f in os.listdir(export_dir) if f.endswith(".cu") and f != "harness.cu")
+    if len(sources) != 1:
+        raise RuntimeError(f"expected one kernel source in the export, found {sources}")
+    return os.path.join(export_dir, sources[0])
+
+
 def compile_cubin(export_dir):
     cubin = os.path.join(export_dir, "kernel.cubin")
-    cmd = ["nvcc", "-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-o", cubin, os.path.join(export_dir, "kernel.cu")]
+    cmd = ["nvcc", "-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-o", cubin, kernel_file(export_dir)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"nvcc: {done.stderr.strip()[-2000:]}")
