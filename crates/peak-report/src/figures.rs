@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use anyhow::Result;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::data::{FAILURE_KINDS, Step, WorkflowReport};
 
@@ -120,12 +121,8 @@ pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
         chart
             .configure_mesh()
             .x_labels(max_step + 1)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() > 0.01 || i < 0.0 { return String::new() }
-                longest.get(i as usize).map(|n| format!("{} {n}", i as usize)).unwrap_or_else(|| format!("{}", i as usize))
-            })
-            .x_label_style(TextStyle::from((FONT, 13).into_font()).color(&INK).transform(if flat { FontTransform::None } else { FontTransform::Rotate90 }))
+            // The step names are drawn below (`step_labels`), hanging from the axis.
+            .x_label_formatter(&|_| String::new())
             .y_label_formatter(&ratio_label)
             .y_label_style((FONT, 13).into_font().color(&INK))
             .y_desc("speedup over the root (log scale)")
@@ -143,13 +140,16 @@ pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(3)));
             chart.draw_series(pts.iter().map(|p| Circle::new((p.0 as f64, log2(p.1)), 5, color.filled())))?;
         }
-        // The last point of each series carries its value.
+        // The last point of each series carries its value, drawn on the whole figure (not
+        // clipped by the plot) and ending at the point, so the rightmost stays in view.
+        let value_style = |i: usize| TextStyle::from((FONT, 14).into_font().style(FontStyle::Bold)).color(&PALETTE[i % PALETTE.len()]).pos(Pos::new(HPos::Right, VPos::Bottom));
         for (i, (_, pts)) in lines.iter().enumerate() {
             if let Some(last) = pts.last() {
-                let style = TextStyle::from((FONT, 14).into_font().style(FontStyle::Bold)).color(&PALETTE[i % PALETTE.len()]);
-                chart.draw_series(std::iter::once(Text::new(format!("{:.2}x", last.1), (last.0 as f64 - 0.1, log2(last.1) + pad * 0.45), style)))?;
+                let (x, y) = chart.backend_coord(&(last.0 as f64, log2(last.1)));
+                root.draw(&Text::new(format!("{:.2}x", last.1), (x + 4, y - 8), value_style(i)))?;
             }
         }
+        step_labels(&root, &|i| chart.backend_coord(&(i as f64, lo - pad)), &longest, flat)?;
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
@@ -160,6 +160,27 @@ pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
         root.present()?;
     }
     Ok(finish(id, title, Some("Each line is one branch, followed from the root by first parents; the y axis is logarithmic.".into()), svg))
+}
+
+/// The step names under figure 2's x axis: `at(i)` is where step i meets the axis. Flat
+/// and centred when they fit side by side, else standing on end and hanging down from the
+/// axis, so none crosses into the plot.
+fn step_labels<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, at: &dyn Fn(usize) -> (i32, i32), names: &[String], flat: bool) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let style = TextStyle::from((FONT, 13).into_font()).color(&INK);
+    for (i, name) in names.iter().enumerate() {
+        let (x, y) = at(i);
+        let text = format!("{i} {name}");
+        let label = if flat {
+            Text::new(text, (x, y + 8), style.pos(Pos::new(HPos::Center, VPos::Top)))
+        } else {
+            Text::new(text, (x, y + 8), style.transform(FontTransform::Rotate90).pos(Pos::new(HPos::Left, VPos::Center)))
+        };
+        root.draw(&label).map_err(|e| anyhow::anyhow!("drawing a step label: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Horizontal bars, one per labelled row (the first on top); `segments` are (value,

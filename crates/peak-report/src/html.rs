@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::data::{FAILURE_KINDS, Report, WorkflowReport};
+use crate::data::{FAILURE_KINDS, Report, Series, WorkflowReport};
 use crate::figures;
 use crate::tables::{format_ms, percent, seconds, speedup, tflops};
 
@@ -44,6 +44,8 @@ h3 { font-size:18px; margin:0 0 10px; }
 .card .k { color:var(--muted); font-size:13px; text-transform:uppercase; letter-spacing:.04em; }
 .card .v { font-size:26px; font-weight:650; margin-top:2px; }
 .card .v small { font-size:13px; color:var(--muted); font-weight:400; white-space:nowrap; }
+.card .v.name { font-size:20px; line-height:1.25; overflow-wrap:anywhere; }
+.card > small { font-size:13px; color:var(--muted); }
 .panel { background:var(--card); border:1px solid var(--line); border-radius:14px; padding:20px 22px; margin:0 0 22px; box-shadow:0 1px 2px rgba(16,24,40,.04); }
 figure { margin:0; }
 figure svg { width:100%; height:auto; display:block; }
@@ -68,6 +70,11 @@ details > pre { border-radius:0 0 10px 10px; }
 .params { display:flex; flex-wrap:wrap; gap:8px; margin:0 0 14px; }
 .params span { background:#eef3f9; border:1px solid #d7e2ef; border-radius:8px; padding:3px 10px; font: 13px "DejaVu Sans Mono",Menlo,monospace; }
 footer { color:var(--muted); font-size:13px; text-align:center; padding:10px 0 40px; }
+/* Tables fit their panel: headers and long texts wrap, numbers and names do not. */
+td.wrap-text { white-space:normal; min-width:9em; }
+th { white-space:normal; vertical-align:bottom; }
+td code { font-size:13px; }
+@media (max-width: 1100px) { .wrap { padding:0 20px; } .panel { padding:16px 14px; } th, td { padding:6px 7px; } table { font-size:13.5px; } }
 "#;
 
 fn cell(text: impl AsRef<str>, numeric: bool) -> String {
@@ -140,24 +147,63 @@ pub fn render(report: &Report) -> Result<String> {
     Ok(out)
 }
 
+/// Headline numbers of a series: its steps, the final speedup and time, and the best step
+/// named (the fastest checkpoint, by its speedup over the root).
+fn cards(out: &mut String, s: &Series) {
+    let last = s.steps.last();
+    let best = s.steps.iter().skip(1).filter(|st| st.speedup_over_root.is_some()).max_by(|a, b| a.speedup_over_root.partial_cmp(&b.speedup_over_root).unwrap_or(std::cmp::Ordering::Equal));
+    out.push_str("<div class=\"cards\">");
+    let _ = write!(out, "<div class=\"card\"><div class=\"k\">steps on {}</div><div class=\"v\">{}</div></div>", escape(&s.name), s.steps.len().saturating_sub(1));
+    let _ = write!(out, "<div class=\"card\"><div class=\"k\">final speedup</div><div class=\"v\">{} <small>vs root</small></div></div>", speedup(last.and_then(|l| l.speedup_over_root)));
+    match best {
+        Some(st) => {
+            let _ = write!(
+                out,
+                "<div class=\"card\"><div class=\"k\">best step</div><div class=\"v name\">{}. {}</div><small>{} vs root</small></div>",
+                st.index,
+                escape(&st.transformation),
+                speedup(st.speedup_over_root)
+            );
+        }
+        None => out.push_str("<div class=\"card\"><div class=\"k\">best step</div><div class=\"v\">-</div><small>no step timed</small></div>"),
+    }
+    let _ = write!(out, "<div class=\"card\"><div class=\"k\">final time</div><div class=\"v\">{}</div></div>", last.and_then(|l| l.best_time_ms).map(format_ms).unwrap_or_else(|| "-".into()));
+    if let Some(t) = last.and_then(|l| l.tflops) {
+        let _ = write!(out, "<div class=\"card\"><div class=\"k\">throughput</div><div class=\"v\">{} <small>TFLOP/s</small></div></div>", tflops(Some(t)));
+    }
+    out.push_str("</div>");
+}
+
+/// The attempts per executor and transformation; the failures by kind in one column,
+/// naming only the kinds that occurred, so the table fits the page.
+fn attempts(out: &mut String, w: &WorkflowReport) {
+    if w.success.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"panel scroll\"><h3>Attempts</h3><table>");
+    out.push_str(&head(&[("executor", false), ("transformation", false), ("applies", true), ("tries", true), ("first try", true), ("after repair", true), ("failed", true), ("failures by kind", false)]));
+    out.push_str("<tbody>");
+    for r in &w.success {
+        out.push_str("<tr>");
+        let _ = write!(out, "<td class=\"wrap-text\">{}</td>", escape(&r.executor));
+        out.push_str(&cell(&r.transformation, false));
+        for n in [r.applies, r.tries, r.first_try, r.after_repair, r.failed] {
+            out.push_str(&cell(n.to_string(), true));
+        }
+        let kinds: Vec<String> = FAILURE_KINDS.iter().filter_map(|k| r.failures.get(*k).filter(|n| **n > 0).map(|n| format!("{k} {n}"))).collect();
+        let _ = write!(out, "<td class=\"wrap-text\">{}</td>", escape(&if kinds.is_empty() { "-".to_string() } else { kinds.join(", ") }));
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>");
+}
+
 fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
     let _ = write!(out, "<section class=\"workflow wrap\" id=\"{}\">", slug(&w.name));
     let what = [w.kernel.as_deref(), w.backend.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" · ");
     let _ = write!(out, "<h2>{}</h2><p class=\"sub\">{} — {}{}</p>", escape(&w.name), escape(&what), escape(&w.source.display().to_string()), w.device.as_ref().map(|d| format!("<br>{}", escape(d))).unwrap_or_default());
 
-    // Headline numbers of the first series.
     if let Some(s) = w.series.first() {
-        let last = s.steps.last();
-        let best_root = s.steps.iter().filter_map(|st| st.speedup_over_root).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-        out.push_str("<div class=\"cards\">");
-        let _ = write!(out, "<div class=\"card\"><div class=\"k\">steps on {}</div><div class=\"v\">{}</div></div>", escape(&s.name), s.steps.len().saturating_sub(1));
-        let _ = write!(out, "<div class=\"card\"><div class=\"k\">final speedup</div><div class=\"v\">{} <small>vs root</small></div></div>", speedup(last.and_then(|l| l.speedup_over_root)));
-        let _ = write!(out, "<div class=\"card\"><div class=\"k\">best step</div><div class=\"v\">{}</div></div>", speedup(best_root));
-        let _ = write!(out, "<div class=\"card\"><div class=\"k\">final time</div><div class=\"v\">{}</div></div>", last.and_then(|l| l.best_time_ms).map(format_ms).unwrap_or_else(|| "-".into()));
-        if let Some(t) = last.and_then(|l| l.tflops) {
-            let _ = write!(out, "<div class=\"card\"><div class=\"k\">throughput</div><div class=\"v\">{} <small>TFLOP/s</small></div></div>", tflops(Some(t)));
-        }
-        out.push_str("</div>");
+        cards(out, s);
     }
     if !w.missing.is_empty() {
         out.push_str("<div class=\"missing\"><strong>Not recorded in this workflow</strong>, so not shown:<ul>");
@@ -201,26 +247,7 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
     fig(out, "fig-previous");
 
     fig(out, "fig-success");
-    if !w.success.is_empty() {
-        out.push_str("<div class=\"panel scroll\"><h3>Attempts</h3><table>");
-        let mut cols: Vec<(&str, bool)> = vec![("executor", false), ("transformation", false), ("applies", true), ("tries", true), ("first try", true), ("after repair", true), ("failed", true)];
-        cols.extend(FAILURE_KINDS.iter().map(|k| (*k, true)));
-        out.push_str(&head(&cols));
-        out.push_str("<tbody>");
-        for r in &w.success {
-            out.push_str("<tr>");
-            out.push_str(&cell(&r.executor, false));
-            out.push_str(&cell(&r.transformation, false));
-            for n in [r.applies, r.tries, r.first_try, r.after_repair, r.failed] {
-                out.push_str(&cell(n.to_string(), true));
-            }
-            for k in FAILURE_KINDS {
-                out.push_str(&cell(r.failures.get(k).copied().unwrap_or(0).to_string(), true));
-            }
-            out.push_str("</tr>");
-        }
-        out.push_str("</tbody></table></div>");
-    }
+    attempts(out, w);
 
     fig(out, "fig-depth");
     if !w.depth.is_empty() {
@@ -235,7 +262,7 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
             out.push_str(&cell(&d.outcome, false));
             out.push_str(&cell(&d.validator, false));
             out.push_str(&cell(d.first_failing_sample.map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into()), true));
-            out.push_str(&cell(d.error.as_deref().unwrap_or(""), false));
+            let _ = write!(out, "<td class=\"wrap-text\">{}</td>", escape(d.error.as_deref().unwrap_or("")));
             out.push_str("</tr>");
         }
         out.push_str("</tbody></table></div>");
