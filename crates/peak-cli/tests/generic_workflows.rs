@@ -202,7 +202,7 @@ fn cuda_twins_carry_the_same_chains_deferred() {
         ("stencil", "register-window", &["Register-Window"]),
         ("attention", "main", &["Online-Softmax", "Unroll-Accumulators", "KV-Tile"]),
         ("gelu-bf16", "main", &["Grid-Stride", "Vector-Body"]),
-        ("layernorm", "main", &["Block-Reduce", "Vector-Body", "Warp-Reduce"]),
+        ("layernorm", "main", &["Block-Reduce", "Vector-Body", "Warp-Reduce", "Register-Segment"]),
     ] {
         let wf = env.path(&format!("{kind}-{branch}"));
         let bundle = example(&format!("workflows/{kind}-cuda-deferred.bundle"));
