@@ -12,6 +12,7 @@
 #
 # `build` strips the binaries and packs them (with `peak`) into one xz archive, so that
 # carry/gpu-tests stays under the 64 MiB a device call carries; `run` unpacks it.
+# CARRY=DIR builds into (and runs from) DIR instead of carry/gpu-tests.
 # GPU_TESTS_JOBS=N runs N binaries side by side (default 1); h200-gpu-tests.json is
 # rewritten after each binary, so a run cut short leaves what it found ("complete": false).
 # `run` then runs bench/h200-export.sh (exported CUDA harness vs peak run; SKIP_EXPORT=1 skips).
@@ -20,16 +21,18 @@
 # absolute paths they were built with; `run` makes those paths lead to this checkout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Where the build goes (and where `run` reads it): carry/gpu-tests unless CARRY names another.
+CARRY="${CARRY:-carry/gpu-tests}"
 
 build() {
   set -e
-  rm -rf carry/gpu-tests
+  rm -rf $CARRY
   source bench/carry.sh
-  carry_peak carry/gpu-tests
+  carry_peak $CARRY
   local targets staging
   targets="$(python3 bench/gpu_tests.py targets)"
   staging="$(mktemp -d)"
-  mv carry/gpu-tests/peak "$staging/peak"
+  mv $CARRY/peak "$staging/peak"
   # One cargo call per crate, naming only its gated targets.
   for crate in $(printf '%s\n' $targets | cut -d/ -f1 | sort -u); do
     local names=""
@@ -38,33 +41,33 @@ build() {
       | python3 bench/gpu_tests.py executables "$targets" \
       | while read -r name path; do strip -o "$staging/$name" "$path"; done
   done
-  tar -C "$staging" -cf - . | xz -T1 -6 > carry/gpu-tests/binaries.tar.xz
+  tar -C "$staging" -cf - . | xz -T1 -6 > $CARRY/binaries.tar.xz
   rm -rf "$staging"
-  pwd > carry/gpu-tests/built-in
+  pwd > $CARRY/built-in
   echo "$targets" | wc -w | xargs echo "gated targets:"
-  du -sh carry/gpu-tests
-  local size; size=$(du -sb carry/gpu-tests | cut -f1)
-  if [ "$size" -ge $((64 * 1024 * 1024)) ]; then echo "carry/gpu-tests is over 64 MiB" >&2; exit 1; fi
+  du -sh $CARRY
+  local size; size=$(du -sb $CARRY | cut -f1)
+  if [ "$size" -ge $((64 * 1024 * 1024)) ]; then echo "$CARRY is over 64 MiB" >&2; exit 1; fi
 }
 
 run() {
   OUT="${OUT:-h200-gpu-tests}"
   mkdir -p "$OUT"
-  local built_in; built_in="$(cat carry/gpu-tests/built-in)"
+  local built_in; built_in="$(cat $CARRY/built-in)"
   if [ "$built_in" != "$PWD" ] && [ ! -e "$built_in" ]; then
     mkdir -p "$(dirname "$built_in")" && ln -s "$PWD" "$built_in"
   fi
-  local bin=carry/gpu-tests/bin
+  local bin=$CARRY/bin
   rm -rf "$bin" && mkdir -p "$bin"
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' carry/gpu-tests/binaries.tar.xz "$bin"
-  cp carry/gpu-tests/commit "$bin/commit"
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' $CARRY/binaries.tar.xz "$bin"
+  cp $CARRY/commit "$bin/commit"
   mkdir -p target/release && cp "$bin/peak" target/release/peak
   python3 bench/gpu_tests.py run "$bin" "$OUT" 2>&1 | tee "$OUT/gpu-tests.log"
   # peak export's round trip (issue 13): the exported CUDA harness, built with nvcc, against
   # peak run on the same configuration; writes $OUT/h200-export.json. Needs nvcc.
   if [ -z "${SKIP_EXPORT:-}" ]; then
     # The device's copy of the tree has no usable git history: name the build's commit.
-    PEAK_COMMIT="$(cat carry/gpu-tests/commit)" PEAK="$bin/peak" OUT="$OUT" bash bench/h200-export.sh 2>&1 | tee "$OUT/export.log" || echo "h200-export: failed (see $OUT/export.log)" >&2
+    PEAK_COMMIT="$(cat $CARRY/commit)" PEAK="$bin/peak" OUT="$OUT" bash bench/h200-export.sh 2>&1 | tee "$OUT/export.log" || echo "h200-export: failed (see $OUT/export.log)" >&2
   fi
 }
 
