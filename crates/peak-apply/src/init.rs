@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use indexmap::IndexMap;
 use peak_eval::tune::Entry;
-use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
-use peak_spec::{Context, Space};
+use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, time_yardstick, tune_context, tuning_run_options};
+use peak_spec::{Context, ExecParams, Space};
 use peak_workflow::{ROOT_TAG, RootInput, Workflow};
 use serde_json::{Value, json};
 
@@ -131,7 +131,9 @@ pub struct Measure {
 /// context's own first configuration) and summarise it as `performance.json`:
 /// `best` is the fastest configuration of the last input configuration (the largest
 /// problem, as manifests list sizes in increasing order); `runs` holds every input
-/// configuration's best and top-K.
+/// configuration's best and top-K; `baseline` is the yardstick timed at `best`'s inputs
+/// (`peak_eval::yardstick`: cuBLASLt for a GEMM, a copy of the bytes moved otherwise, or
+/// `"n/a"` with the reason).
 pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: Option<&Context>, settings: &Measure, reporter: &dyn TuneReporter) -> Result<Value> {
     let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let setup = TuneSetup {
@@ -177,6 +179,10 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
         let failures: Vec<String> = report.runs.iter().flat_map(|r| r.failure_examples.iter().map(|f| f.verdict.summary())).collect();
         bail!("{}: no configuration ran successfully{}", ctx.dir.display(), failures.first().map(|f| format!(" (e.g. {f})")).unwrap_or_default());
     };
+    // Only the inputs matter to the yardstick; the winner may still change (check_winner),
+    // they do not.
+    let headline: ExecParams = serde_json::from_value(last["best"]["params"].clone())?;
+    let baseline = time_yardstick(workers, ctx, &headline);
     Ok(json!({
         "best": last["best"],
         "top_k": last["top_k"],
@@ -185,6 +191,7 @@ pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: O
         "device": report.device,
         "source_hash": report.source_hash,
         "runs": runs,
+        "baseline": baseline,
     }))
 }
 

@@ -181,4 +181,12 @@ pub trait Backend: Send + Sync {
     fn cache_bytes(&self) -> Option<u64> {
         None
     }
+
+    /// The vendor library's call doing the work `ctx` names for `params` (cuBLASLt for a
+    /// `[kernel.matmul]` GEMM on CUDA), on the runner's inputs for `options.data_seed`,
+    /// timed by [`crate::timing::time_runs`] as `options` says. `None` where this backend
+    /// has no library for it (the default).
+    fn vendor_call(&self, _ctx: &peak_spec::Context, _params: &peak_spec::ExecParams, _options: &crate::runner::RunOptions) -> Option<Result<crate::yardstick::VendorRun, BackendError>> {
+        None
+    }
 }

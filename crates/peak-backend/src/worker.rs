@@ -11,7 +11,10 @@
 //! ## Protocol (version [`PROTOCOL_VERSION`])
 //!
 //! Parent → worker, one [`Request`] per line: `{"id":7,"context":"/path","params":{...},
-//! "options":{...RunOptions},"outputs":{"mode":"digest"|"bytes"|"compare",...}}`.
+//! "options":{...RunOptions},"outputs":{"mode":"digest"|"bytes"|"compare",...}}`. A request
+//! with `"yardstick":"vendor"|"copy"` compiles nothing: the run thread times that
+//! yardstick for the context at `params` (`crate::yardstick::measure`), and the answer's
+//! `times_ms` are its, with `yardstick` saying what ran.
 //!
 //! Worker → parent, one [`Message`] per line, tagged by `event`:
 //! - `ready` once at start-up, with the device and the protocol version;

@@ -5,9 +5,14 @@
 //! "The same bytes": a kernel that reads R bytes and writes W moves R + W; a copy of
 //! (R + W) / 2 bytes moves as much (it reads and writes each byte once). Arrays count by
 //! their manifest role: inputs are read, outputs written, `inout` arrays both.
+//!
+//! Every checkpoint records one yardstick at its headline inputs, timed in a worker by
+//! [`measure`] (a worker job with [`crate::worker::Job::yardstick`] set): the vendor
+//! library's call where the context names the work one does ([`Backend::vendor_call`]:
+//! cuBLASLt for a `[kernel.matmul]` GEMM on CUDA and HIP), else this copy.
 
 use peak_spec::{Context, ExecParams};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::error::BackendError;
@@ -64,4 +69,59 @@ pub fn time_copy(backend: &dyn Backend, bytes: usize, options: &RunOptions) -> R
     backend.free(src);
     backend.free(dst);
     timed
+}
+
+/// A vendor library's call timed on the device ([`Backend::vendor_call`]).
+#[derive(Debug, Clone)]
+pub struct VendorRun {
+    /// The library, as a yardstick kind: `cublaslt`.
+    pub library: String,
+    /// What was called, for people: routine, layout, epilogue, types, algorithm.
+    pub call: String,
+    pub timed: Timed,
+}
+
+/// Which yardstick a worker job asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ask {
+    /// The vendor library's call doing the work the context names ([`Backend::vendor_call`]).
+    Vendor,
+    /// A device-to-device copy of the bytes the kernel moves ([`time_copy`]).
+    Copy,
+}
+
+/// What a yardstick job timed; its times travel beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// `copy`, or the vendor library's name (`cublaslt`).
+    pub kind: String,
+    /// What ran, for people.
+    pub what: String,
+    /// The bytes copied, for a copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Bytes written before every timed run to evict the cache; `None`: not flushed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushed_bytes: Option<usize>,
+}
+
+/// Time the yardstick `ask` names for `ctx` at `params` as `options` says. A vendor call
+/// this backend does not have is [`BackendError::Unsupported`].
+pub fn measure(backend: &dyn Backend, ctx: &Context, params: &ExecParams, ask: Ask, options: &RunOptions) -> Result<(Measured, Vec<f64>), BackendError> {
+    match ask {
+        Ask::Vendor => {
+            let run = backend
+                .vendor_call(ctx, params, options)
+                .ok_or_else(|| BackendError::Unsupported(format!("a vendor library call for this kernel on {} devices", backend.device().backend)))??;
+            Ok((Measured { kind: run.library, what: run.call, bytes: None, flushed_bytes: run.timed.flushed_bytes }, run.timed.times_ms))
+        }
+        Ask::Copy => {
+            let traffic = Traffic::of(ctx, params).map_err(BackendError::InvalidConfig)?;
+            let bytes = traffic.copy_bytes();
+            let timed = time_copy(backend, bytes as usize, options)?;
+            let what = format!("device-to-device copy of {bytes} bytes, moving the {} the kernel reads and writes", traffic.total());
+            Ok((Measured { kind: "copy".into(), what, bytes: Some(bytes), flushed_bytes: timed.flushed_bytes }, timed.times_ms))
+        }
+    }
 }

@@ -225,7 +225,7 @@ fn tune() {
 
 /// A workflow with a measured root (one configuration) and a TB-Tiling checkpoint made
 /// as `peak apply` makes one, with recorded times at two sizes (n = 32, then the root's
-/// n = 64); then `log` (and `--sizes`), `show` and `diff`.
+/// n = 64) and a yardstick; then `log` (and `--sizes`), `show` and `diff`.
 #[test]
 fn workflow() {
     if !opencl_present("workflow") {
@@ -251,6 +251,8 @@ fn workflow() {
                     {"inputs": {"n": 32}, "best": {"params": {"inputs": {"n": 32}, "tuning": {"TILE": 16}}, "time_ms": 0.01}},
                     {"inputs": {"n": 64}, "best": {"params": {"inputs": {"n": 64}, "tuning": {"TILE": 16}}, "time_ms": 0.05}},
                 ],
+                // As a CUDA GEMM's record holds it (the root's, on OpenCL, is "n/a").
+                "baseline": {"kind": "cublaslt", "time_ms": 0.04, "inputs": {"n": 64}, "what": "cublasLtMatmul, NN m=64 n=64 k=64, f32 x f32 -> f32"},
             }),
             transcript: serde_json::json!({"entries": []}),
             ..Default::default()

@@ -455,4 +455,8 @@ impl Backend for CudaBackend {
     fn cache_bytes(&self) -> Option<u64> {
         Some(self.l2_bytes as u64)
     }
+
+    fn vendor_call(&self, ctx: &peak_spec::Context, params: &peak_spec::ExecParams, options: &peak_backend::RunOptions) -> Option<Result<peak_backend::yardstick::VendorRun, BackendError>> {
+        crate::baseline::vendor_call(self, ctx, params, options)
+    }
 }

@@ -26,7 +26,8 @@ pub mod gemm;
 mod lt;
 
 use peak_backend::runner::{self, RunError, RunOptions};
-use peak_backend::timing::{Spread, time_runs};
+use peak_backend::timing::{Spread, Timed, time_runs};
+use peak_backend::yardstick::VendorRun;
 use peak_backend::{Backend, BackendError, BufferId};
 use peak_spec::data::Comparison;
 use peak_spec::expr::{Expr, expression_engine};
@@ -111,6 +112,14 @@ pub struct CublasLtInfo {
     pub path: String,
 }
 
+impl CublasLtInfo {
+    /// One line for people: `cublasLtMatmul, NT m=4096 n=4096 k=4096, f16 x f16 -> f16, bias
+    /// (cuBLASLt TN, CUBLASLT_EPILOGUE_BIAS, CUBLAS_COMPUTE_32F, algorithm 6)`.
+    pub fn describe(&self, gemm: &Gemm) -> String {
+        format!("{}, {} (cuBLASLt {}, {}, {}, algorithm {})", self.routine, gemm.summary(), self.cublaslt_ops, self.epilogue, self.compute_type, self.algorithm)
+    }
+}
+
 /// cuBLASLt's side alone: its output and times.
 #[derive(Debug, Clone)]
 pub struct CublasLtRun {
@@ -118,6 +127,8 @@ pub struct CublasLtRun {
     /// The elements of C the GEMM writes, packed ([`Storage::gather`]), from the first call.
     pub output: HostArray,
     pub times_ms: Vec<f64>,
+    /// Bytes written before every timed run to evict the L2 (absent: not flushed).
+    pub flushed_bytes: Option<usize>,
     pub info: CublasLtInfo,
 }
 
@@ -188,6 +199,20 @@ pub fn run_baseline(backend: &CudaBackend, ctx: &Context, params: &ExecParams, o
     })
 }
 
+/// [`Backend::vendor_call`](peak_backend::Backend::vendor_call) for CUDA and HIP: cuBLASLt
+/// on the manifest's GEMM (the checkpoint's yardstick); `None` for a context that names
+/// no GEMM (`[kernel.matmul]`).
+pub(crate) fn vendor_call(backend: &CudaBackend, ctx: &Context, params: &ExecParams, options: &RunOptions) -> Option<Result<VendorRun, BackendError>> {
+    ctx.manifest.kernel.matmul.as_ref()?;
+    let run = run_cublaslt(backend, ctx, params, options).map_err(|e| match e {
+        BaselineError::Backend(e) => e,
+        BaselineError::Kernel(RunError::Invalid(reason)) => BackendError::InvalidConfig(reason),
+        BaselineError::NotMatmul { .. } | BaselineError::Field { .. } => BackendError::InvalidConfig(e.to_string()),
+        other => BackendError::Launch { kernel: "cublasLtMatmul".into(), message: other.to_string() },
+    });
+    Some(run.map(|run| VendorRun { library: run.info.library.clone(), call: run.info.describe(&run.gemm), timed: Timed { times_ms: run.times_ms, flushed_bytes: run.flushed_bytes } }))
+}
+
 /// cuBLASLt alone on the context's GEMM for `params`, on the runner's inputs for
 /// `options.data_seed`, timed as `options` says.
 pub fn run_cublaslt(backend: &CudaBackend, ctx: &Context, params: &ExecParams, options: &RunOptions) -> Result<CublasLtRun, BaselineError> {
@@ -212,7 +237,7 @@ fn cublaslt(backend: &CudaBackend, gemm: Gemm, host: &[HostArray], options: &Run
     let output = gemm.c_storage.gather(&d, gemm.batch);
 
     // Timed as the kernel's side is (peak_backend::timing): the same warm-up, flush and events.
-    let times_ms = time_runs(backend, options, sets.len(), |set| matmul.enqueue(set, &sets[set], backend))?.times_ms;
+    let timed = time_runs(backend, options, sets.len(), |set| matmul.enqueue(set, &sets[set], backend))?;
     let info = CublasLtInfo {
         library: "cublaslt".into(),
         routine: "cublasLtMatmul".into(),
@@ -231,7 +256,7 @@ fn cublaslt(backend: &CudaBackend, gemm: Gemm, host: &[HostArray], options: &Run
     };
     drop(matmul);
     drop(buffers);
-    Ok(CublasLtRun { gemm, output, times_ms, info })
+    Ok(CublasLtRun { gemm, output, times_ms: timed.times_ms, flushed_bytes: timed.flushed_bytes, info })
 }
 
 /// The tolerance the kernel's output must meet against cuBLASLt's.

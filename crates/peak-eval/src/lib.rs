@@ -10,6 +10,8 @@
 //!   ([`cache`]) so a killed run resumes; [`replay`] runs strategies on a recorded cache
 //!   with no device; [`profile`] attaches Nsight Compute metrics.
 //! - [`compare`]: two contexts timed in one run on the same inputs, interleaved.
+//! - [`yardstick`]: what every checkpoint is measured against (cuBLASLt for a GEMM, a copy of
+//!   the bytes moved for other kernels), timed in a worker as the kernel is.
 //!
 //! Nothing here names a backend: kernels run in worker processes started from a command
 //! line the caller provides (`peak worker --backend NAME` in the product).
@@ -30,6 +32,7 @@ pub mod tune;
 pub mod validate;
 pub mod verdict;
 pub mod workers;
+pub mod yardstick;
 
 pub use cache::{CacheIdentity, Outcome, ResultsCache};
 pub use error::EvalError;
@@ -41,3 +44,4 @@ pub use tune::{TuneOptions, TuneReporter, TuneRun, tune};
 pub use validate::{OutputValidator, ValidationReport, Validator, validate};
 pub use verdict::Verdict;
 pub use workers::Workers;
+pub use yardstick::{Baseline, time_yardstick};

@@ -76,8 +76,13 @@ pub struct Step {
     pub speedup_over_previous_inputs: Option<Value>,
     /// From the manifest's `kernel.flops` at the best configuration's inputs.
     pub tflops: Option<f64>,
-    /// `performance.json`'s `baseline.time_ms` over the best time, in percent.
+    /// The vendor library's time (`performance.json`'s `baseline`, cuBLASLt for a GEMM) over
+    /// the best time at the same inputs, in percent.
     pub percent_of_vendor: Option<f64>,
+    /// For a kernel judged against a copy of the bytes it moves: the copy's time over the
+    /// best time, in percent (100: the kernel moves its bytes as fast as a copy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent_of_copy: Option<f64>,
     /// The best configuration (`performance.json`'s `best.params`).
     pub best_params: Option<Value>,
     /// `peak diff PREVIOUS THIS`, as the terminal prints it; `None` for the root.
@@ -226,7 +231,8 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
                 speedup_over_root_inputs: entry.speedup_over_root_inputs.clone(),
                 speedup_over_previous_inputs: entry.speedup_over_parent_inputs.clone(),
                 tflops: tflops(view, entry.best_time_ms),
-                percent_of_vendor: view.performance.pointer("/baseline/time_ms").and_then(Value::as_f64).zip(entry.best_time_ms).map(|(b, t)| 100.0 * b / t),
+                percent_of_vendor: entry.baseline.as_ref().filter(|b| b.kind != "copy").and_then(|b| b.percent),
+                percent_of_copy: entry.baseline.as_ref().filter(|b| b.kind == "copy").and_then(|b| b.percent),
                 best_params,
                 diff,
             });
@@ -276,8 +282,12 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
             tuned - convergence.len()
         ));
     }
-    if ordered.iter().any(|s| s.best_time_ms.is_some()) && ordered.iter().all(|s| s.percent_of_vendor.is_none()) {
-        missing.push("% of vendor library: no checkpoint records a baseline measurement (`baseline.time_ms` in performance.json)".into());
+    if ordered.iter().any(|s| s.best_time_ms.is_some()) && ordered.iter().all(|s| s.percent_of_vendor.is_none() && s.percent_of_copy.is_none()) {
+        let reason = entries.iter().filter_map(|e| e.baseline.as_ref()?.reason.clone()).next();
+        missing.push(match reason {
+            Some(reason) => format!("% of vendor library: no checkpoint has a yardstick timed ({reason})"),
+            None => "% of vendor library: no checkpoint records a yardstick (`baseline` in performance.json, recorded with every tuning since it was added)".into(),
+        });
     }
     if ordered.iter().any(|s| s.best_time_ms.is_some()) && ordered.iter().all(|s| s.tflops.is_none()) {
         missing.push("TFLOP/s: the manifest has no `kernel.flops`".into());

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::data::{FAILURE_KINDS, Report, WorkflowReport};
+use crate::data::{FAILURE_KINDS, Report, Step, WorkflowReport};
 
 /// A time as `peak log` prints it: three significant digits.
 pub use peak_workflow::format_ms;
@@ -22,6 +22,14 @@ pub(crate) fn tflops(t: Option<f64>) -> String {
 
 pub(crate) fn percent(p: Option<f64>) -> String {
     p.map(|p| format!("{p:.1}%")).unwrap_or_else(|| "-".into())
+}
+
+/// The "% vendor" cell: the vendor library's percentage, or the copy's, named.
+fn vendor(step: &Step) -> String {
+    match (step.percent_of_vendor, step.percent_of_copy) {
+        (None, Some(p)) => format!("{p:.1}% copy"),
+        (p, _) => percent(p),
+    }
 }
 
 pub(crate) fn seconds(s: Option<f64>) -> String {
@@ -103,7 +111,7 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
                     speedup(st.speedup_over_root),
                     speedup(st.speedup_over_previous),
                     tflops(st.tflops),
-                    percent(st.percent_of_vendor),
+                    vendor(st),
                     measured_at(st),
                 ]
             })

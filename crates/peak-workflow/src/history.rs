@@ -11,6 +11,7 @@ use crate::attempts::{AttemptRecord, MIRROR_BRANCH};
 use crate::context::Files;
 use crate::error::{GitContext, Result, WorkflowError};
 use crate::speedup::{BestTimes, SpeedupAt, format_inputs};
+use crate::yardstick::Yardstick;
 use crate::workflow::{
     CHECKPOINT_FILE, CONTEXT_DIR, CheckpointId, CheckpointMeta, Head, PERFORMANCE_FILE, REFERENCE_FILE, TRANSCRIPT_FILE,
     VALIDATION_FILE, Workflow, fmt_ms, read_tree_dir, read_tree_file,
@@ -49,6 +50,11 @@ pub struct LogEntry {
     /// interquartile ranges overlap): the step made no measurable difference. `None`
     /// where either record holds no spread.
     pub within_spread_of_parent: Option<bool>,
+    /// The yardstick the checkpoint was measured against at its headline inputs
+    /// (`performance.json`'s `baseline`: cuBLASLt, a copy, or `n/a` with the reason), with
+    /// the best time as a percentage of it. Absent in records made before it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Yardstick>,
     /// The best time at every input size tuned (`performance.json`'s `runs`, in order),
     /// with the speedups at that same size.
     pub sizes: Vec<SizeEntry>,
@@ -262,6 +268,7 @@ impl Workflow {
                     speedup_over_parent: over_parent.as_ref().map(|s| s.ratio),
                     within_spread_of_parent: over_parent.as_ref().and_then(|s| s.within_spread),
                     speedup_over_parent_inputs: over_parent.and_then(|s| s.inputs),
+                    baseline: node.times.yardstick().cloned(),
                     sizes,
                     summary: node.summary,
                 }
@@ -353,6 +360,17 @@ fn spread_note(within: Option<bool>) -> String {
     if within == Some(true) { format!(" ({WITHIN_SPREAD})") } else { String::new() }
 }
 
+/// The checkpoint's best time as a percentage of its yardstick (`62.1% cuBLASLt`), taken
+/// at the headline's inputs (named where they are not); `- vendor` where none was timed.
+fn yardstick_cell(e: &LogEntry) -> String {
+    let Some(y) = &e.baseline else { return format!("{:>6} vendor", "-") };
+    let mut cell = y.cell();
+    if let Some(at) = y.inputs.as_ref().filter(|at| y.percent.is_some() && Some(*at) != e.best_inputs.as_ref()) {
+        let _ = write!(cell, " @{}", format_inputs(at));
+    }
+    cell
+}
+
 fn render(entries: &[LogEntry], all_sizes: bool) -> String {
     let speed = |s: Option<f64>| s.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".to_string());
     let inputs = |i: Option<&Value>| i.map(format_inputs).unwrap_or_else(|| "-".to_string());
@@ -364,8 +382,10 @@ fn render(entries: &[LogEntry], all_sizes: bool) -> String {
         }
         cell
     };
-    // Cells: mark and id, transformation, verdict, time, inputs, root, parent, the rest.
-    let mut rows: Vec<[String; 8]> = Vec::new();
+    // Cells: mark and id, transformation, verdict, time, inputs, root, parent, the
+    // yardstick (a column only where some checkpoint records one), the rest.
+    let yardsticks = entries.iter().any(|e| e.baseline.is_some());
+    let mut rows: Vec<[String; 9]> = Vec::new();
     for e in entries {
         let mut names: Vec<String> = Vec::new();
         if e.head {
@@ -397,6 +417,7 @@ fn render(entries: &[LogEntry], all_sizes: bool) -> String {
             at,
             ratio(e.speedup_over_root, e.speedup_over_root_inputs.as_ref(), e.best_inputs.as_ref(), "root"),
             format!("{}{}", ratio(e.speedup_over_parent, e.speedup_over_parent_inputs.as_ref(), e.best_inputs.as_ref(), "parent"), spread_note(e.within_spread_of_parent)),
+            yardstick_cell(e),
             rest,
         ]);
         if all_sizes {
@@ -410,17 +431,19 @@ fn render(entries: &[LogEntry], all_sizes: bool) -> String {
                     ratio(s.speedup_over_root, None, None, "root"),
                     ratio(s.speedup_over_parent, None, None, "parent"),
                     String::new(),
+                    String::new(),
                 ]);
             }
         }
     }
     let width = |i: usize, min: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(min);
-    let widths = [width(0, 0), 20, 14, 11, width(4, 0), width(5, 0), width(6, 0)];
+    let widths = [width(0, 0), 20, 14, 11, width(4, 0), width(5, 0), width(6, 0), width(7, 0)];
     let mut out = String::new();
     for r in &rows {
         let pad = |i: usize| " ".repeat(widths[i].saturating_sub(r[i].chars().count()));
+        let yardstick = if yardsticks { format!("  {}{}", r[7], pad(7)) } else { String::new() };
         let line = format!(
-            "{}{} {}{} {}{} {}{} {}{} {}{} {}{}  {}",
+            "{}{} {}{} {}{} {}{} {}{} {}{} {}{}{yardstick}  {}",
             r[0],
             pad(0),
             r[1],
@@ -435,7 +458,7 @@ fn render(entries: &[LogEntry], all_sizes: bool) -> String {
             pad(5),
             r[6],
             pad(6),
-            r[7]
+            r[8]
         );
         out.push_str(line.trim_end());
         out.push('\n');

@@ -112,6 +112,7 @@ mod secrets;
 mod speedup;
 mod time;
 mod workflow;
+mod yardstick;
 
 pub use attempts::{Attempt, AttemptRecord, AttemptsLog, DamagedLine, outcome};
 pub use bundle::{BundleSummary, clone_bundle, is_bundle};
@@ -122,6 +123,7 @@ pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, WITHIN_SPREA
 pub use lock::{LockHolder, LockMode};
 pub use secrets::{is_key_var, redact as redact_secrets};
 pub use speedup::{format_inputs, speedup};
+pub use yardstick::{NOT_AVAILABLE, Yardstick, yardstick};
 /// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.
 pub use time::now_rfc3339;
 pub use workflow::fmt_ms as format_ms;

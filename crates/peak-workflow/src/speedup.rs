@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::workflow::best_time;
+use crate::yardstick::Yardstick;
 
 /// A checkpoint's tuned times: the headline and the best at every input configuration of
 /// its `runs`, keyed by the inputs in a canonical form.
@@ -23,6 +24,8 @@ pub(crate) struct BestTimes {
     /// (canonical key, the inputs as recorded, best time, its interquartile range), in
     /// `runs` order.
     at: Vec<(String, Value, f64, Option<Iqr>)>,
+    /// The record's yardstick (`baseline`), with the percentage of it.
+    yardstick: Option<Yardstick>,
 }
 
 /// The first and third quartiles of a time's repetitions (`spread.q1_ms`, `q3_ms`).
@@ -66,7 +69,14 @@ impl BestTimes {
             .unwrap_or_default();
         let headline_inputs_value = performance.pointer("/best/params/inputs").filter(|v| v.is_object()).cloned();
         let headline_iqr = performance.get("best").and_then(iqr);
-        BestTimes { headline: best_time(performance), headline_inputs: headline_inputs_value.as_ref().and_then(canonical), headline_inputs_value, headline_iqr, at }
+        let mut times = BestTimes { headline: best_time(performance), headline_inputs: headline_inputs_value.as_ref().and_then(canonical), headline_inputs_value, headline_iqr, at, yardstick: None };
+        times.yardstick = Yardstick::of(performance, &times);
+        times
+    }
+
+    /// The record's yardstick, with this checkpoint's percentage of it.
+    pub(crate) fn yardstick(&self) -> Option<&Yardstick> {
+        self.yardstick.as_ref()
     }
 
     pub(crate) fn headline(&self) -> Option<f64> {
@@ -85,6 +95,15 @@ impl BestTimes {
             return self.headline.map(|t| (self.headline_inputs_value.clone(), t)).into_iter().collect();
         }
         self.at.iter().map(|(_, inputs, t, _)| (Some(inputs.clone()), *t)).collect()
+    }
+
+    /// The best time at `inputs`: the headline's when they are its, else the run's there.
+    pub(crate) fn time_at(&self, inputs: &Value) -> Option<f64> {
+        let key = canonical(inputs)?;
+        if self.headline_inputs.as_deref() == Some(key.as_str()) {
+            return self.headline;
+        }
+        self.at.iter().find(|(k, _, _, _)| *k == key).map(|(_, _, t, _)| *t)
     }
 
     /// Whether the record has per-input times (`runs`).

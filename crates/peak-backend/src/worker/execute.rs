@@ -7,8 +7,10 @@ use std::time::Instant;
 use peak_spec::{Context, ExecParams, HostArray};
 
 use crate::backend::{Backend, BufferId};
+use crate::error::BackendError;
 use crate::plan::LaunchPlan;
 use crate::runner::{self, RunError, SizedArray, StageTimes, ms_since};
+use crate::yardstick::{self, Ask};
 
 use super::compile::Compiled;
 use super::protocol::{Failure, FailureKind, Job, OutputMode, RunReport};
@@ -189,5 +191,29 @@ pub(super) fn check_compiled(backend: &dyn Backend, ctx: &Context, compiled: &Co
         compile_ms: compiled.compile_ms,
         run_ms: start.elapsed().as_secs_f64() * 1e3,
         stages: StageTimes::default(),
+        yardstick: None,
+    })
+}
+
+/// A yardstick job's answer ([`Job::yardstick`]): the context loaded, nothing compiled, the
+/// yardstick timed as the job's options say; its times are the report's `times_ms`.
+pub(super) fn run_yardstick(backend: &dyn Backend, job: &Job, ask: Ask) -> Result<RunReport, Failure> {
+    let start = Instant::now();
+    let ctx = Context::load(&job.context).map_err(|e| Failure::new(FailureKind::LaunchFailed, format!("cannot load the context: {e}")))?;
+    let (measured, times_ms) = yardstick::measure(backend, &ctx, &job.params, ask, &job.options).map_err(|e| match e {
+        BackendError::Unsupported(what) => Failure::new(FailureKind::InvalidConfig, format!("{what} is not supported")),
+        other => Failure::from(&RunError::from(other)),
+    })?;
+    Ok(RunReport {
+        outputs: Vec::new(),
+        modified_inputs: Vec::new(),
+        times_ms,
+        launches: 0,
+        kernels: Vec::new(),
+        compile_log: String::new(),
+        compile_ms: 0.0,
+        run_ms: start.elapsed().as_secs_f64() * 1e3,
+        stages: StageTimes::default(),
+        yardstick: Some(measured),
     })
 }

@@ -65,6 +65,7 @@ pub(super) fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<R
         compile_ms: compiled.compile_ms,
         run_ms: start.elapsed().as_secs_f64() * 1e3,
         stages,
+        yardstick: None,
     }
 }
 

@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{DeviceInfo, KernelResources};
 use crate::error::BackendError;
 use crate::runner::{RunError, RunOptions, StageTimes, median};
+use crate::yardstick::{Ask, Measured};
 
 /// Bumped whenever a message changes shape; the parent refuses a worker of another version.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Exit status of a worker that stopped on purpose after a device fault.
 pub(super) const FAULT_EXIT: i32 = 70;
@@ -35,6 +36,10 @@ pub struct Job {
     /// kernel (a deferred apply), this is everything that can be known about it.
     #[serde(default)]
     pub compile_only: bool,
+    /// Time this yardstick instead of the kernel (nothing is compiled): the answer's
+    /// `times_ms` are its, and `yardstick` says what ran (`crate::yardstick::measure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yardstick: Option<Ask>,
     /// How long the run may take once started; `None` takes the pool's default.
     #[serde(skip)]
     pub timeout: Option<Duration>,
@@ -42,7 +47,7 @@ pub struct Job {
 
 impl Job {
     pub fn new(context: impl Into<PathBuf>, params: ExecParams, options: RunOptions) -> Job {
-        Job { context: context.into(), params, options, outputs: OutputMode::Digest, prune_spills: false, compile_only: false, timeout: None }
+        Job { context: context.into(), params, options, outputs: OutputMode::Digest, prune_spills: false, compile_only: false, yardstick: None, timeout: None }
     }
 }
 
@@ -117,6 +122,9 @@ pub struct RunReport {
     /// records made from them), which then read as zeros.
     #[serde(default)]
     pub stages: StageTimes,
+    /// A yardstick job's: what was timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yardstick: Option<Measured>,
 }
 
 impl RunReport {
@@ -257,6 +265,16 @@ mod tests {
             Message::Done { id: 3, result: Err(f) } => assert_eq!(f, failure),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_yardstick_job_says_so_and_a_kernel_job_does_not() {
+        let kernel = serde_json::to_string(&Job::new("/ctx", ExecParams::default(), RunOptions::default())).unwrap();
+        assert!(!kernel.contains("yardstick"), "{kernel}");
+        let job = Job { yardstick: Some(Ask::Vendor), ..Job::new("/ctx", ExecParams::default(), RunOptions::default()) };
+        let line = serde_json::to_string(&Request { id: 1, job }).unwrap();
+        assert!(line.contains("\"yardstick\":\"vendor\""), "{line}");
+        assert_eq!(serde_json::from_str::<Request>(&line).unwrap().job.yardstick, Some(Ask::Vendor));
     }
 
     #[test]

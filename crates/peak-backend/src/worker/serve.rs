@@ -11,9 +11,10 @@ use peak_spec::Context;
 
 use crate::backend::Backend;
 use crate::runner::{StageTimes, ms_since};
+use crate::yardstick::Ask;
 
 use super::compile::{Compiled, ModuleCache, Prepared, prepare};
-use super::execute::{Executed, InputCache, InputSource, check_compiled, execute};
+use super::execute::{Executed, InputCache, InputSource, check_compiled, execute, run_yardstick};
 use super::outputs::{ReferenceCache, finish, looks_wrong};
 use super::protocol::{FAULT_EXIT, FailureKind, Message, PROTOCOL_VERSION, Request};
 use super::recycler::Recycler;
@@ -93,6 +94,22 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
             while let Some((next, idle)) = runs.next(idle_since) {
                 let waits = StageTimes { request_wait_ms: idle.request_ms, compile_wait_ms: idle.compile_ms, ..StageTimes::default() };
                 let (request, ctx, compiled, source, mut waits) = match next {
+                    Next::Yardstick(request, ask) => {
+                        // The kept input copies would only crowd the device's memory.
+                        inputs.forget_device_copies(&recycler);
+                        send(&Message::Started { id: request.id, kept_inputs: false });
+                        let result = run_yardstick(backend, &request.job, ask);
+                        if matches!(&result, Err(f) if f.category == FailureKind::Crashed) {
+                            // As for a kernel's fault below: the jobs that ran before it first.
+                            if !runs.settle() {
+                                send(&Message::Done { id: request.id, result });
+                            }
+                            std::process::exit(FAULT_EXIT);
+                        }
+                        send(&Message::Done { id: request.id, result });
+                        idle_since = Some(Instant::now());
+                        continue;
+                    }
                     Next::New(request, prepared) => {
                         let (ctx, compiled) = match prepared {
                             Err(failure) => {
@@ -170,6 +187,8 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
                 continue;
             }
             match serde_json::from_str::<Request>(&line) {
+                // Nothing to compile: straight to the device thread.
+                Ok(request) if request.job.yardstick.is_some() => runs.yardstick(request),
                 Ok(request) => {
                     runs.requested();
                     let _ = compile_tx.send(request);
@@ -200,6 +219,8 @@ struct Again {
 enum Next {
     /// A request whose compile has ended (or failed).
     New(Request, Prepared),
+    /// A yardstick to time ([`Job::yardstick`](super::protocol::Job::yardstick)).
+    Yardstick(Request, Ask),
     Again(Again),
 }
 
@@ -224,6 +245,8 @@ struct RunQueue {
 #[derive(Default)]
 struct RunQueueState {
     new: VecDeque<(Request, Prepared)>,
+    /// Yardstick jobs, which compile nothing.
+    yardsticks: VecDeque<(Request, Ask)>,
     again: VecDeque<Again>,
     /// Requests read and not yet compiled.
     compiling: usize,
@@ -256,6 +279,13 @@ impl RunQueue {
             s.compiling = s.compiling.saturating_sub(1);
             s.new.push_back((request, prepared));
         });
+    }
+
+    /// A yardstick job arrived: the run thread may take it at once.
+    fn yardstick(&self, request: Request) {
+        if let Some(ask) = request.job.yardstick {
+            self.update(|s| s.yardsticks.push_back((request, ask)));
+        }
     }
 
     fn close(&self) {
@@ -320,6 +350,9 @@ impl RunQueue {
             if let Some((request, prepared)) = state.new.pop_front() {
                 return Some((Next::New(request, prepared), idle));
             }
+            if let Some((request, ask)) = state.yardsticks.pop_front() {
+                return Some((Next::Yardstick(request, ask), idle));
+            }
             if state.closed && state.compiling == 0 && state.judging == 0 {
                 return None;
             }
@@ -380,7 +413,7 @@ mod tests {
 
     fn id(next: &Next) -> u64 {
         match next {
-            Next::New(request, _) => request.id,
+            Next::New(request, _) | Next::Yardstick(request, _) => request.id,
             Next::Again(again) => again.request.id,
         }
     }
@@ -395,6 +428,18 @@ mod tests {
         }
         let order: Vec<u64> = std::iter::from_fn(|| runs.next(None)).map(|(next, _)| id(&next)).collect();
         assert_eq!(order, [3, 1, 2]);
+    }
+
+    #[test]
+    fn a_yardstick_job_goes_to_the_run_thread_without_a_compile() {
+        let runs = RunQueue::default();
+        let mut yardstick = request(5);
+        yardstick.job.yardstick = Some(Ask::Copy);
+        runs.yardstick(yardstick);
+        runs.close();
+        let (next, _) = runs.next(None).expect("the yardstick comes, though nothing was compiled");
+        assert!(matches!(next, Next::Yardstick(ref r, Ask::Copy) if r.id == 5));
+        assert!(runs.next(None).is_none());
     }
 
     #[test]

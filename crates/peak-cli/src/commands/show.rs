@@ -41,6 +41,10 @@ pub fn run(args: ShowArgs) -> Result<()> {
         if runs.len() > 1 {
             println!("  tuned at        {}", runs.join(", "));
         }
+        // What the best time is measured against (records made before it was kept have none).
+        if let Some(yardstick) = peak_workflow::yardstick(&view.performance) {
+            println!("  yardstick       {}", yardstick.describe(peak_workflow::format_ms));
+        }
         println!("  best            {best}");
     }
     for (name, text) in &view.files {

@@ -1,0 +1,92 @@
+//! The yardstick a checkpoint records beside its headline time (`performance.json`'s
+//! `baseline`), so that every step says how far it is from what the device does with a
+//! vendor library or a plain copy of the same bytes.
+//!
+//! - A context that names a GEMM (`[kernel.matmul]`) is judged against the vendor library
+//!   doing the same work: cuBLASLt on CUDA and HIP (`peak baseline`'s call). On a backend
+//!   with no vendor GEMM (OpenCL, HLSL) the record is `"n/a"` with the reason: a copy is
+//!   no yardstick for compute-bound work, and a "% of copy" there would read as a failure.
+//! - Any other kernel is judged against a device-to-device copy of the bytes it moves
+//!   (`peak baseline --against copy`), on every backend, CPU devices included (there the
+//!   copy is timed like the kernel: input sets rotate, no cache is flushed).
+//!
+//! It is timed in a worker (a job with `yardstick` set, which compiles nothing) with the
+//! options every tuned time has ([`tuning_run_options`]), so the two times come from one
+//! method on one device. A yardstick that cannot be timed never fails the step: it is
+//! recorded as `"n/a"` with the reason.
+
+use indexmap::IndexMap;
+use peak_backend::Spread;
+use peak_backend::worker::Job;
+use peak_backend::yardstick::Ask;
+use peak_spec::{Context, ExecParams};
+use serde::{Deserialize, Serialize};
+
+use crate::sanitizer::absolute;
+use crate::session::tuning_run_options;
+use crate::workers::Workers;
+
+/// `kind` of a yardstick that was not timed.
+pub const NOT_AVAILABLE: &str = "n/a";
+
+/// `performance.json`'s `baseline`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// `cublaslt`, `copy`, or [`NOT_AVAILABLE`].
+    pub kind: String,
+    /// The median, timed as the kernel's times are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
+    /// The inputs it was timed at: the headline's.
+    pub inputs: IndexMap<String, i64>,
+    /// What ran, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
+    /// The bytes a copy copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Bytes written before every timed run to evict the cache; absent: not flushed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushed_bytes: Option<usize>,
+    /// Why there is no time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Baseline {
+    fn not_available(params: &ExecParams, reason: String) -> Baseline {
+        Baseline { kind: NOT_AVAILABLE.into(), time_ms: None, spread: None, inputs: params.inputs.clone(), what: None, bytes: None, flushed_bytes: None, reason: Some(reason) }
+    }
+}
+
+/// Time `ctx`'s yardstick at `params` (the headline's: only its inputs matter) in a
+/// worker of its backend.
+pub fn time_yardstick(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline {
+    let gemm = ctx.manifest.kernel.matmul.is_some();
+    let ask = if gemm { Ask::Vendor } else { Ask::Copy };
+    let job = Job { yardstick: Some(ask), ..Job::new(absolute(&ctx.dir), params.clone(), tuning_run_options()) };
+    let answer = workers.pool(ctx.backend().name()).map_err(|e| e.to_string()).and_then(|pool| pool.run(job).map_err(|e| e.to_string()));
+    let report = match answer {
+        Ok(Ok(report)) => report,
+        Ok(Err(failure)) if gemm => {
+            return Baseline::not_available(params, format!("{}; a copy is no yardstick for a GEMM's compute-bound work", failure.message));
+        }
+        Ok(Err(failure)) => return Baseline::not_available(params, failure.to_string()),
+        Err(e) => return Baseline::not_available(params, e),
+    };
+    let (Some(measured), Some(spread)) = (report.yardstick, Spread::of(&report.times_ms)) else {
+        return Baseline::not_available(params, "the worker timed nothing".into());
+    };
+    Baseline {
+        kind: measured.kind,
+        time_ms: Some(spread.median_ms),
+        spread: Some(spread),
+        inputs: params.inputs.clone(),
+        what: Some(measured.what),
+        bytes: measured.bytes,
+        flushed_bytes: measured.flushed_bytes,
+        reason: None,
+    }
+}
