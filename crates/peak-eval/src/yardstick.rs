@@ -15,6 +15,8 @@
 //! method on one device. A yardstick that cannot be timed never fails the step: it is
 //! recorded as `"n/a"` with the reason.
 
+use std::time::Instant;
+
 use indexmap::IndexMap;
 use peak_backend::Spread;
 use peak_backend::worker::Job;
@@ -53,17 +55,26 @@ pub struct Baseline {
     /// Why there is no time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Wall seconds the yardstick took, the worker's round trip included.
+    #[serde(default)]
+    pub elapsed_s: f64,
 }
 
 impl Baseline {
     fn not_available(params: &ExecParams, reason: String) -> Baseline {
-        Baseline { kind: NOT_AVAILABLE.into(), time_ms: None, spread: None, inputs: params.inputs.clone(), what: None, bytes: None, flushed_bytes: None, reason: Some(reason) }
+        Baseline { kind: NOT_AVAILABLE.into(), time_ms: None, spread: None, inputs: params.inputs.clone(), what: None, bytes: None, flushed_bytes: None, reason: Some(reason), elapsed_s: 0.0 }
     }
 }
 
 /// Time `ctx`'s yardstick at `params` (the headline's: only its inputs matter) in a
 /// worker of its backend.
 pub fn time_yardstick(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline {
+    let started = Instant::now();
+    let baseline = timed(workers, ctx, params);
+    Baseline { elapsed_s: started.elapsed().as_secs_f64(), ..baseline }
+}
+
+fn timed(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline {
     let gemm = ctx.manifest.kernel.matmul.is_some();
     let ask = if gemm { Ask::Vendor } else { Ask::Copy };
     let job = Job { yardstick: Some(ask), ..Job::new(absolute(&ctx.dir), params.clone(), tuning_run_options()) };
@@ -88,5 +99,6 @@ pub fn time_yardstick(workers: &mut Workers, ctx: &Context, params: &ExecParams)
         bytes: measured.bytes,
         flushed_bytes: measured.flushed_bytes,
         reason: None,
+        elapsed_s: 0.0,
     }
 }
