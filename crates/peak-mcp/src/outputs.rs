@@ -144,6 +144,18 @@ fn log_entries() -> Value {
             ("transformation", string("The transformation that made it.")),
             ("verdict", string("passed, deferred, ...")),
             ("best_time_ms", number("Its best tuned time in milliseconds; absent when untimed.")),
+            (
+                "baseline",
+                object(
+                    &[
+                        ("kind", string("The yardstick at the best time's inputs: cublaslt (a GEMM on CUDA or HIP), copy (a device-to-device copy of the bytes the kernel moves), or n/a.")),
+                        ("time_ms", number("The yardstick's median time in milliseconds; absent for n/a.")),
+                        ("percent", number("The yardstick's time over the best time, in percent: 100 when the kernel is as fast.")),
+                        ("reason", string("n/a: why nothing was timed.")),
+                    ],
+                    &["kind"],
+                ),
+            ),
         ],
         &["id"],
     );
