@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The fp32 GEMM line in roles (out = inp . W^T + bias, f32, no TF32) against cuBLASLt on
+# the H200 at the shapes of issue 25: replays examples/workflows/gemm-nt-bias-cuda-deferred.bundle
+# once per shape (validated at 61 x 47 x 33, tuned at that shape), times the tip with that
+# shape's best configuration and cuBLASLt in one `peak baseline --against cublaslt` call,
+# and merges the rows into bench/results/h200-gemm-shapes.json (bench/gemm_shapes.py).
+#
+# Here (a CPU machine with Rust):   bash bench/h200-gemm-shapes.sh build
+# There (the GPU machine, no Rust): OUT=some/folder SHAPES="8192x3072x768" bash bench/h200-gemm-shapes.sh run
+# (carry carry/gemm-shapes; one shape per device call keeps each under 600 s).
+# Settings: SHAPES, BUDGET (per step, default 48), SANITIZE_SAMPLES (2), REPS (20),
+# REPLAY_TIMEOUT (420 s), PEAK, PEAK_COMMIT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build() {
+  set -e
+  source bench/carry.sh
+  carry_peak carry/gemm-shapes
+  ls -la carry/gemm-shapes
+}
+
+run() {
+  OUT="${OUT:-h200-gemm-shapes}"
+  mkdir -p "$OUT"
+  export PEAK="${PEAK:-carry/gemm-shapes/peak}"
+  export PEAK_COMMIT="${PEAK_COMMIT:-$(cat carry/gemm-shapes/commit 2>/dev/null || git rev-parse --short HEAD)}"
+  "$PEAK" info > "$OUT/info.txt" 2>&1
+  PYTHONUNBUFFERED=1 python3 bench/gemm_shapes.py "$OUT" 2>&1 | tee -a "$OUT/gemm-shapes.log"
+}
+
+case "${1:-}" in
+  build) build ;;
+  run) run ;;
+  *) echo "usage: $0 build|run" >&2; exit 2 ;;
+esac
