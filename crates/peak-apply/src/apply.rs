@@ -34,7 +34,14 @@ fn open_locked(workflow: &Path, session: &str) -> Result<Workflow> {
 
 /// Apply a transformation from the workflow's current checkpoint.
 pub fn apply(workflow: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let mut wf = open_locked(workflow, "apply")?;
+    apply_in(&mut open_locked(workflow, "apply")?, options, workers, reporter)
+}
+
+/// [`apply`] on an open workflow. A caller that already holds its lock (`peak study`,
+/// `peak auto`: one lock from their first write to their last, so no other writer gets in
+/// between their applies) keeps holding it, under its own name, after the apply.
+pub fn apply_in(wf: &mut Workflow, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+    wf.hold_lock("apply")?;
     let dir = wf.dir().to_path_buf();
     state::refuse_if_pending(&dir)?;
     let spec: ExecutorSpec = options.executor.parse()?;
@@ -52,26 +59,26 @@ pub fn apply(workflow: &Path, options: &ApplyOptions, workers: &mut Workers, rep
     let mut state = ApplyState::new(options, parent);
     state.transformation = name;
     state.executor = spec.to_string();
-    state.set = with_stored_set(&wf, &options.set)?;
+    state.set = with_stored_set(wf, &options.set)?;
     state::save(&dir, &state)?;
     run(wf, state, executor.as_ref(), &library, workers, reporter)
 }
 
 /// Apply with a given executor (replay): `label` is what the records call it.
 pub(crate) fn apply_with(workflow: &Path, options: &ApplyOptions, label: &str, executor: &dyn Executor, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let wf = open_locked(workflow, "replay")?;
+    let mut wf = open_locked(workflow, "replay")?;
     let library = library(&options.library_dirs)?;
     let mut state = ApplyState::new(options, wf.head()?.id.to_string());
     state.transformation = library.get(&options.transformation)?.name.clone();
     state.executor = label.to_string();
     state.set = with_stored_set(&wf, &options.set)?;
     state::save(wf.dir(), &state)?;
-    run(wf, state, executor, &library, workers, reporter)
+    run(&mut wf, state, executor, &library, workers, reporter)
 }
 
 /// Hand in the agent's new region (a bare region or a fenced reply) and resume.
 pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let wf = open_locked(workflow, "submit")?;
+    let mut wf = open_locked(workflow, "submit")?;
     let dir = wf.dir().to_path_buf();
     let state = state::load(&dir)?.ok_or_else(|| anyhow!("no apply is waiting for a submission in {}\nhint: start one with `peak apply TRANSFORMATION --executor agent`", dir.display()))?;
     let agent = AgentExecutor::new(agent_dir(&dir));
@@ -84,7 +91,7 @@ pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dy
         return Err(e.into());
     }
     let library = library(&state.library_dirs)?;
-    run(wf, state, &agent, &library, workers, reporter)
+    run(&mut wf, state, &agent, &library, workers, reporter)
 }
 
 /// Continue an interrupted apply (a crash, a closed terminal) from where it stopped:
@@ -104,7 +111,7 @@ pub fn resume(workflow: &Path, workers: &mut Workers, reporter: &dyn ApplyReport
     let spec: ExecutorSpec = state.executor.parse()?;
     let executor = spec.build(&agent_dir(&dir), |var| std::env::var(var).ok())?;
     executor.check_reachable()?;
-    run(wf, state, executor.as_ref(), &library, workers, reporter)
+    run(&mut wf, state, executor.as_ref(), &library, workers, reporter)
 }
 
 /// The checkpoint an apply already made: HEAD, when it carries the attempt id the apply
@@ -166,7 +173,12 @@ pub fn pending(workflow: &Path) -> Result<Option<ApplyOutcome>> {
 /// Forget an apply in progress (or the files of one cut short before it saved its state);
 /// the workflow is untouched. Whether there was anything to forget.
 pub fn abandon(workflow: &Path) -> Result<bool> {
-    let wf = open_locked(workflow, "apply --abandon")?;
+    abandon_in(&mut open_locked(workflow, "apply --abandon")?)
+}
+
+/// [`abandon`] on an open workflow, whose lock the caller may already hold (see [`apply_in`]).
+pub fn abandon_in(wf: &mut Workflow) -> Result<bool> {
+    wf.hold_lock("apply --abandon")?;
     let had = apply_dir(wf.dir()).exists();
     state::clear(wf.dir())?;
     Ok(had)
@@ -211,15 +223,15 @@ impl AttemptLog<'_> {
     }
 }
 
-fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &Library, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &Library, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
     let dir = wf.dir().to_path_buf();
     let work = apply_dir(&dir);
     let options = state.options();
     let (executor_kind, model) = who(executor, &state.executor);
 
     // Fresh copies every run: a resumed apply may find the last run's.
-    let parent = fresh_context(&wf, &state.parent, &work.join("parent"))?;
-    let root = fresh_context(&wf, "root", &work.join("root"))?;
+    let parent = fresh_context(wf, &state.parent, &work.join("parent"))?;
+    let root = fresh_context(wf, "root", &work.join("root"))?;
     // The transformation in the context's own names (its `[kernel.roles]`).
     let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
     let t: Transformation = match library.get(&state.transformation)?.with_roles(&parent.manifest.kernel.roles, backend) {
@@ -266,7 +278,7 @@ fn run(mut wf: Workflow, state: ApplyState, executor: &dyn Executor, library: &L
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
     let base = Attempt { transformation: t.name.clone(), executor: executor_kind.clone(), model: model.clone(), parent: Some(state.parent.clone()), ..Attempt::default() };
-    let mut log = AttemptLog { wf: &mut wf, state, seen: 0, count: 0 };
+    let mut log = AttemptLog { wf, state, seen: 0, count: 0 };
     let mut regions = parent.regions.clone();
     let mut transcript = Transcript::default();
     let (mut pass, mut attempt, mut repairs) = (1usize, 1u32, 0u32);

@@ -35,7 +35,7 @@ mod winner;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use apply::{abandon, apply, pending, resume, submit};
+pub use apply::{abandon, abandon_in, apply, apply_in, pending, resume, submit};
 pub use defer::{Defer, is_deferred};
 pub use fsck::fsck;
 pub use init::{InitOptions, init_workflow, measure};

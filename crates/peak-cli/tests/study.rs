@@ -181,3 +181,70 @@ fn a_study_that_reaches_no_model_fails_and_counts_connections_apart() {
     assert_eq!(server.remaining(), 0);
     assert_eq!((a["failed"].as_u64(), a["unreachable"].as_u64()), (Some(0), Some(2)), "{a}");
 }
+
+/// The lock file's record, once a writer has written it whole (it is rewritten in place).
+fn lock_record(wf: &Path) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(wf.join(".git/peak/lock")).unwrap_or_default();
+        if let Ok(record) = serde_json::from_str::<serde_json::Value>(text.trim()) {
+            return record;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no lock record: {text:?}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Wait until the server has been asked `n` questions (the study sits in its n-th run).
+fn asked(server: &FakeLlmServer, study: &mut std::process::Child, n: usize) {
+    let started = std::time::Instant::now();
+    while server.requests().len() < n {
+        assert!(study.try_wait().unwrap().is_none(), "the study ended before its run {n} asked the model");
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "run {n} never asked the model");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_study_holds_the_lock_from_its_first_run_to_its_last() {
+    let env = Env::new();
+    let wf = env.path("wf");
+    let w = wf.to_str().unwrap();
+    env.ok(&["init", w, "--from", &example("matmul-opencl-naive"), "--no-measure"]);
+    let head_before = git(&wf, &["rev-parse", "HEAD"]);
+    // Each run's one question is answered late, with no code: the run fails, nothing runs.
+    let late = || Scripted::reply("I would rather not.").delayed(std::time::Duration::from_millis(1500));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(FakeLlmServer::start([late(), late()])).unwrap();
+    let url = server.openai_base_url();
+    let mut study = Command::new(env!("CARGO_BIN_EXE_peak"))
+        .args(["study", "-w", w, "--transformations", "refactor", "--executors", "openai:model-a", "--repeat", "2", "--retries", "0", "--json"])
+        .env("PEAK_CACHE_DIR", env.path("cache"))
+        .env("PEAK_OPENAI_BASE_URL", &url)
+        .env("OPENAI_API_KEY", "test-key-not-secret")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    asked(&server, &mut study, 1);
+    let first = lock_record(&wf);
+    assert_eq!((first["pid"].as_u64(), first["session"].as_str()), (Some(study.id() as u64), Some("study")), "the study holds the lock: {first}");
+    let checkout = env.peak(&["checkout", "root", "-w", w]);
+    let said = String::from_utf8_lossy(&checkout.stderr);
+    assert_eq!(checkout.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("locked by pid {}", study.id())) && said.contains("running study"), "the refusal names the study: {said}");
+
+    asked(&server, &mut study, 2);
+    let second = lock_record(&wf);
+    // Let go and taken again between the runs, the record would be a new one.
+    assert_eq!(second["started"], first["started"], "the lock was released between the runs: {first} then {second}");
+
+    let out = study.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let statuses: Vec<&str> = report["runs"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["failed", "failed"], "{report:#}");
+    assert_eq!(git(&wf, &["rev-parse", "HEAD"]), head_before);
+    assert_eq!(std::fs::read_to_string(wf.join(".git/peak/lock")).unwrap(), "", "released at the end");
+}

@@ -25,6 +25,10 @@
 //! applies write. A reply that is not such an object is a *decision failure*: it is
 //! logged with the reply and the reason, and the planner is asked again with the reason,
 //! up to [`AutoOptions::plan_retries`] times in a row.
+//!
+//! The workflow's lock is held for the whole run, planner questions included: another
+//! writer (a `peak checkout`, an apply) is refused, naming `auto`, rather than moving HEAD
+//! under the next step.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -193,8 +197,11 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut log = EventLog { file: dir.join(".git").join("peak").join(AUTO_LOG), run: peak_workflow::now_rfc3339(), events: Vec::new() };
 
-    // Checkpoints go on branches only: from a detached HEAD, start a branch there.
+    // One lock from the first write to the last: no other writer moves HEAD while the
+    // planner thinks, or between a step and its backtrack.
     let mut wf = Workflow::open(&dir)?;
+    wf.hold_lock("auto")?;
+    // Checkpoints go on branches only: from a detached HEAD, start a branch there.
     if wf.head()?.branch.is_none() {
         let branch = free_branch(&wf)?;
         let at = wf.head()?.id.to_string();
@@ -202,12 +209,10 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
         wf.checkout(&branch, false)?;
         log.write(reporter, AutoEvent { event: "backtrack".into(), checkpoint: Some(at), branch: Some(branch), detail: Some("HEAD was detached; new checkpoints need a branch".into()), ..log.event(0, &wf)? })?;
     }
-    drop(wf);
 
     let mut applied = 0usize;
     let mut step = 0usize;
     let stopped = loop {
-        let wf = Workflow::open(&dir)?;
         if applied >= options.budget {
             log.write(reporter, AutoEvent { event: "budget-spent".into(), detail: Some(format!("{applied} transformations applied")), ..log.event(step, &wf)? })?;
             break Stopped::Budget;
@@ -255,21 +260,18 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
             break Stopped::Planner;
         }
         log.write(reporter, AutoEvent { event: "plan".into(), transformation: Some(plan.transformation.clone()), reasoning: Some(plan.reasoning.clone()), ..log.event(step, &wf)? })?;
-        drop(wf);
 
         applied += 1;
         let apply_options = ApplyOptions { transformation: plan.transformation.clone(), executor: options.executor.clone(), ..options.apply.clone() };
-        let outcome = match peak_apply::apply(&dir, &apply_options, workers, reporter.apply()) {
+        let outcome = match peak_apply::apply_in(&mut wf, &apply_options, workers, reporter.apply()) {
             Ok(outcome) => outcome,
             Err(e) => {
                 // Leave the workflow ready for the next command, not mid-apply.
-                let _ = peak_apply::abandon(&dir);
-                let wf = Workflow::open(&dir)?;
+                let _ = peak_apply::abandon_in(&mut wf);
                 log.write(reporter, AutoEvent { event: "error".into(), transformation: Some(plan.transformation), detail: Some(format!("{e:#}")), ..log.event(step, &wf)? })?;
                 return Err(e.context("applying the planned transformation"));
             }
         };
-        let wf = Workflow::open(&dir)?;
         // Outcomes are recorded at the checkpoint the step started from.
         let from = |event: AutoEvent| AutoEvent { at: state.head.clone(), ..event };
         let backtrack_why = match &outcome {
@@ -290,16 +292,15 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                 Some(detail)
             }
             ApplyOutcome::Waiting { .. } => {
-                let _ = peak_apply::abandon(&dir);
+                let _ = peak_apply::abandon_in(&mut wf);
                 bail!("the executor {} waits for a submission; the autonomous mode needs an LLM executor", options.executor);
             }
         };
         if let Some(why) = backtrack_why {
-            backtrack(&dir, &mut log, reporter, step, &plan.transformation, &why)?;
+            backtrack(&mut wf, &mut log, reporter, step, &plan.transformation, &why)?;
         }
     };
 
-    let wf = Workflow::open(&dir)?;
     let state = State::read(&wf)?;
     let head = wf.head()?;
     Ok(AutoReport { stopped, applied, best: state.best, head: head.id.to_string(), branch: head.branch, events: log.events })
@@ -316,16 +317,15 @@ fn not_repeated(plan: Plan, events: &[AutoEvent], head: &str) -> Result<Plan, St
 }
 
 /// Go back to the best checkpoint on a new branch, unless HEAD is already there.
-fn backtrack(dir: &Path, log: &mut EventLog, reporter: &dyn AutoReporter, step: usize, transformation: &str, why: &str) -> Result<()> {
-    let mut wf = Workflow::open(dir)?;
-    let state = State::read(&wf)?;
+fn backtrack(wf: &mut Workflow, log: &mut EventLog, reporter: &dyn AutoReporter, step: usize, transformation: &str, why: &str) -> Result<()> {
+    let state = State::read(wf)?;
     let Some((best, _)) = &state.best else { return Ok(()) };
     if *best == state.head {
         // The step failed from the best checkpoint itself: there is nothing to go back
         // to, and the planner sees the failure in its history.
         return Ok(());
     }
-    let branch = free_branch(&wf)?;
+    let branch = free_branch(wf)?;
     wf.branch(&branch, Some(best))?;
     wf.checkout(&branch, false)?;
     log.write(
@@ -337,7 +337,7 @@ fn backtrack(dir: &Path, log: &mut EventLog, reporter: &dyn AutoReporter, step: 
             branch: Some(branch),
             detail: Some(why.to_string()),
             at: state.head.clone(),
-            ..log.event(step, &wf)?
+            ..log.event(step, wf)?
         },
     )
 }

@@ -18,6 +18,7 @@ fn main() {
     common::main(vec![
         ("a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch", true, a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch),
         ("a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run", true, a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run),
+        ("the_lock_is_held_while_the_planner_thinks_and_between_steps", true, the_lock_is_held_while_the_planner_thinks_and_between_steps),
     ]);
 }
 
@@ -179,5 +180,53 @@ fn a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run() -> Res
     let head = wf.head()?;
     assert_eq!((head.id.to_string(), head.branch.as_deref()), (root, Some("auto-1")));
     assert_eq!(s.server.requests().len(), 4, "the budget stops the run before another plan");
+    Ok(())
+}
+
+/// The lock file's record, once its writer has written it whole (it is rewritten in place).
+fn lock_record(wf: &Path) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(wf.join(".git/peak/lock")).unwrap_or_default();
+        if let Ok(record) = serde_json::from_str::<serde_json::Value>(text.trim()) {
+            return record;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no lock record: {text:?}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn the_lock_is_held_while_the_planner_thinks_and_between_steps() -> Result<(), Failed> {
+    let late = |answer: Scripted| answer.delayed(std::time::Duration::from_millis(1500));
+    let stop = Scripted::reply(r#"{"action": "stop", "transformation": "", "reasoning": "fast enough"}"#);
+    let s = setup(vec![late(plan("Once", "once is enough")), region("#define REPEAT 1"), late(stop)]);
+    let (wf, options, workers) = (s.wf.clone(), s.options.clone(), s.settings.workers.clone());
+    let running = std::thread::spawn(move || run(&wf, &options, &mut workers(), &()));
+    let asked = |n: usize| {
+        let started = std::time::Instant::now();
+        while s.server.requests().len() < n {
+            assert!(!running.is_finished(), "the run ended before question {n}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(120), "question {n} never came");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+
+    // While the planner thinks, before any step: the run holds the lock, and a checkout is
+    // refused naming it instead of moving HEAD under the step to come.
+    asked(1);
+    let first = lock_record(&s.wf);
+    assert_eq!(first["session"], "auto", "{first}");
+    let refused = Workflow::open(&s.wf)?.checkout("root", false).err().ok_or("a checkout while auto runs went through")?;
+    assert!(refused.to_string().contains("running auto"), "{refused}");
+    // After the step, while the planner thinks again: the same lock, never let go between.
+    asked(3);
+    assert_eq!(lock_record(&s.wf)["started"], first["started"], "the lock was released between the questions and the step");
+
+    let report = running.join().expect("the run does not panic")?;
+    assert_eq!((report.stopped, report.applied), (Stopped::Planner, 1));
+    let once = checkpoint_of(&s.wf, "Once");
+    let head = Workflow::open(&s.wf)?.head()?;
+    assert_eq!((head.id.to_string(), head.branch.as_deref()), (once, Some("main")));
+    assert_eq!(std::fs::read_to_string(s.wf.join(".git/peak/lock"))?, "", "released at the end");
     Ok(())
 }

@@ -7,7 +7,8 @@
 //! its branch. Failed runs are data, not errors: the command exits 0 once the study ran,
 //! unless no run reached a model at all (every endpoint down, every key refused), which
 //! measures nothing. A run whose model could not be connected to is counted apart
-//! (`unreachable`), never as the model's failure.
+//! (`unreachable`), never as the model's failure. The workflow's lock is held from the
+//! first checkout to the last, so no other writer moves HEAD between runs.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -116,18 +117,21 @@ pub fn run(args: StudyArgs) -> Result<()> {
     let transformations = args.transformations.iter().map(|name| library.get(name).map(|t| t.name.clone()).map_err(|e| usage(anyhow!(e)))).collect::<Result<Vec<_>>>()?;
     let dir: PathBuf = super::open_workflow(&args.workflow)?.dir().to_path_buf();
     let mut wf = Workflow::open(&dir)?;
+    // One lock for the whole study, its applies and the branches and checkouts between
+    // them: another writer is refused, naming the study, until HEAD is back.
+    wf.hold_lock("study")?;
     let from = wf.resolve(&args.from).map_err(usage)?.to_string();
     let head = wf.head()?;
     let restore_to = head.branch.clone().unwrap_or_else(|| head.id.to_string());
     // Fails here, before anything moved, when the working folder has uncommitted edits.
     wf.checkout(&restore_to, false)?;
-    drop(wf);
 
     let progress = ApplyProgress::new(!args.json);
     let mut runs = Vec::new();
-    let result = study(&args, &transformations, &dir, &from, &progress, &mut runs);
+    let result = study(&args, &transformations, &mut wf, &from, &progress, &mut runs);
     // Put HEAD, the branch and the working folder back, whatever happened.
-    let restored = Workflow::open(&dir).and_then(|mut wf| wf.checkout(&restore_to, true));
+    let restored = wf.checkout(&restore_to, true);
+    drop(wf);
     progress.finish();
     result?;
     let after = restored?;
@@ -158,22 +162,20 @@ fn reached_a_model(runs: &[StudyRun]) -> bool {
     runs.iter().any(|r| r.status == "checkpoint" || r.status == "failed")
 }
 
-fn study(args: &StudyArgs, transformations: &[String], dir: &std::path::Path, from: &str, progress: &ApplyProgress, runs: &mut Vec<StudyRun>) -> Result<()> {
+fn study(args: &StudyArgs, transformations: &[String], wf: &mut Workflow, from: &str, progress: &ApplyProgress, runs: &mut Vec<StudyRun>) -> Result<()> {
     let mut workers = workers();
     for transformation in transformations {
         for executor in &args.executors {
             for repeat in 1..=args.repeat {
-                let mut wf = Workflow::open(dir)?;
                 let prefix = format!("study/{}/{}", slug(transformation), slug(executor));
                 let branch = (1..).map(|n| format!("{prefix}/{n}")).find(|name| wf.resolve(name).is_err()).ok_or_else(|| anyhow!("no free branch name"))?;
                 wf.branch(&branch, Some(from))?;
                 wf.checkout(&branch, true)?;
                 let before = wf.attempts()?.records.len();
-                drop(wf);
                 progress.println(format!("{transformation} with {executor} ({repeat}/{}) on {branch}", args.repeat));
                 let options = peak_apply::ApplyOptions { transformation: transformation.clone(), executor: executor.clone(), retries: args.retries, ..apply_options(&args.measure) };
-                let outcome = peak_apply::apply(dir, &options, &mut workers, progress);
-                let tries: Vec<String> = Workflow::open(dir)?.attempts()?.records.into_iter().skip(before).filter(|r| !r.is_start()).map(|r| r.attempt.outcome).collect();
+                let outcome = peak_apply::apply_in(wf, &options, &mut workers, progress);
+                let tries: Vec<String> = wf.attempts()?.records.into_iter().skip(before).filter(|r| !r.is_start()).map(|r| r.attempt.outcome).collect();
                 let mut run = StudyRun { transformation: transformation.clone(), executor: executor.clone(), repeat, branch, status: String::new(), checkpoint: None, best_ms: None, tries, error: None };
                 match outcome {
                     Ok(ApplyOutcome::Checkpoint { id, best_ms, .. }) => {
@@ -186,13 +188,13 @@ fn study(args: &StudyArgs, transformations: &[String], dir: &std::path::Path, fr
                         run.error = Some(format!("{last_outcome}: {}", last_error.lines().next().unwrap_or_default()));
                     }
                     Ok(ApplyOutcome::Waiting { .. }) => {
-                        peak_apply::abandon(dir)?;
+                        peak_apply::abandon_in(wf)?;
                         run.status = "error".into();
                         run.error = Some("the executor waits for a reply; a study needs an LLM executor".into());
                     }
                     Err(e) => {
                         // Leave no apply in progress behind, or the next run would be refused.
-                        let _ = peak_apply::abandon(dir);
+                        let _ = peak_apply::abandon_in(wf);
                         // The apply records a connection failure as its last try.
                         let connection = run.tries.last().is_some_and(|t| t == ExecutorError::CONNECTION);
                         run.status = if connection { UNREACHABLE } else { "error" }.into();
