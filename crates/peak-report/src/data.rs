@@ -14,6 +14,8 @@ use peak_workflow::{AttemptRecord, CheckpointView, LogEntry, Workflow, clone_bun
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::sizes::{StepSize, other_sizes};
+
 /// Everything `peak report` shows, for one or more workflows.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -85,6 +87,9 @@ pub struct Step {
     pub percent_of_copy: Option<f64>,
     /// The best configuration (`performance.json`'s `best.params`).
     pub best_params: Option<Value>,
+    /// Every other input size the step was tuned at, one row each in the tables.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<StepSize>,
     /// `peak diff PREVIOUS THIS`, as the terminal prints it; `None` for the root.
     pub diff: Option<String>,
 }
@@ -230,10 +235,11 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
                 best_inputs: entry.best_inputs.clone(),
                 speedup_over_root_inputs: entry.speedup_over_root_inputs.clone(),
                 speedup_over_previous_inputs: entry.speedup_over_parent_inputs.clone(),
-                tflops: tflops(view, entry.best_time_ms),
+                tflops: view.performance.pointer("/best/params").and_then(|p| tflops(view, p, entry.best_time_ms?)),
                 percent_of_vendor: entry.baseline.as_ref().filter(|b| b.kind != "copy").and_then(|b| b.percent),
                 percent_of_copy: entry.baseline.as_ref().filter(|b| b.kind == "copy").and_then(|b| b.percent),
                 best_params,
+                sizes: other_sizes(entry, view, |params, ms| tflops(view, params, ms)),
                 diff,
             });
         }
@@ -378,14 +384,16 @@ fn tips(entries: &[LogEntry]) -> Vec<(String, &LogEntry)> {
 }
 
 /// Floating-point rate of the best configuration, from the checkpoint's own manifest.
-fn tflops(view: &CheckpointView, best_ms: Option<f64>) -> Option<f64> {
+/// TFLOP/s of a time `ms` at the configuration `params` (a `best.params`), from the
+/// checkpoint's manifest's `kernel.flops`.
+fn tflops(view: &CheckpointView, params: &Value, ms: f64) -> Option<f64> {
     let manifest = Manifest::parse(peak_spec::MANIFEST_FILE, view.files.get(peak_spec::MANIFEST_FILE)?).ok()?;
     manifest.kernel.flops.as_ref()?;
     let source = view.files.get(&manifest.kernel.source)?;
     let regions = Regions::parse(&manifest.kernel.source, source).ok()?;
     let ctx = Context { dir: PathBuf::new(), manifest, regions };
-    let params: ExecParams = serde_json::from_value(view.performance.pointer("/best/params")?.clone()).ok()?;
-    Some(ctx.flops(&params)? / (best_ms? * 1e-3) / 1e12)
+    let params: ExecParams = serde_json::from_value(params.clone()).ok()?;
+    Some(ctx.flops(&params)? / (ms * 1e-3) / 1e12)
 }
 
 fn time_breakdown<'a>(steps: &[&Step], view_of: &dyn Fn(&str) -> Option<&'a CheckpointView>) -> TimeBreakdown {

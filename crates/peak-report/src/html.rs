@@ -57,6 +57,7 @@ th { color:var(--muted); font-weight:600; font-size:12.5px; text-transform:upper
 td.n, th.n { text-align:right; }
 tr:last-child td { border-bottom:none; }
 tr.total td { font-weight:650; border-top:2px solid var(--line); }
+tr.size td { color:var(--muted); font-size:13px; }
 .scroll { overflow-x:auto; }
 .up { color:var(--good); font-weight:600; } .down { color:var(--bad); font-weight:600; }
 .missing { background:#fff8e6; border:1px solid #f4dca6; border-radius:12px; padding:12px 18px; margin:0 0 22px; font-size:14px; }
@@ -95,6 +96,20 @@ fn ratio_cell(s: Option<f64>) -> String {
         Some(x) if x > 1.005 => format!("<td class=\"n up\">{}</td>", speedup(s)),
         Some(x) if x < 0.995 => format!("<td class=\"n down\">{}</td>", speedup(s)),
         _ => cell(speedup(s), true),
+    }
+}
+
+/// A row for every other input size a step was tuned at, under the step's own.
+fn size_rows(out: &mut String, st: &crate::data::Step) {
+    for size in &st.sizes {
+        out.push_str("<tr class=\"size\"><td></td><td></td><td></td><td></td>");
+        out.push_str(&cell(format_ms(size.best_time_ms), true));
+        out.push_str(&ratio_cell(size.speedup_over_root));
+        out.push_str(&ratio_cell(size.speedup_over_previous));
+        out.push_str(&cell(tflops(size.tflops), true));
+        out.push_str("<td></td>");
+        out.push_str(&cell(peak_workflow::format_inputs(&size.inputs), false));
+        out.push_str("</tr>");
     }
 }
 
@@ -167,7 +182,8 @@ fn cards(out: &mut String, s: &Series) {
         }
         None => out.push_str("<div class=\"card\"><div class=\"k\">best step</div><div class=\"v\">-</div><small>no step timed</small></div>"),
     }
-    let _ = write!(out, "<div class=\"card\"><div class=\"k\">final time</div><div class=\"v\">{}</div></div>", last.and_then(|l| l.best_time_ms).map(format_ms).unwrap_or_else(|| "-".into()));
+    let at = last.filter(|l| l.best_time_ms.is_some()).and_then(|l| l.best_inputs.as_ref()).map(|i| format!("<small>at {}</small>", escape(&peak_workflow::format_inputs(i)))).unwrap_or_default();
+    let _ = write!(out, "<div class=\"card\"><div class=\"k\">final time</div><div class=\"v\">{}</div>{at}</div>", last.and_then(|l| l.best_time_ms).map(format_ms).unwrap_or_else(|| "-".into()));
     if let Some(t) = last.and_then(|l| l.tflops) {
         let _ = write!(out, "<div class=\"card\"><div class=\"k\">throughput</div><div class=\"v\">{} <small>TFLOP/s</small></div></div>", tflops(Some(t)));
     }
@@ -227,7 +243,18 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
     fig(out, "fig-speedup");
     for s in &w.series {
         let _ = write!(out, "<div class=\"panel scroll\"><h3>Steps on {}</h3><table>", escape(&s.name));
-        out.push_str(&head(&[("step", true), ("checkpoint", false), ("transformation", false), ("verdict", false), ("best time", true), ("× root", true), ("× previous", true), ("TFLOP/s", true), ("% vendor", true)]));
+        out.push_str(&head(&[
+            ("step", true),
+            ("checkpoint", false),
+            ("transformation", false),
+            ("verdict", false),
+            ("best time", true),
+            ("× root", true),
+            ("× previous", true),
+            ("TFLOP/s", true),
+            ("% vendor", true),
+            ("inputs", false),
+        ]));
         out.push_str("<tbody>");
         for st in &s.steps {
             out.push_str("<tr>");
@@ -240,7 +267,9 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
             out.push_str(&ratio_cell(st.speedup_over_previous));
             out.push_str(&cell(tflops(st.tflops), true));
             out.push_str(&cell(percent(st.percent_of_vendor), true));
+            out.push_str(&cell(crate::tables::measured_at(st), false));
             out.push_str("</tr>");
+            size_rows(out, st);
         }
         out.push_str("</tbody></table></div>");
     }

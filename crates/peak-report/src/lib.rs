@@ -4,6 +4,8 @@
 //!
 //! * [`data`] gathers a [`Report`] from workflow folders or bundle files, through
 //!   `peak_workflow`'s reading API; it is `Serialize` for `--json`.
+//! * [`sizes`] holds the input sizes a step was tuned at besides its headline, which the
+//!   step tables give one row each.
 //! * [`tables`] renders it as plain aligned terminal tables.
 //! * [`figures`] draws each figure as SVG with plotters' SVG backend (no font files: the
 //!   SVG keeps `<text>`, which the browser draws).
@@ -24,6 +26,7 @@
 pub mod data;
 pub mod figures;
 pub mod html;
+pub mod sizes;
 pub mod tables;
 
 pub use data::{Report, WorkflowReport, gather, gather_one};

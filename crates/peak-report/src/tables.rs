@@ -43,7 +43,7 @@ fn is_number(cell: &str) -> bool {
 }
 
 /// Columns padded to their widest cell: text left, numbers right (a column is numeric
-/// when every cell but `-` is a number).
+/// when every cell but `-` and empty ones is a number).
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let cols = headers.len();
     let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
@@ -54,7 +54,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     }
     let numeric: Vec<bool> = (0..cols)
         .map(|i| {
-            let cells: Vec<&String> = rows.iter().filter_map(|r| r.get(i)).filter(|c| c.as_str() != "-").collect();
+            let cells: Vec<&String> = rows.iter().filter_map(|r| r.get(i)).filter(|c| !matches!(c.as_str(), "-" | "")).collect();
             !cells.is_empty() && cells.iter().all(|c| is_number(c))
         })
         .collect();
@@ -98,24 +98,26 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
 
     for s in &w.series {
         let _ = writeln!(out, "\nspeedup per step, series {} ({} steps)", s.name, s.steps.len());
-        let rows: Vec<Vec<String>> = s
-            .steps
-            .iter()
-            .map(|st| {
-                vec![
-                    st.index.to_string(),
-                    st.id.clone(),
-                    st.transformation.clone(),
-                    st.verdict.clone().unwrap_or_else(|| "-".into()),
-                    st.best_time_ms.map(format_ms).unwrap_or_else(|| "-".into()),
-                    speedup(st.speedup_over_root),
-                    speedup(st.speedup_over_previous),
-                    tflops(st.tflops),
-                    vendor(st),
-                    measured_at(st),
-                ]
-            })
-            .collect();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for st in &s.steps {
+            rows.push(vec![
+                st.index.to_string(),
+                st.id.clone(),
+                st.transformation.clone(),
+                st.verdict.clone().unwrap_or_else(|| "-".into()),
+                st.best_time_ms.map(format_ms).unwrap_or_else(|| "-".into()),
+                speedup(st.speedup_over_root),
+                speedup(st.speedup_over_previous),
+                tflops(st.tflops),
+                vendor(st),
+                measured_at(st),
+            ]);
+            // Every other size tuned, a row each, its speedups taken at that size.
+            for size in &st.sizes {
+                let blank = || String::new();
+                rows.push(vec![blank(), blank(), blank(), blank(), format_ms(size.best_time_ms), speedup(size.speedup_over_root), speedup(size.speedup_over_previous), tflops(size.tflops), blank(), peak_workflow::format_inputs(&size.inputs)]);
+            }
+        }
         out.push_str(&table(&["step", "checkpoint", "transformation", "verdict", "best time", "x root", "x previous", "TFLOP/s", "% vendor", "inputs"], &rows));
     }
 
@@ -229,7 +231,7 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
 
 /// The inputs a step's time was measured at, and those of a speedup taken elsewhere:
 /// `n=4096 (x root, x previous @n=256)`.
-fn measured_at(st: &crate::data::Step) -> String {
+pub(crate) fn measured_at(st: &crate::data::Step) -> String {
     let Some(at) = &st.best_inputs else { return "-".into() };
     let mut cell = peak_workflow::format_inputs(at);
     fn elsewhere<'a>(s: Option<f64>, i: &'a Option<serde_json::Value>, at: &serde_json::Value) -> Option<&'a serde_json::Value> {
