@@ -59,6 +59,8 @@ fn init_checkpoints_tag_branch_checkout_diff_and_log() {
     // The log serializes for --json.
     let as_json = serde_json::to_value(&log).unwrap();
     assert_eq!(as_json[pos(&c3)]["speedup_over_parent"], json!(1.25));
+    // Records without a yardstick (made before one was kept) read as before: no column, no key.
+    assert!(!table.contains("vendor") && as_json[pos(&c3)].get("baseline").is_none(), "{table}");
 
     let diff = wf.diff("root", "tiled").unwrap();
     let kernel = diff.files.iter().find(|f| f.path == "kernel.cl").expect("kernel.cl changed");
