@@ -253,8 +253,14 @@ fn array_bytes(array: &SizedArray) -> u64 {
     array.count as u64 * array.spec.dtype.size_bytes() as u64
 }
 
+/// Bytes for a person: `40.0 GB`, `6.3 MB`, `512 bytes`.
 fn gigabytes(bytes: u64) -> String {
-    format!("{:.1} GB", bytes as f64 / 1e9)
+    match bytes {
+        b if b >= 1_000_000_000 => format!("{:.1} GB", b as f64 / 1e9),
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{:.1} kB", b as f64 / 1e3),
+        b => format!("{b} bytes"),
+    }
 }
 
 /// Refuse arrays that together take more than `limit` bytes of `memory`, naming each array

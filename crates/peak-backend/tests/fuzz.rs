@@ -426,3 +426,18 @@ fn endless_loop_stops_quickly() {
     assert!(err.to_string().contains("operations"), "{err}");
     assert!(start.elapsed().as_secs() < 10);
 }
+
+/// Arrays the host holds but the device does not are refused by name, with their bytes and
+/// the device's, before a buffer is allocated (issue 26, item 7): not an allocation failure
+/// halfway through the inputs.
+#[test]
+fn arrays_beyond_the_device_memory_are_refused_naming_them() {
+    // 4 MiB of f32 and 2 MiB of f16 on a device of 5 MiB.
+    let ctx = context("n", "n", "launch(\"k\", 1, 1, 0, A, C);").unwrap();
+    let backend = Fake { device: DeviceInfo { global_memory_bytes: 5 << 20, name: "small".into(), ..device() }, next: AtomicU64::new(1) };
+    let err = runner::run(&backend, &ctx, &params(1 << 20, 1), &RunOptions::default()).unwrap_err();
+    assert_eq!(err.category(), "invalid-config", "{err}");
+    let text = err.to_string();
+    assert!(text.contains("the arrays take 6291456 bytes (6.3 MB: A 4.2 MB, C 2.1 MB), more than the 5.2 MB of memory of small"), "{text}");
+    assert_eq!(backend.next.load(Ordering::Relaxed), 1, "nothing was allocated");
+}

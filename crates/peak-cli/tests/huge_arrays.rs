@@ -44,6 +44,7 @@ fn arrays_beyond_memory_are_refused_by_name_in_every_command() {
         vec!["check", c, "--against", c, "--samples", "1"],
         vec!["validate", c, "--against", c, "--samples", "2"],
         vec!["tune", c, "--budget", "2"],
+        vec!["baseline", c, "--against", "copy", "--set", "BLOCK_X=16", "--set", "BLOCK_Y=16"],
     ] {
         let out = env.peak(&args);
         let text = said(&out);
