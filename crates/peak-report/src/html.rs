@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::data::{FAILURE_KINDS, Report, Series, WorkflowReport};
 use crate::figures;
-use crate::tables::{format_ms, percent, seconds, speedup, tflops};
+use crate::tables::{format_ms, seconds, speedup, tflops};
 
 /// Escape text for HTML element content and attribute values.
 pub fn escape(text: &str) -> String {
@@ -266,7 +266,7 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
             out.push_str(&ratio_cell(st.speedup_over_root));
             out.push_str(&ratio_cell(st.speedup_over_previous));
             out.push_str(&cell(tflops(st.tflops), true));
-            out.push_str(&cell(percent(st.percent_of_vendor), true));
+            out.push_str(&cell(crate::tables::vendor(st), true));
             out.push_str(&cell(crate::tables::measured_at(st), false));
             out.push_str("</tr>");
             size_rows(out, st);

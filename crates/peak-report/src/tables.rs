@@ -25,7 +25,7 @@ pub(crate) fn percent(p: Option<f64>) -> String {
 }
 
 /// The "% vendor" cell: the vendor library's percentage, or the copy's, named.
-fn vendor(step: &Step) -> String {
+pub(crate) fn vendor(step: &Step) -> String {
     match (step.percent_of_vendor, step.percent_of_copy) {
         (None, Some(p)) => format!("{p:.1}% copy"),
         (p, _) => percent(p),
