@@ -311,6 +311,30 @@ fn the_sizes_given_to_init_are_the_ones_later_steps_validate_and_tune_at() {
 }
 
 #[test]
+fn the_sizes_given_to_replay_are_stored_and_the_recorded_ones_kept_otherwise() {
+    let Some(env) = setup() else { return };
+    let w = s(&env.wf);
+    let root = |wf: &Path| json(&ok(&env, &["show", "root", "-w", s(wf), "--json"], &[]));
+    let tuned = |view: &serde_json::Value| view["performance"]["runs"].as_array().unwrap().iter().map(|r| r["inputs"].clone()).collect::<Vec<_>>();
+
+    // No --set: the replay makes its root at the recording's sizes, and stores them.
+    let kept = env.wf.with_extension("kept");
+    ok(&env, &["replay", w, "--into", s(&kept), "--budget", "2"], &[]);
+    let view = root(&kept);
+    assert_eq!(view["reference"]["set"], serde_json::json!(["n=256"]), "{}", view["reference"]);
+    assert_eq!(tuned(&view), [serde_json::json!({"n": 256})]);
+
+    // --set n=64: stored in the replayed workflow, and a later step tunes there alone.
+    let other = env.wf.with_extension("other");
+    ok(&env, &["replay", w, "--into", s(&other), "--set", "n=64", "--budget", "2"], &[]);
+    assert_eq!(root(&other)["reference"]["set"], serde_json::json!(["n=64"]), "replay stores its --set");
+    ok(&env, &["retune", "-w", s(&other), "--budget", "2"], &[]);
+    let head = json(&ok(&env, &["show", "HEAD", "-w", s(&other), "--json"], &[]));
+    assert_eq!(head["meta"]["transformation"], "Retune", "{}", head["meta"]);
+    assert_eq!(tuned(&head), [serde_json::json!({"n": 64})], "tuned only at the size the replay was given");
+}
+
+#[test]
 fn llm_retries_are_reported_as_they_happen() {
     let Some(env) = setup() else { return };
     let runtime = tokio::runtime::Runtime::new().unwrap();
