@@ -92,20 +92,9 @@ impl Context {
         self.eval_input_expr(self.manifest.kernel.flops.as_deref()?, params).map(|v| v as f64)
     }
 
-    /// The kernels the launch script runs: the names its `launch("name", ...)` calls give,
-    /// commented-out calls left out.
+    /// The kernels the launch script runs ([`Regions::launched_kernels`]).
     pub fn launched_kernels(&self) -> std::collections::BTreeSet<String> {
-        let host = self.region(Region::Host);
-        let masked = crate::import::scan::mask(host);
-        let starts_word = |at: usize| !masked[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        masked
-            .match_indices("launch(")
-            .filter(|(at, _)| starts_word(*at))
-            .filter_map(|(at, call)| {
-                let name = host[at + call.len()..].trim_start().strip_prefix('"')?;
-                Some(name[..name.find('"')?].to_string())
-            })
-            .collect()
+        self.regions.launched_kernels()
     }
 
     /// What the kernel does: the pattern its manifest declares or implies, else the one

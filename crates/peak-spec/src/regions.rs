@@ -147,6 +147,22 @@ impl Regions {
         regions
     }
 
+    /// The kernels the launch script runs: the names its `launch("name", ...)` calls give,
+    /// commented-out calls left out.
+    pub fn launched_kernels(&self) -> std::collections::BTreeSet<String> {
+        let host = self.get(Region::Host);
+        let masked = crate::import::scan::mask(host);
+        let starts_word = |at: usize| !masked[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        masked
+            .match_indices("launch(")
+            .filter(|(at, _)| starts_word(*at))
+            .filter_map(|(at, call)| {
+                let name = host[at + call.len()..].trim_start().strip_prefix('"')?;
+                Some(name[..name.find('"')?].to_string())
+            })
+            .collect()
+    }
+
     pub fn get(&self, region: Region) -> &str {
         &self.texts[region as usize]
     }

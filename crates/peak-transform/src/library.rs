@@ -108,9 +108,9 @@ impl Library {
     }
 
     /// The names of the transformations written for a kernel of this pattern on `backend`
-    /// (any-kernel ones included), for hints.
-    pub fn fitting(&self, pattern: Option<Pattern>, backend: Backend) -> Vec<String> {
-        self.transformations.iter().filter(|t| t.applies_to(backend) && t.fits(pattern)).map(|t| t.name.clone()).collect()
+    /// (any-kernel ones included) whose launch script runs `kernels` kernels, for hints.
+    pub fn fitting(&self, pattern: Option<Pattern>, backend: Backend, kernels: usize) -> Vec<String> {
+        self.transformations.iter().filter(|t| t.applies_to(backend) && t.fits(pattern) && t.kernels <= kernels).map(|t| t.name.clone()).collect()
     }
 
     /// The snippet `name` for `backend`, if the library has one.

@@ -151,7 +151,7 @@ impl Library {
         if !t.fits(ctx.kernel.pattern) {
             let patterns = t.patterns.iter().map(|p| p.name()).collect::<Vec<_>>().join(" or ");
             return Err(match ctx.kernel.pattern {
-                Some(pattern) => PromptError::WrongPattern { transformation: t.name.clone(), pattern, patterns, fitting: self.fitting(Some(pattern), backend) },
+                Some(pattern) => PromptError::WrongPattern { transformation: t.name.clone(), pattern, patterns, fitting: self.fitting(Some(pattern), backend, ctx.regions.launched_kernels().len()) },
                 None => PromptError::UnknownPattern { transformation: t.name.clone(), patterns },
             });
         }
