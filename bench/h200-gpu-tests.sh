@@ -33,13 +33,18 @@ build() {
   targets="$(python3 bench/gpu_tests.py targets)"
   staging="$(mktemp -d)"
   mv $CARRY/peak "$staging/peak"
-  # One cargo call per crate, naming only its gated targets.
-  for crate in $(printf '%s\n' $targets | cut -d/ -f1 | sort -u); do
-    local names=""
-    for t in $targets; do [ "${t%/*}" = "$crate" ] && names="$names --test ${t#*/}"; done
-    cargo test --release --no-run -p "$crate" $names --message-format=json \
-      | python3 bench/gpu_tests.py executables "$targets" \
-      | while read -r name path; do strip -o "$staging/$name" "$path"; done
+  # One cargo call (one feature resolution, so shared crates build once): every crate with
+  # a gated target, every gated target's name; `executables` keeps the gated ones.
+  local packages="" names=""
+  for crate in $(printf '%s\n' $targets | cut -d/ -f1 | sort -u); do packages="$packages -p $crate"; done
+  for name in $(printf '%s\n' $targets | cut -d/ -f2 | sort -u); do names="$names --test $name"; done
+  cargo test --release --no-run $packages $names --message-format=json \
+    | python3 bench/gpu_tests.py executables "$targets" \
+    | while read -r name path; do strip -o "$staging/$name" "$path"; done
+  # Every gated target must have been built.
+  for t in $targets; do
+    local b="${t%/*}-${t#*/}"
+    [ -f "$staging/$b" ] || { echo "not built: $t" >&2; exit 1; }
   done
   tar -C "$staging" -cf - . | xz -T1 -6 > $CARRY/binaries.tar.xz
   rm -rf "$staging"
