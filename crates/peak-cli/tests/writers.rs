@@ -211,6 +211,8 @@ fn an_apply_killed_right_after_its_commit_is_named_by_fsck_and_finished_by_resum
     let said = text(&fsck);
     assert_eq!(fsck.status.code(), Some(1), "{said}");
     assert!(said.contains(&format!("made checkpoint {}", &made["id"].as_str().unwrap()[..7])) && said.contains(&format!("`peak apply --resume -w {w}` records it")), "{said}");
+    // The lock record the kill left names its command too (the resume's lock clears it).
+    assert!(said.contains("stale-lock") && said.contains("`peak fsck --repair` clears it (as does the next command that writes here)"), "{said}");
 
     // Nothing is validated or tuned again: workers could not even start.
     let resumed = env.peak_with(&["apply", "--resume", "-w", w, "--json"], &[("PEAK_WORKER_LAUNCHER", "false")]);

@@ -61,6 +61,9 @@ impl FindingKind {
     }
 }
 
+/// What a finding that `fsck --repair` would fix says it with: the one command to run.
+const REPAIR_HINT: &str = "\nhint: `peak fsck --repair` clears it";
+
 /// One problem found by [`Workflow::fsck`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -146,13 +149,17 @@ impl Workflow {
             if fix && refresh {
                 message.push_str("; restored the working folder from HEAD, which it was rewriting");
             }
+            if !fix {
+                message.push_str(REPAIR_HINT);
+                message.push_str(" (as does the next command that writes here)");
+            }
             findings.push(Finding { kind: FindingKind::StaleLock, subject: path.display().to_string(), message, repaired: fix });
         }
         for lock_file in git_locks {
             findings.push(Finding {
                 kind: FindingKind::StaleLock,
                 subject: lock_file.display().to_string(),
-                message: "git lock file left by a writer that died (or by a git command running right now)".to_string(),
+                message: format!("git lock file left by a writer that died (or by a git command running right now){}", if fix { "" } else { REPAIR_HINT }),
                 repaired: fix,
             });
         }
@@ -241,7 +248,7 @@ impl Workflow {
             findings.push(Finding {
                 kind: FindingKind::AttemptsDamaged,
                 subject: if d.source == "local" { local.display().to_string() } else { d.source.clone() },
-                message: format!("line {}: {what}: {}", d.line, d.reason),
+                message: format!("line {}: {what}: {}{}", d.line, d.reason, if repairable(&d.source) && !do_repair { REPAIR_HINT } else { "" }),
                 repaired: do_repair && repairable(&d.source),
             });
         }

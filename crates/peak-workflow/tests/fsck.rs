@@ -58,6 +58,8 @@ fn torn_attempt_lines_and_git_lock_files_are_repaired() {
     assert_eq!(kinds(&findings), [FindingKind::StaleLock, FindingKind::AttemptsDamaged], "{findings:#?}");
     assert!(findings[0].subject.ends_with("index.lock"));
     assert!(findings[1].message.contains("torn"), "{}", findings[1]);
+    // Each names the one command that clears it.
+    assert!(findings.iter().all(|f| f.message.ends_with("hint: `peak fsck --repair` clears it")), "{findings:#?}");
 
     let repaired = wf.fsck(true).unwrap();
     assert!(repaired.iter().all(|f| f.repaired), "{repaired:#?}");
@@ -80,9 +82,9 @@ fn a_dead_writer_mid_refresh_is_finished_but_edits_it_never_committed_are_kept()
     write_lock_record(&wf, "refresh-worktree", Some(wf.head().unwrap().id.to_string()));
     let findings = wf.fsck(false).unwrap();
     assert_eq!(kinds(&findings), [FindingKind::StaleLock, FindingKind::WorktreeDiffers], "{findings:#?}");
-    assert!(findings[0].message.contains("pid 4000000"), "{}", findings[0]);
+    assert!(findings[0].message.contains("pid 4000000") && findings[0].message.contains("hint: `peak fsck --repair` clears it"), "{}", findings[0]);
     let repaired = wf.fsck(true).unwrap();
-    assert!(repaired[0].repaired && repaired[0].message.contains("restored the working folder"), "{}", repaired[0]);
+    assert!(repaired[0].repaired && repaired[0].message.contains("restored the working folder") && !repaired[0].message.contains("hint"), "{}", repaired[0]);
     assert_eq!(std::fs::read(&kernel).unwrap(), committed);
     assert_eq!(wf.fsck(false).unwrap(), []);
 
