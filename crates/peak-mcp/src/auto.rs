@@ -193,6 +193,14 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
         bail!("the autonomous mode needs LLM executors (provider:model), not `agent`\nhint: to drive peak yourself, use `peak apply --executor agent` or the MCP server");
     }
     let planner = planner_spec.build(&dir.join(".git/peak/unused-agent"), |var| std::env::var(var).ok())?;
+    // Endpoints that are down fail here, in seconds, before the planner is asked anything
+    // (not after a minute of retries) and before the workflow is touched.
+    let executor = executor_spec.build(&dir.join(".git/peak/unused-agent"), |var| std::env::var(var).ok())?;
+    for (role, endpoint) in [("the planner", &planner), ("the executor", &executor)] {
+        endpoint.check_reachable().map_err(|e| {
+            anyhow!("{role}: {e}\nhint: start the server, or point peak at a running one (its base-URL variable, e.g. PEAK_OPENAI_BASE_URL); nothing was asked of it")
+        })?;
+    }
     let library = library(&options.apply.library_dirs)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut log = EventLog { file: dir.join(".git").join("peak").join(AUTO_LOG), run: peak_workflow::now_rfc3339(), events: Vec::new() };

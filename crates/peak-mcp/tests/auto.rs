@@ -19,6 +19,7 @@ fn main() {
         ("a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch", true, a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch),
         ("a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run", true, a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run),
         ("the_lock_is_held_while_the_planner_thinks_and_between_steps", true, the_lock_is_held_while_the_planner_thinks_and_between_steps),
+        ("an_endpoint_that_is_down_fails_the_run_at_once", true, an_endpoint_that_is_down_fails_the_run_at_once),
     ]);
 }
 
@@ -228,5 +229,24 @@ fn the_lock_is_held_while_the_planner_thinks_and_between_steps() -> Result<(), F
     let head = Workflow::open(&s.wf)?.head()?;
     assert_eq!((head.id.to_string(), head.branch.as_deref()), (once, Some("main")));
     assert_eq!(std::fs::read_to_string(s.wf.join(".git/peak/lock"))?, "", "released at the end");
+    Ok(())
+}
+
+fn an_endpoint_that_is_down_fails_the_run_at_once() -> Result<(), Failed> {
+    let s = setup(Vec::new());
+    // A port nothing listens on: the one a listener had a moment ago.
+    let down = format!("http://{}/v1", std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?);
+    let head = Workflow::open(&s.wf)?.head()?.id.to_string();
+    for (planner, executor) in [(format!("openai-compat:{down}:fake-planner"), s.options.executor.clone()), (s.options.executor.clone(), format!("openai-compat:{down}:fake-coder"))] {
+        let options = AutoOptions { planner: Some(planner), executor, ..s.options.clone() };
+        let started = std::time::Instant::now();
+        let err = run(&s.wf, &options, &mut (s.settings.workers)(), &()).err().ok_or("a run with an endpoint down went on")?;
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "retried for {:?} instead of failing at once", started.elapsed());
+        let said = format!("{err:#}");
+        assert!(said.contains(&down) && said.contains("checked before asking anything") && said.contains("hint: start the server"), "{said}");
+    }
+    assert_eq!(s.server.requests().len(), 0, "nothing was asked of the endpoint that is up either");
+    assert_eq!(Workflow::open(&s.wf)?.head()?.id.to_string(), head);
+    assert!(read_log(&s.wf)?.is_empty(), "no decision was logged");
     Ok(())
 }
