@@ -65,15 +65,15 @@ pub fn apply_in(wf: &mut Workflow, options: &ApplyOptions, workers: &mut Workers
 }
 
 /// Apply with a given executor (replay): `label` is what the records call it.
-pub(crate) fn apply_with(workflow: &Path, options: &ApplyOptions, label: &str, executor: &dyn Executor, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
-    let mut wf = open_locked(workflow, "replay")?;
+pub(crate) fn apply_with(wf: &mut Workflow, options: &ApplyOptions, label: &str, executor: &dyn Executor, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+    wf.hold_lock("replay")?;
     let library = library(&options.library_dirs)?;
     let mut state = ApplyState::new(options, wf.head()?.id.to_string());
     state.transformation = library.get(&options.transformation)?.name.clone();
     state.executor = label.to_string();
-    state.set = with_stored_set(&wf, &options.set)?;
+    state.set = with_stored_set(wf, &options.set)?;
     state::save(wf.dir(), &state)?;
-    run(&mut wf, state, executor, &library, workers, reporter)
+    run(wf, state, executor, &library, workers, reporter)
 }
 
 /// Hand in the agent's new region (a bare region or a fenced reply) and resume.

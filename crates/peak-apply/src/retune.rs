@@ -35,7 +35,18 @@ pub fn retune(
     workers: &mut Workers,
     reporter: &dyn ApplyReporter,
 ) -> Result<ApplyOutcome> {
-    let mut wf = Workflow::open(workflow)?;
+    retune_in(&mut Workflow::open(workflow)?, options, who, workers, reporter)
+}
+
+/// [`retune`] on an open workflow, whose lock the caller may already hold for longer (a
+/// replay, from its first step to its last).
+pub(crate) fn retune_in(
+    wf: &mut Workflow,
+    options: &ApplyOptions,
+    who: &str,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+) -> Result<ApplyOutcome> {
     // Held to the end: two retunes, or a retune and an apply, would both tune from one
     // parent and only the first could record its checkpoint.
     wf.hold_lock("retune")?;
@@ -61,11 +72,11 @@ pub fn retune(
 
     let work = retune_dir(&dir);
     let context_dir = work.join("context");
-    let ctx = fresh_context(&wf, &head.id.to_string(), &context_dir)?;
-    let root = fresh_context(&wf, "root", &work.join("root"))?;
+    let ctx = fresh_context(wf, &head.id.to_string(), &context_dir)?;
+    let root = fresh_context(wf, "root", &work.join("root"))?;
     let plan = Plan::resolve(&options.sanitize, ctx.backend())?
         .at(parse_inputs(&options.sanitize_at, &ctx)?);
-    let space = restricted(&ctx, &with_stored_set(&wf, &options.set)?)?;
+    let space = restricted(&ctx, &with_stored_set(wf, &options.set)?)?;
 
     reporter.stage("tune");
     let settings = Measure {
@@ -96,7 +107,7 @@ pub fn retune(
         &mut *workers,
         options.sanitize_winner.then_some(&plan),
         &ctx,
-        &validation_space(&ctx, &with_stored_set(&wf, &options.set)?)?,
+        &validation_space(&ctx, &with_stored_set(wf, &options.set)?)?,
         options.seed,
         &mut performance,
     )? {

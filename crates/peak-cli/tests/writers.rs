@@ -282,3 +282,39 @@ fn a_second_retune_is_refused_while_the_first_tunes() {
     let steps: Vec<String> = env.json(&["log", "-w", w, "--json"]).as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect();
     assert_eq!(steps, ["Retune", "init"], "one retune recorded");
 }
+
+#[test]
+fn a_replay_holds_the_lock_from_its_first_step_to_its_last() {
+    if !opencl_present("a_replay_holds_the_lock_from_its_first_step_to_its_last") {
+        return;
+    }
+    let env = Env::new();
+    // Two steps to replay: Refactor (an apply) and a retune.
+    let wf = waiting_for_device(&env, "wf");
+    let w = s(&wf);
+    env.ok(&["submit", &fixture("refactor/device.c"), "-w", w]);
+    env.ok(&["retune", "-w", w, "--budget", "4"]);
+    let copy = env.path("copy");
+    let mut replay = spawn(&env, &[&["replay", w, "--into", s(&copy)][..], &MEASURE].concat(), &[]);
+
+    // Every record the lock file shows while the replay runs, as (session, start).
+    let lock = copy.join(".git/peak/lock");
+    let mut seen: Vec<(String, String)> = Vec::new();
+    while replay.child().try_wait().unwrap().is_none() {
+        let record: Option<serde_json::Value> = std::fs::read_to_string(&lock).ok().and_then(|t| serde_json::from_str(t.trim()).ok());
+        if let Some(session) = record.as_ref().and_then(|r| r["session"].as_str()) {
+            let held = (session.to_string(), record.as_ref().unwrap()["started"].as_str().unwrap_or_default().to_string());
+            if !seen.contains(&held) {
+                seen.push(held);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let out = replay.finish();
+    assert!(out.status.success(), "{}", text(&out));
+    let steps: Vec<String> = env.json(&["log", "-w", s(&copy), "--json"]).as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect();
+    assert_eq!(steps, ["Retune", "Refactor", "init"]);
+    // Taken once for both steps, never let go between them (each would be a new record).
+    assert_eq!(seen.len(), 1, "the lock was taken again between the steps: {seen:?}");
+    assert_eq!(seen[0].0, "replay", "{seen:?}");
+}
