@@ -92,7 +92,7 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
 }
 
 /// The name a `NAME=VALUE` setting restricts.
-fn setting_name(setting: &str) -> Option<&str> {
+pub(crate) fn setting_name(setting: &str) -> Option<&str> {
     setting.split_once('=').map(|(name, _)| name.trim())
 }
 

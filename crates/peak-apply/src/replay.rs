@@ -11,16 +11,18 @@
 //! same `--into` and the steps already replayed there are kept, provided they are the
 //! recorded chain's first steps, in order.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use peak_eval::Workers;
 use peak_transform::{ReplayExecutor, Transcript};
+use peak_spec::{MANIFEST_FILE, Manifest};
 use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle};
 
 use crate::apply::apply_with;
-use crate::init::{InitOptions, init_workflow, merge_set};
-use crate::retune::{RETUNE, RetuneSettings, retune_in};
+use crate::init::{InitOptions, init_workflow, merge_set, setting_name};
+use crate::retune::{RETUNE, RetuneSettings, retune};
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, is_deferred};
 
 /// Replay the checkpoints from the root to `tip` (a branch, tag or checkpoint of `source`;
@@ -44,6 +46,7 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
     if chain.is_empty() {
         bail!("{}: the workflow has no checkpoints", source.display());
     }
+    check_settings_named(&options.set, &chain)?;
     let done = match already_replayed(into, &chain)? {
         Some(replayed) => {
             // A replay stopped between a checkpoint and its tags leaves them unnamed.
@@ -55,19 +58,19 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
             replayed.len()
         }
         None => {
-            replay_root(&recorded, &chain[0], into, options, workers, reporter).with_context(|| format!("replaying the root of {}", source.display()))?;
+            replay_root(&recorded, &chain[0], into, &for_step(options, &chain[0])?, workers, reporter).with_context(|| format!("replaying the root of {}", source.display()))?;
             1
         }
     };
     let mut replayed = Workflow::open(into)?;
-    // One lock from the first step to the last: nothing else writes between the steps.
-    replayed.hold_lock("replay")?;
     let mut outcomes = Vec::new();
     for step in &chain[done..] {
+        // A setting naming a parameter a later step introduces applies from that step on.
+        let options = &for_step(options, step)?;
         if step.meta.transformation == RETUNE {
             // No executor to replay: the same search again, with the budget it was given.
             let settings = RetuneSettings::recorded(&step.transcript).with_context(|| format!("checkpoint {}", step.id.short()))?;
-            let outcome = retune_in(&mut replayed, &settings.over(options), "replay", workers, reporter)?;
+            let outcome = retune(into, &settings.over(options), "replay", workers, reporter)?;
             match &outcome {
                 ApplyOutcome::Checkpoint { id, .. } => carry_tags(&mut replayed, &step.tags, id)?,
                 _ => bail!("replaying {RETUNE} did not reproduce checkpoint {}: {outcome:?}", step.id.short()),
@@ -83,7 +86,7 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
         let producers: Vec<&str> = transcript.entries.iter().map(|e| e.producer.as_str()).collect();
         let label = format!("replay of {}", producers.first().copied().unwrap_or("nothing"));
         let executor = ReplayExecutor::new(transcript.clone());
-        let outcome = apply_with(&mut replayed, &step_options, "replay", &executor, workers, reporter)?;
+        let outcome = apply_with(into, &step_options, "replay", &executor, workers, reporter)?;
         match &outcome {
             ApplyOutcome::Checkpoint { id, .. } => carry_tags(&mut replayed, &step.tags, id)?,
             // Written where nothing ran, so this is the first time it ran at all.
@@ -101,6 +104,36 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
         outcomes.push(outcome);
     }
     Ok(outcomes)
+}
+
+/// The parameters (scalar inputs and tuning parameters) of a recorded step's context.
+fn parameters(step: &CheckpointView) -> Result<Vec<String>> {
+    let text = step.files.get(MANIFEST_FILE).with_context(|| format!("checkpoint {}: no {MANIFEST_FILE}", step.id.short()))?;
+    let manifest = Manifest::parse(MANIFEST_FILE, text).with_context(|| format!("checkpoint {}", step.id.short()))?;
+    Ok(manifest.inputs.keys().chain(manifest.tuning.keys()).cloned().collect())
+}
+
+/// `options` with only the `--set` settings that name a parameter of `step`'s context, so
+/// `--set TRD_X=2` pins a tuning parameter from the step that introduces it on.
+fn for_step(options: &ApplyOptions, step: &CheckpointView) -> Result<ApplyOptions> {
+    let names = parameters(step)?;
+    let set = options.set.iter().filter(|s| setting_name(s).is_none_or(|n| names.iter().any(|p| p == n))).cloned().collect();
+    Ok(ApplyOptions { set, ..options.clone() })
+}
+
+/// Every `--set` names a parameter that some step of the replay has: a misspelt name is an
+/// error, not a setting silently applied nowhere.
+fn check_settings_named(set: &[String], chain: &[CheckpointView]) -> Result<()> {
+    let mut known = BTreeSet::new();
+    for step in chain {
+        known.extend(parameters(step)?);
+    }
+    for setting in set {
+        if let Some(name) = setting_name(setting).filter(|n| !known.contains(*n)) {
+            bail!("--set {setting}: no step of the replay has a parameter '{name}'; its steps have: {}", known.into_iter().collect::<Vec<_>>().join(", "));
+        }
+    }
+    Ok(())
 }
 
 /// The checkpoints from the root to `tip`, following first parents.

@@ -87,13 +87,24 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
     let bundle = example("workflows/gemm-nt-bias-opencl-agent.bundle");
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     clone(&bundle, &recorded);
-    // Smaller than the recording's sizes, still dividing no tile along M, N or K; a tiny
-    // tuning budget keeps the twelve steps short.
-    env.ok(&["replay", &bundle, "--into", s(&replayed), "--samples", "4", "--budget", "2", "--set", "M=250", "--set", "N=199", "--set", "K=129"]);
+    // Smaller than the recording's sizes, still dividing no tile along M, N or K; every
+    // tuning parameter pinned from the step that introduces it on (PoCL compiles each
+    // register-tiled variant for seconds), so the twelve steps take seconds, not half an hour.
+    let pins = ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
+    let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "M=250", "--set", "N=199", "--set", "K=129"];
+    args.extend(pins.iter().flat_map(|p| ["--set", *p]));
+    // A name no step has is refused before anything runs.
+    let mut misspelt = args.clone();
+    misspelt.extend(["--set", "TRD_Z=2"]);
+    let refused = env.peak(&misspelt);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("no step of the replay has a parameter 'TRD_Z'"), "{err}");
+    env.ok(&args);
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    assert_eq!(steps, ["init", CHAIN[0], CHAIN[1], CHAIN[2]], "the replay takes every recorded step");
+    let expected: Vec<&str> = std::iter::once("init").chain(CHAIN.iter().copied()).collect();
+    assert_eq!(steps, expected, "the replay takes every recorded step");
     let recorded_line = first_parent_chain(&env, &recorded);
     assert_eq!(recorded_line.len(), line.len());
     for entry in &line[1..] {
@@ -118,11 +129,13 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
         assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("passed"), Some("agent")), "{entry}");
         let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&recorded), "--json"]);
         let samples = show["validation"]["samples"].as_array().unwrap();
-        assert!(!samples.is_empty());
+        assert!(samples.iter().any(|s| s["verdict"]["category"] == "passed"), "{show}");
         for sample in samples {
             let inputs = &sample["params"]["inputs"];
             assert_eq!((inputs["M"].as_i64(), inputs["N"].as_i64(), inputs["K"].as_i64()), (Some(61), Some(47), Some(33)), "{sample}");
-            assert_eq!(sample["verdict"]["category"], "passed", "{sample}");
+            // A configuration the launch script prunes (more k splits than k tiles) is no failure.
+            let category = sample["verdict"]["category"].as_str();
+            assert!(matches!(category, Some("passed" | "invalid-config")), "{sample}");
         }
     }
 }
