@@ -22,7 +22,7 @@ use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle}
 
 use crate::apply::apply_with;
 use crate::init::{InitOptions, init_workflow, merge_set, setting_name};
-use crate::retune::{RETUNE, RetuneSettings, retune};
+use crate::retune::{RETUNE, RetuneSettings, retune_in};
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, is_deferred};
 
 /// Replay the checkpoints from the root to `tip` (a branch, tag or checkpoint of `source`;
@@ -63,6 +63,8 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
         }
     };
     let mut replayed = Workflow::open(into)?;
+    // One lock from the first step to the last: nothing else writes between the steps.
+    replayed.hold_lock("replay")?;
     let mut outcomes = Vec::new();
     for step in &chain[done..] {
         // A setting naming a parameter a later step introduces applies from that step on.
@@ -70,7 +72,7 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
         if step.meta.transformation == RETUNE {
             // No executor to replay: the same search again, with the budget it was given.
             let settings = RetuneSettings::recorded(&step.transcript).with_context(|| format!("checkpoint {}", step.id.short()))?;
-            let outcome = retune(into, &settings.over(options), "replay", workers, reporter)?;
+            let outcome = retune_in(&mut replayed, &settings.over(options), "replay", workers, reporter)?;
             match &outcome {
                 ApplyOutcome::Checkpoint { id, .. } => carry_tags(&mut replayed, &step.tags, id)?,
                 _ => bail!("replaying {RETUNE} did not reproduce checkpoint {}: {outcome:?}", step.id.short()),
@@ -86,7 +88,7 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
         let producers: Vec<&str> = transcript.entries.iter().map(|e| e.producer.as_str()).collect();
         let label = format!("replay of {}", producers.first().copied().unwrap_or("nothing"));
         let executor = ReplayExecutor::new(transcript.clone());
-        let outcome = apply_with(into, &step_options, "replay", &executor, workers, reporter)?;
+        let outcome = apply_with(&mut replayed, &step_options, "replay", &executor, workers, reporter)?;
         match &outcome {
             ApplyOutcome::Checkpoint { id, .. } => carry_tags(&mut replayed, &step.tags, id)?,
             // Written where nothing ran, so this is the first time it ran at all.
