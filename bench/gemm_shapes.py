@@ -13,7 +13,9 @@ shape: SHAPES="8192x768x3072").
 
 Environment: PEAK, PEAK_COMMIT, SHAPES (default the three MLP/attention shapes), BUDGET
 (evaluations per step, default 48), SANITIZE_SAMPLES (default 2), REPS (default 20),
-REPLAY_TIMEOUT (seconds per replay, default 420).
+REPLAY_TIMEOUT (seconds per replay, default 420), STEP_TIME (tuning seconds per replayed step,
+default 15), RETUNE_BUDGET and RETUNE_TIME (the tip retuned at the shape, default 128 and 150 s;
+RETUNE_BUDGET=0 skips it).
 """
 import datetime, json, os, subprocess, sys, time
 
@@ -45,20 +47,36 @@ def main(out):
     shapes = os.environ.get("SHAPES", "8192x3072x768 8192x768x3072 8192x2304x768").split()
     budget, samples = os.environ.get("BUDGET", "48"), os.environ.get("SANITIZE_SAMPLES", "2")
     reps, timeout = int(os.environ.get("REPS", "20")), int(os.environ.get("REPLAY_TIMEOUT", "420"))
+    step_time = os.environ.get("STEP_TIME", "15")
+    retune_budget, retune_time = os.environ.get("RETUNE_BUDGET", "128"), os.environ.get("RETUNE_TIME", "150")
     rows, device = [], None
     for shape in shapes:
         m, n, k = (int(x) for x in shape.split("x"))
         wf = os.path.join(out, f"wf-{shape}")
         inputs = {"M": m, "N": n, "K": k}
         started = time.time()
-        cmd = [peak, "replay", BUNDLE, "--into", wf, "--budget", budget, "--sanitize-samples", samples,
-               "--set", f"M={m}", "--set", f"N={n}", "--set", f"K={k}"]
+        sizes = ["--set", f"M={m}", "--set", f"N={n}", "--set", f"K={k}"]
+        # Every step is validated and tuned at this shape, each tuning cut at STEP_TIME
+        # seconds (the early steps run 30 ms kernels); the tip is then retuned at it alone.
+        # The sanitizer runs on validation samples and on the tuned winner at SANITIZE_AT
+        # (small: sanitized runs are 10-1000x slower than the 8192-row GEMM's own).
+        sanitize_at = [a for size in os.environ.get("SANITIZE_AT", "M=256 N=256 K=128").split() for a in ("--sanitize-at", size)]
+        cmd = [peak, "replay", BUNDLE, "--into", wf, "--budget", budget, "--time", step_time, "--sanitize-samples", samples, *sanitize_at, *sizes]
+        log_path = os.path.join(out, f"replay-{shape}.log")
         try:
-            r = sh(cmd, timeout=timeout)
-            replay = {"rc": r.returncode, "log": r.stderr[-3000:]}
+            with open(log_path, "w") as log_file:
+                code = subprocess.run(cmd, stdout=log_file, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            replay = {"rc": code, "log": open(log_path).read()[-3000:]}
         except subprocess.TimeoutExpired:
-            replay = {"rc": "timeout"}
+            replay = {"rc": "timeout", "log": open(log_path).read()[-3000:]}
         replay["seconds"] = round(time.time() - started, 1)
+        if replay["rc"] == 0 and int(retune_budget) > 0:
+            started = time.time()
+            try:
+                r = sh([peak, "retune", "-w", wf, "--budget", retune_budget, "--time", retune_time, "--no-sanitize-winner", *sizes], timeout=timeout)
+                replay["retune"] = {"rc": r.returncode, "log": r.stderr[-2000:], "seconds": round(time.time() - started, 1)}
+            except subprocess.TimeoutExpired:
+                replay["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
         row = {"dtype": "f32", "m": m, "n": n, "k": k, "layout": "NT", "epilogue": "bias", "replay": replay}
         log = sh([peak, "log", "-w", wf, "--json"])
         if log.stdout.strip():
