@@ -13,7 +13,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Env, example, opencl_present, s};
+use support::{Env, example, opencl_present, s, unbundle};
 
 const CHAIN: [&str; 12] = [
     "Refactor",
@@ -41,11 +41,6 @@ fn first_parent_chain(env: &Env, wf: &Path) -> Vec<serde_json::Value> {
     }
     line.reverse();
     line
-}
-
-fn clone(bundle: &str, into: &Path) {
-    let out = std::process::Command::new("git").args(["clone", "-q", bundle, s(into)]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// What the GEMM line's vocabulary promises, in the code of a tip: the sizes and the
@@ -86,7 +81,7 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
     let env = Env::new();
     let bundle = example("workflows/gemm-nt-bias-opencl-agent.bundle");
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
-    clone(&bundle, &recorded);
+    unbundle(&bundle, &recorded);
     // Smaller than the recording's sizes, still dividing no tile along M, N or K; every
     // tuning parameter pinned from the step that introduces it on (PoCL compiles each
     // register-tiled variant for seconds), so the twelve steps take seconds, not half an hour.
@@ -144,7 +139,7 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
 fn gemm_nt_bias_cuda_twin_carries_the_same_chain_deferred() {
     let env = Env::new();
     let wf = env.path("cuda");
-    clone(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
+    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     assert_eq!(&steps[1..], CHAIN);

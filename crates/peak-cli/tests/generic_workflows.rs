@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
-use support::{Env, example, opencl_present, s};
+use support::{Env, context_at, example, opencl_present, s, unbundle};
 
 /// Replay `examples/workflows/<name>-opencl-agent.bundle` at the sizes in `sizes`, check
 /// the chain of steps (oldest first after init) and return the replayed log, newest first.
@@ -26,8 +26,7 @@ fn replay_branch(name: &str, branch: Option<&str>, sizes: &[&str], chain: &[&str
     let env = Env::new();
     let bundle = example(&format!("workflows/{name}-opencl-agent.bundle"));
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
-    let clone = std::process::Command::new("git").args(["clone", "-q", &bundle, s(&recorded)]).output().unwrap();
-    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+    unbundle(&bundle, &recorded);
 
     let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "4", "--budget", "6"];
     if let Some(branch) = branch {
@@ -155,19 +154,10 @@ fn layernorm_register_segment_holds_any_row_length() {
     let env = Env::new();
     let bundle = example("workflows/layernorm-opencl-agent.bundle");
     let recorded = env.path("recorded");
-    let clone = std::process::Command::new("git").args(["clone", "-q", &bundle, s(&recorded)]).output().unwrap();
-    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+    unbundle(&bundle, &recorded);
     let tip = env.json(&["show", "HEAD", "-w", s(&recorded), "--json"]);
     assert_eq!(tip["meta"]["transformation"], "Register-Segment", "{tip}");
-    let root = env.path("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let archive = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("git -C '{}' archive root context | tar -x -C '{}'", s(&recorded), s(&root)))
-        .output()
-        .unwrap();
-    assert!(archive.status.success(), "{}", String::from_utf8_lossy(&archive.stderr));
-    let (candidate, naive) = (recorded.join("context"), root.join("context"));
+    let (candidate, naive) = (recorded.join("context"), context_at(&env, &recorded, "root"));
     for (block, items) in [("16", "1"), ("64", "2"), ("256", "16")] {
         let report = env.json(&[
             "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
@@ -251,19 +241,10 @@ fn permute_inner_vector_holds_any_run_length() {
     let env = Env::new();
     let bundle = example("workflows/permute-opencl-agent.bundle");
     let recorded = env.path("recorded");
-    let clone = std::process::Command::new("git").args(["clone", "-q", &bundle, s(&recorded)]).output().unwrap();
-    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+    unbundle(&bundle, &recorded);
     let tip = env.json(&["show", "HEAD", "-w", s(&recorded), "--json"]);
     assert_eq!(tip["meta"]["transformation"], "Inner-Vector", "{tip}");
-    let root = env.path("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let archive = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("git -C '{}' archive root context | tar -x -C '{}'", s(&recorded), s(&root)))
-        .output()
-        .unwrap();
-    assert!(archive.status.success(), "{}", String::from_utf8_lossy(&archive.stderr));
-    let (candidate, naive) = (recorded.join("context"), root.join("context"));
+    let (candidate, naive) = (recorded.join("context"), context_at(&env, &recorded, "root"));
     for d in ["1", "3", "63", "64", "65"] {
         let report = env.json(&[
             "validate", s(&candidate), "--against", s(&naive), "--samples", "9", "--sanitize", "none",

@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::{Env, example, opencl_present, s};
+use support::{Env, context_at, example, opencl_present, s, unbundle};
 
 #[test]
 fn sum_of_squares_replays_grid_accumulate_then_vector_body() {
@@ -19,8 +19,7 @@ fn sum_of_squares_replays_grid_accumulate_then_vector_body() {
     let env = Env::new();
     let (recorded, wf) = (env.path("recorded"), env.path("wf"));
     let bundle = example("workflows/sumsq-opencl-agent.bundle");
-    let clone = std::process::Command::new("git").args(["clone", "-q", &bundle, s(&recorded)]).output().unwrap();
-    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
+    unbundle(&bundle, &recorded);
     env.ok(&["replay", &bundle, "--into", s(&wf), "--samples", "3", "--budget", "3", "--set", "n=65537"]);
 
     let log = env.json(&["log", "-w", s(&wf), "--json"]);
@@ -54,19 +53,8 @@ fn the_recorded_steps_hold_at_any_grid() {
     let env = Env::new();
     let recorded = env.path("recorded");
     let bundle = example("workflows/sumsq-opencl-agent.bundle");
-    let clone = std::process::Command::new("git").args(["clone", "-q", &bundle, s(&recorded)]).output().unwrap();
-    assert!(clone.status.success(), "{}", String::from_utf8_lossy(&clone.stderr));
-    let context_of = |rev: &str| {
-        let dir = env.path(rev);
-        std::fs::create_dir_all(&dir).unwrap();
-        let archive = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("git -C '{}' archive {rev} context | tar -x -C '{}'", s(&recorded), s(&dir)))
-            .output()
-            .unwrap();
-        assert!(archive.status.success(), "{}", String::from_utf8_lossy(&archive.stderr));
-        dir.join("context")
-    };
+    unbundle(&bundle, &recorded);
+    let context_of = |rev: &str| context_at(&env, &recorded, rev);
     let naive = context_of("root");
     for (rev, extra) in [("HEAD~1", None), ("HEAD", Some("VEC_BYTES=4,8,16"))] {
         let candidate = context_of(rev);

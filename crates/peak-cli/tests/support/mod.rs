@@ -120,3 +120,16 @@ pub fn steps(env: &Env, wf: &Path) -> Vec<(String, String)> {
     let log = env.json(&["log", "-w", s(wf), "--json"]);
     log.as_array().unwrap().iter().map(|e| (e["transformation"].as_str().unwrap().to_string(), e["verdict"].as_str().unwrap().to_string())).collect()
 }
+
+/// A recorded bundle cloned into `into`, as `peak` unpacks one.
+pub fn unbundle(bundle: &str, into: &Path) {
+    peak_workflow::clone_bundle(Path::new(bundle), into).unwrap_or_else(|e| panic!("{bundle}: {e}"));
+}
+
+/// The context of checkpoint `rev` (a tag, `HEAD`, `HEAD~1`) of the workflow at `wf`,
+/// written to a folder of its own in `env`.
+pub fn context_at(env: &Env, wf: &Path, rev: &str) -> PathBuf {
+    let dir = env.path(&format!("context-{}", rev.replace('~', "-")));
+    peak_workflow::Workflow::open(wf).unwrap().materialize(rev, &dir).unwrap_or_else(|e| panic!("{rev}: {e}"));
+    dir
+}
