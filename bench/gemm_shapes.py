@@ -105,7 +105,7 @@ def main(out):
         "device": device or doc.get("device"),
         "commit": os.environ.get("PEAK_COMMIT", "unknown"),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "method": "peak_ms and cublaslt_ms: peak baseline's medians in one device call (CUDA events, no L2 flush), the kernel at the configuration the replay's tuning found best at that shape (each shape replayed and tuned on its own); design_configuration: the same call at the configuration the line was designed for",
+        "method": "peak_ms and cublaslt_ms: peak baseline's medians in one device call (CUDA events, L2 flushed before every run: peak's one timing method), the kernel at the configuration the replay's tuning found best at that shape (each shape replayed and tuned on its own); design_configuration: the same call at the configuration the line was designed for",
         "rows": keep + rows,
     })
     for path in (RESULT, os.path.join(out, "h200-gemm-shapes.json")):
