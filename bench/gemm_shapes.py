@@ -1,29 +1,35 @@
 #!/usr/bin/env python3
 """The fp32 GEMM line in roles on the H200 at the transformer shapes of issue 25.
 
-For each shape (M, N, K) of out = inp . W^T + bias (f32, no TF32): replay the CUDA bundle
-(examples/workflows/gemm-nt-bias-cuda-deferred.bundle, Refactor ... Block-Swizzle) at that
-shape, so every step is validated (61 x 47 x 33, the manifest's [validation.inputs]) and
-tuned at that shape; then time the tip with that shape's best configuration against
-cuBLASLt doing the same work (`peak baseline --against cublaslt`: NT, bias fused, in the
-same device call), and, for reference, the configuration the design aims at (16 x 16
-threads, 8 x 16 outputs each, float4, TILE_K 8, two stages, OFFSET 1, GROUP_M 8).
-Rows are merged into bench/results/h200-gemm-shapes.json (one device call may run one
-shape: SHAPES="8192x768x3072").
+Out = inp . W^T + bias (f32, no TF32). The CUDA bundle
+(examples/workflows/gemm-nt-bias-cuda-deferred.bundle, Refactor ... Block-Swizzle) is
+replayed once, at the first shape: every step validated (61 x 47 x 33, the manifest's
+[validation.inputs]), sanitized small and tuned at that shape (PIN=1: at the design
+configuration alone). Then, for each shape, the tip is retuned at that shape in the
+design's neighbourhood (RETUNE_SPACE, recorded per row) and timed at its best
+configuration against cuBLASLt doing the same work (`peak baseline --against cublaslt`:
+NT, bias fused, same device call), and at the design configuration for reference.
+Rows are merged into bench/results/h200-gemm-shapes.json.
 
-Environment: PEAK, PEAK_COMMIT, SHAPES (default the three MLP/attention shapes), BUDGET
-(evaluations per step, default 48), SANITIZE_SAMPLES (default 2), REPS (default 20),
-REPLAY_TIMEOUT (seconds per replay, default 420), STEP_TIME (tuning seconds per replayed step,
-default 15), RETUNE_BUDGET and RETUNE_TIME (the tip retuned at the shape, default 128 and 150 s;
-RETUNE_BUDGET=0 skips it).
+Environment: PEAK, PEAK_COMMIT, SHAPES (default the three MLP/attention shapes), WF (where
+the replay goes), BUNDLE, PIN (1), BUDGET (evaluations per step, default 48),
+SANITIZE_SAMPLES (default 2), SANITIZE_AT, REPS (default 20), REPLAY_TIMEOUT (seconds,
+default 420), STEP_TIME (tuning seconds per replayed step, default 15), RETUNE_BUDGET and RETUNE_TIME
+(per shape, default 128 and 150 s; RETUNE_BUDGET=0 skips it).
 """
 import datetime, json, os, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUNDLE = os.path.join(ROOT, "examples/workflows/gemm-nt-bias-cuda-deferred.bundle")
+BUNDLE = os.environ.get("BUNDLE", os.path.join(ROOT, "examples/workflows/gemm-nt-bias-cuda-deferred.bundle"))
 RESULT = os.path.join(ROOT, "bench/results/h200-gemm-shapes.json")
-DESIGN = {"BLOCK_X": 16, "BLOCK_Y": 16, "TRD_X": 16, "TRD_Y": 8, "CHUNK_X": 4, "CHUNK_Y": 4, "VEC": 4, "TILE_K": 8,
-          "NUM_STAGES": 2, "K_SPLITS": 1, "OFFSET": 1, "GROUP_M": 8}
+# The configuration the line was designed for: the fastest fp32 tile of the square case
+# study's exhaustive sweep (h200-f32-tile-sweep.json: 16 x 16 threads, 16 x 8 outputs each).
+DESIGN = {"BLOCK_X": 16, "BLOCK_Y": 16, "TRD_X": 16, "TRD_Y": 8, "CHUNK_X": 2, "CHUNK_Y": 4, "VEC": 4, "TILE_K": 8,
+          "NUM_STAGES": 3, "K_SPLITS": 1, "OFFSET": 0, "GROUP_M": 8}
+# Where the tip is retuned at each shape: the design's neighbourhood (recorded per row).
+RETUNE_SPACE = {"BLOCK_X": "8,16,32", "BLOCK_Y": "8,16", "TRD_X": "4,8,16", "TRD_Y": "4,8,16", "CHUNK_X": "2,4",
+                "CHUNK_Y": "2,4", "TILE_K": "8,16", "VEC": "4", "NUM_STAGES": "2,3,4", "OFFSET": "0,1",
+                "GROUP_M": "1,8", "K_SPLITS": "1"}
 
 
 def sh(args, timeout=None):
@@ -42,54 +48,78 @@ def baseline(peak, ctx, inputs, tuning, reps):
             "device": rep.get("device"), "cublaslt": rep.get("cublas")}
 
 
+def tip_best(peak, wf):
+    tip = json.loads(sh([peak, "show", "HEAD", "-w", wf, "--json"]).stdout)
+    return ((tip.get("performance") or {}).get("best") or {}).get("params", {}).get("tuning")
+
+
+def neighbourhood(m, n, k):
+    """The retune's space at a shape: the design's neighbourhood, wider where the shape asks
+    (k splits only where the output has few tiles)."""
+    space = dict(RETUNE_SPACE)
+    if m * n <= 256 * 256 * 16:
+        space["K_SPLITS"] = "1,2,4,8"
+    return space
+
+
 def main(out):
     peak = os.environ.get("PEAK", "carry/gemm-shapes/peak")
     shapes = os.environ.get("SHAPES", "8192x3072x768 8192x768x3072 8192x2304x768").split()
     budget, samples = os.environ.get("BUDGET", "48"), os.environ.get("SANITIZE_SAMPLES", "2")
     reps, timeout = int(os.environ.get("REPS", "20")), int(os.environ.get("REPLAY_TIMEOUT", "420"))
     step_time = os.environ.get("STEP_TIME", "15")
+    pin = os.environ.get("PIN", "1") == "1"
     retune_budget, retune_time = os.environ.get("RETUNE_BUDGET", "128"), os.environ.get("RETUNE_TIME", "150")
     rows, device = [], None
+    wf = os.environ.get("WF", os.path.join(out, "wf"))
+    m0, n0, k0 = (int(x) for x in shapes[0].split("x"))
+    started = time.time()
+    # The line is replayed once, at the first shape: every step validated (the manifest's
+    # [validation.inputs]), sanitized at SANITIZE_AT (small: sanitized runs are 10-1000x
+    # slower than the 8192-row GEMM's own) and tuned at the shape. PIN=1 pins the design
+    # configuration through the replay (each step then compiles, validates and times one
+    # configuration: seconds, not the ~30 s sixteen sampled compilations cost); the search
+    # happens once, at the tip, per shape.
+    sanitize_at = [a for size in os.environ.get("SANITIZE_AT", "M=256 N=256 K=128").split() for a in ("--sanitize-at", size)]
+    pins = [a for name, value in DESIGN.items() for a in ("--set", f"{name}={value}")] if pin else []
+    sizes0 = ["--set", f"M={m0}", "--set", f"N={n0}", "--set", f"K={k0}"]
+    cmd = [peak, "replay", BUNDLE, "--into", wf, "--budget", budget, "--time", step_time, "--samples", "4" if pin else "16",
+           "--sanitize-samples", samples, *sanitize_at, *sizes0, *pins]
+    log_path = os.path.join(out, "replay.log")
+    try:
+        with open(log_path, "w") as log_file:
+            code = subprocess.run(cmd, stdout=log_file, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        replay = {"rc": code, "log": open(log_path).read()[-3000:]}
+    except subprocess.TimeoutExpired:
+        replay = {"rc": "timeout", "log": open(log_path).read()[-3000:]}
+    replay.update({"seconds": round(time.time() - started, 1), "command": " ".join(cmd[1:]), "pinned": DESIGN if pin else None})
+    log = sh([peak, "log", "-w", wf, "--json"])
+    entries = json.loads(log.stdout) if log.stdout.strip() else []
     for shape in shapes:
         m, n, k = (int(x) for x in shape.split("x"))
-        wf = os.path.join(out, f"wf-{shape}")
         inputs = {"M": m, "N": n, "K": k}
-        started = time.time()
         sizes = ["--set", f"M={m}", "--set", f"N={n}", "--set", f"K={k}"]
-        # Every step is validated and tuned at this shape, each tuning cut at STEP_TIME
-        # seconds (the early steps run 30 ms kernels); the tip is then retuned at it alone.
-        # The sanitizer runs on validation samples and on the tuned winner at SANITIZE_AT
-        # (small: sanitized runs are 10-1000x slower than the 8192-row GEMM's own).
-        sanitize_at = [a for size in os.environ.get("SANITIZE_AT", "M=256 N=256 K=128").split() for a in ("--sanitize-at", size)]
-        cmd = [peak, "replay", BUNDLE, "--into", wf, "--budget", budget, "--time", step_time, "--sanitize-samples", samples, *sanitize_at, *sizes]
-        log_path = os.path.join(out, f"replay-{shape}.log")
-        try:
-            with open(log_path, "w") as log_file:
-                code = subprocess.run(cmd, stdout=log_file, stderr=subprocess.STDOUT, timeout=timeout).returncode
-            replay = {"rc": code, "log": open(log_path).read()[-3000:]}
-        except subprocess.TimeoutExpired:
-            replay = {"rc": "timeout", "log": open(log_path).read()[-3000:]}
-        replay["seconds"] = round(time.time() - started, 1)
+        row = {"dtype": "f32", "m": m, "n": n, "k": k, "layout": "NT", "epilogue": "bias", "replay": replay,
+               "line": [e["transformation"] for e in reversed(entries)],
+               "steps": [{"transformation": e["transformation"], "verdict": e["verdict"], "best_time_ms": e.get("best_time_ms")} for e in reversed(entries)]}
         if replay["rc"] == 0 and int(retune_budget) > 0:
+            # Tuning per shape: the tip retuned at this shape, from the configurations
+            # ranked at the shape before (retune starts from the checkpoint's top-K).
+            space = neighbourhood(m, n, k)
+            narrowed = [a for name, values in space.items() for a in ("--set", f"{name}={values}")]
             started = time.time()
             try:
-                r = sh([peak, "retune", "-w", wf, "--budget", retune_budget, "--time", retune_time, "--no-sanitize-winner", *sizes], timeout=timeout)
-                replay["retune"] = {"rc": r.returncode, "log": r.stderr[-2000:], "seconds": round(time.time() - started, 1)}
+                r = sh([peak, "retune", "-w", wf, "--budget", retune_budget, "--time", retune_time, "--no-sanitize-winner", *sizes, *narrowed], timeout=timeout)
+                row["retune"] = {"rc": r.returncode, "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1), "space": space}
             except subprocess.TimeoutExpired:
-                replay["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
-        row = {"dtype": "f32", "m": m, "n": n, "k": k, "layout": "NT", "epilogue": "bias", "replay": replay}
-        log = sh([peak, "log", "-w", wf, "--json"])
-        if log.stdout.strip():
-            entries = json.loads(log.stdout)
-            row["line"] = [e["transformation"] for e in reversed(entries)]
-            row["steps"] = [{"transformation": e["transformation"], "verdict": e["verdict"], "best_time_ms": e.get("best_time_ms")} for e in reversed(entries)]
-            tip = json.loads(sh([peak, "show", "HEAD", "-w", wf, "--json"]).stdout)
-            best = (tip.get("performance") or {}).get("best") or {}
-            if best.get("params"):
-                tuned = baseline(peak, os.path.join(wf, "context"), inputs, best["params"]["tuning"], reps)
-                row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
-                row["tuned"] = tuned
-                device = device or tuned.get("device")
+                row["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1), "space": space}
+        best = tip_best(peak, wf) if entries else None
+        if best:
+            tuned = baseline(peak, os.path.join(wf, "context"), inputs, best, reps)
+            row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
+            row["tuned"] = tuned
+            device = device or tuned.get("device")
+        if entries:
             design = baseline(peak, os.path.join(wf, "context"), inputs, DESIGN, reps)
             row["design_configuration"] = design
             device = device or design.get("device")
@@ -101,11 +131,11 @@ def main(out):
     keep = [r for r in doc.get("rows", []) if (r.get("dtype"), r.get("m"), r.get("n"), r.get("k")) not in {("f32", r2["m"], r2["n"], r2["k"]) for r2 in rows}]
     doc.update({
         "benchmark": "h200-gemm-shapes",
-        "command": f"bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} SANITIZE_SAMPLES={samples} REPS={reps}): peak replay {os.path.relpath(BUNDLE, ROOT)} --into WF --budget {budget} --sanitize-samples {samples} --set M= --set N= --set K=; peak baseline WF/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration at that shape>",
+        "command": f"bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} PIN={int(pin)} BUDGET={budget} STEP_TIME={step_time} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): peak replay {os.path.relpath(BUNDLE, ROOT)} --into WF at the first shape (each row's replay.command); per shape peak retune -w WF --set M= --set N= --set K= (the row's retune.space); peak baseline WF/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration at that shape>",
         "device": device or doc.get("device"),
         "commit": os.environ.get("PEAK_COMMIT", "unknown"),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "method": "peak_ms and cublaslt_ms: peak baseline's medians in one device call (CUDA events, L2 flushed before every run: peak's one timing method), the kernel at the configuration the replay's tuning found best at that shape (each shape replayed and tuned on its own); design_configuration: the same call at the configuration the line was designed for",
+        "method": "peak_ms and cublaslt_ms: peak baseline's medians in one device call (CUDA events, L2 flushed before every run: peak's one timing method), the kernel at the configuration the retune found best at that shape (the line replayed once, then the tip retuned at each shape in turn, each from the previous shape's ranking); design_configuration: the same call at the configuration the line was designed for",
         "rows": keep + rows,
     })
     for path in (RESULT, os.path.join(out, "h200-gemm-shapes.json")):

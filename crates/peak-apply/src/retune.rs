@@ -7,12 +7,14 @@
 //! is, and records the result as a `Retune` checkpoint: the same code, a better
 //! configuration, and the budget and seed it took, so `peak replay` repeats the search.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use indexmap::IndexMap;
 use peak_eval::Workers;
+use peak_spec::Space;
 use peak_workflow::{Attempt, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
@@ -62,14 +64,6 @@ pub(crate) fn retune_in(
         );
     }
 
-    if let Some(sizes) = exhausted(&parent.performance) {
-        bail!(
-            "checkpoint {} ({}) already measured every configuration of its space ({sizes}): a retune has nothing left to search",
-            head.id.short(),
-            parent.meta.transformation
-        );
-    }
-
     let work = retune_dir(&dir);
     let context_dir = work.join("context");
     let ctx = fresh_context(wf, &head.id.to_string(), &context_dir)?;
@@ -77,6 +71,15 @@ pub(crate) fn retune_in(
     let plan = Plan::resolve(&options.sanitize, ctx.backend())?
         .at(parse_inputs(&options.sanitize_at, &ctx)?);
     let space = restricted(&ctx, &with_stored_set(wf, &options.set)?)?;
+    // Judged on the space this retune searches: a `--set` may widen what the checkpoint's
+    // tuning was pinned to (a replay's pins) or move it to other sizes.
+    if let Some(sizes) = exhausted(&parent.performance, &space) {
+        bail!(
+            "checkpoint {} ({}) already measured every configuration of its space ({sizes}): a retune has nothing left to search",
+            head.id.short(),
+            parent.meta.transformation
+        );
+    }
 
     reporter.stage("tune");
     let settings = Measure {
@@ -218,18 +221,27 @@ impl RetuneSettings {
 
 /// "60 at n=2048, 60 at n=4096" when every input configuration's search evaluated its whole
 /// space, else `None`.
-fn exhausted(performance: &Value) -> Option<String> {
+fn exhausted(performance: &Value, space: &Space) -> Option<String> {
     let runs = performance["runs"].as_array().filter(|runs| !runs.is_empty())?;
+    let mut measured = BTreeMap::new();
     let mut sizes = Vec::new();
     for run in runs {
-        let (evaluated, space) = (run["evaluations"].as_u64()?, run["space"].as_u64()?);
-        if evaluated < space {
+        let (evaluated, whole) = (run["evaluations"].as_u64()?, run["space"].as_u64()?);
+        if evaluated < whole {
             return None;
         }
-        let inputs: Vec<String> = run["inputs"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect()).unwrap_or_default();
-        sizes.push(format!("{space} at {}", inputs.join(" ")));
+        let inputs: BTreeMap<String, String> = run["inputs"].as_object()?.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+        sizes.push(format!("{whole} at {}", inputs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")));
+        measured.insert(inputs, whole);
     }
-    Some(sizes.join(", "))
+    // The searched space, counted per input size, no further than one point past what was
+    // measured: a larger space, or one at other sizes, has something left.
+    let mut searched: BTreeMap<BTreeMap<String, String>, u64> = BTreeMap::new();
+    let total: u64 = measured.values().sum();
+    for point in space.iter().take(total as usize + 1) {
+        *searched.entry(point.inputs.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()).or_default() += 1;
+    }
+    (searched == measured).then(|| sizes.join(", "))
 }
 
 /// Every configuration the checkpoint's tuning ranked, at every input size, best first and
@@ -267,11 +279,22 @@ mod tests {
 
     #[test]
     fn a_space_measured_whole_has_nothing_left_to_retune() {
-        let run = |evaluations: u64, space: u64, n: u64| json!({"inputs": {"n": n}, "evaluations": evaluations, "space": space});
-        let whole = json!({"runs": [run(60, 60, 2048), run(60, 60, 4096)]});
-        assert_eq!(exhausted(&whole).as_deref(), Some("60 at n=2048, 60 at n=4096"));
-        assert_eq!(exhausted(&json!({"runs": [run(60, 60, 2048), run(64, 900, 4096)]})), None);
-        assert_eq!(exhausted(&json!({"runs": []})), None, "nothing recorded is not exhausted");
+        let space = |tuning: &str| {
+            let manifest = peak_spec::Manifest::parse(
+                "peak.toml",
+                &format!("[kernel]\nname = \"k\"\nbackend = \"opencl\"\nsource = \"k.cl\"\n[inputs]\nn = {{ values = [2048, 4096] }}\n[tuning]\nX = {{ values = [{tuning}] }}\n"),
+            )
+            .unwrap();
+            Space::new(&manifest).unwrap()
+        };
+        let run = |evaluations: u64, whole: u64, n: u64| json!({"inputs": {"n": n}, "evaluations": evaluations, "space": whole});
+        let whole = json!({"runs": [run(3, 3, 2048), run(3, 3, 4096)]});
+        assert_eq!(exhausted(&whole, &space("1, 2, 3")).as_deref(), Some("3 at n=2048, 3 at n=4096"));
+        assert_eq!(exhausted(&json!({"runs": [run(3, 3, 2048), run(2, 3, 4096)]}), &space("1, 2, 3")), None);
+        assert_eq!(exhausted(&json!({"runs": []}), &space("1, 2, 3")), None, "nothing recorded is not exhausted");
+        // A --set that widens a pinned space, or tunes at a size never measured, has work left.
+        assert_eq!(exhausted(&whole, &space("1, 2, 3, 4")), None);
+        assert_eq!(exhausted(&json!({"runs": [run(3, 3, 2048)]}), &space("1, 2, 3")), None);
     }
 
     #[test]
