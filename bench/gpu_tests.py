@@ -12,6 +12,16 @@ one test at a time, classify every test as passed, failed or skipped (a gated te
 write OUT/h200-gpu-tests.json. A binary that is missing, fails to list its tests or lists
 none counts as one failed test (its key is BINARY_LEVEL), so a lost target cannot hide
 behind "0 failed". Exits 1 when anything failed.
+
+A failed test keeps why it failed (the panic's place and message, a time-out or the exit
+status) and the last TAIL_LINES lines of its output, stdout and stderr interleaved as
+written (an insta snapshot's diff among them), under "output_tail".
+
+The tests run with INSTA_WORKSPACE_ROOT set to ROOT: insta finds its snapshot files under
+the workspace root it asks `cargo metadata` for, and where no cargo is installed (the GPU
+machine) it falls back to the crate's folder, looks for crates/X/crates/X/tests/snapshots,
+and every snapshot test fails as "new". INSTA_UPDATE=no keeps it from writing .snap.new
+files into the checkout.
 """
 
 import concurrent.futures
@@ -25,6 +35,12 @@ import threading
 
 # The key under which a binary's own failure (missing, unlistable, empty) is counted.
 BINARY_LEVEL = "(binary)"
+
+# Lines of a failed test's output kept in the JSON, and at most this many characters of them.
+TAIL_LINES = 60
+TAIL_CHARS = 12000
+
+PANIC = re.compile(r"^thread '[^']*'(?: \(\d+\))? panicked at ([^\n]*?):?\n([^\n]*)", re.M)
 
 SKIP_LITERAL = re.compile(r'"SKIPPED')
 ITEM = re.compile(r"\bfn\s+(\w+)|\bmacro_rules!\s*(\w+)")
@@ -138,41 +154,68 @@ def executables(targets):
             print(binary_name("/".join(key)), msg["executable"])
 
 
-def run_binary(path, timeout=600):
-    """Each test of one binary, by name: {"outcome", "why"?}. A binary that cannot list its
-    tests, or lists none, is one failed entry under BINARY_LEVEL."""
+def output_tail(text, lines=TAIL_LINES, chars=TAIL_CHARS):
+    """The last `lines` lines of `text`, and of those at most the last `chars` characters."""
+    tail = "\n".join(text.rstrip("\n").split("\n")[-lines:])
+    return tail[-chars:]
+
+
+def failure_reason(text, code):
+    """One line on why a test failed: where it panicked and its message, else how it ended."""
+    panic = PANIC.search(text)
+    if panic:
+        return f"panicked at {panic.group(1)}: {panic.group(2)}".rstrip(": ")
+    if code is None:
+        return text.strip().split("\n")[-1]
+    return f"exited {code}"
+
+
+def test_env(root):
+    """The environment a test binary runs in: insta's workspace root is ROOT (see the
+    module doc) and no snapshot is written."""
+    return {**os.environ, "INSTA_WORKSPACE_ROOT": os.path.abspath(root), "INSTA_UPDATE": "no"}
+
+
+def run_binary(path, timeout=600, root="."):
+    """Each test of one binary, by name: {"outcome", "why"?, "output_tail"?}. A binary that
+    cannot list its tests, or lists none, is one failed entry under BINARY_LEVEL."""
+    env = test_env(root)
     try:
-        listing = subprocess.run([path, "--list", "--format", "terse"], capture_output=True, text=True, timeout=120)
+        listing = subprocess.run([path, "--list", "--format", "terse"], capture_output=True, text=True, timeout=120, env=env)
     except (OSError, subprocess.SubprocessError) as e:
         return {BINARY_LEVEL: {"outcome": "failed", "why": f"cannot list its tests: {e}"}}
     if listing.returncode != 0:
-        return {BINARY_LEVEL: {"outcome": "failed", "why": f"--list exited {listing.returncode}: {(listing.stdout + listing.stderr)[-2000:]}"}}
+        return {BINARY_LEVEL: {"outcome": "failed", "why": f"--list exited {listing.returncode}", "output_tail": output_tail(listing.stdout + listing.stderr)}}
     names = [l[: -len(": test")] for l in listing.stdout.splitlines() if l.endswith(": test")]
     if not names:
         return {BINARY_LEVEL: {"outcome": "failed", "why": "lists no tests"}}
     results = {}
     for name in names:
         try:
-            proc = subprocess.run([path, "--exact", name, "--nocapture", "--test-threads", "1"], capture_output=True, text=True, timeout=timeout)
-            text, code = proc.stdout + proc.stderr, proc.returncode
-        except subprocess.TimeoutExpired:
-            text, code = f"timed out after {timeout} s", None
+            # One stream, so that the tail reads in the order things were written.
+            proc = subprocess.run([path, "--exact", name, "--nocapture", "--test-threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, errors="replace", timeout=timeout, env=env)
+            text, code = proc.stdout, proc.returncode
+        except subprocess.TimeoutExpired as e:
+            said = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            text, code = f"{said}\ntimed out after {timeout} s", None
         except OSError as e:
             text, code = f"cannot run: {e}", None
         skipped = re.search(r"SKIPPED[^\n]*", text)
         ran = re.search(r"\b([1-9]\d*) passed\b", text)
+        tail = None
         if code != 0:
-            outcome, why = "failed", text[-4000:]
+            outcome, why, tail = "failed", failure_reason(text, code), output_tail(text)
         elif re.search(rf"^test {re.escape(name)} \.\.\. ignored", text, re.M):
             outcome, why = "failed", "ignored: the test does not run"
         elif not ran:
-            outcome, why = "failed", "exited 0 but reports no test passed: " + text[-2000:]
+            outcome, why, tail = "failed", "exited 0 but reports no test passed", output_tail(text)
         elif skipped:
             outcome, why = "skipped", skipped.group(0)
         else:
             outcome, why = "passed", None
-        results[name] = {"outcome": outcome, **({"why": why} if why else {})}
-        print(f"{outcome:8s} {os.path.basename(path)} {name}", flush=True)
+        results[name] = {"outcome": outcome, **({"why": why} if why else {}), **({"output_tail": tail} if tail is not None else {})}
+        print(f"{outcome:8s} {os.path.basename(path)} {name}" + (f": {why}" if outcome == "failed" else ""), flush=True)
     return results
 
 
@@ -238,7 +281,7 @@ def run(folder, out, root=".", with_profile=True, timeout=600):
     def one(target):
         name = binary_name(target)
         path = os.path.join(folder, name)
-        results = run_binary(path, timeout) if os.path.exists(path) else {BINARY_LEVEL: {"outcome": "failed", "why": "binary not carried"}}
+        results = run_binary(path, timeout, root) if os.path.exists(path) else {BINARY_LEVEL: {"outcome": "failed", "why": "binary not carried"}}
         if BINARY_LEVEL in results:
             print(f"failed   {name}: {results[BINARY_LEVEL]['why'][:200]}", flush=True)
         with lock:

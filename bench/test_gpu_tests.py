@@ -1,6 +1,7 @@
-"""Tests of bench/gpu_tests.py (run by scripts/test.sh): which targets count as gated, and
-that a gated binary which is missing, cannot list its tests or lists none is counted as
-failed, on fake test binaries (shell scripts that answer libtest's --list and --exact)."""
+"""Tests of bench/gpu_tests.py (run by scripts/test.sh): which targets count as gated, that
+a gated binary which is missing, cannot list its tests or lists none is counted as failed,
+that a failed test keeps why and the tail of its output, and that insta finds its snapshots
+without cargo, on fake test binaries (shell scripts that answer libtest's --list and --exact)."""
 
 import json
 import os
@@ -107,6 +108,82 @@ class Run(unittest.TestCase):
             result = gpu_tests.run(f"{root}/bin", f"{root}/out", root, with_profile=False)
             self.assertEqual(result["tests"]["c-quiet"]["ghost"]["outcome"], "failed")
             self.assertEqual(result["failed"], 1)
+
+
+class FailureText(unittest.TestCase):
+    def test_a_failed_test_keeps_why_and_the_tail_of_its_output_in_order(self):
+        with tempfile.TemporaryDirectory() as root:
+            write(f"{root}/crates/c/tests/snap.rs", 'fn t() { eprintln!("SKIPPED t"); }\n')
+            # 100 numbered lines, an insta summary on stdout, the panic on stderr, then
+            # libtest's summary on stdout again.
+            write(f"{root}/bin/c-snap", """\
+                #!/bin/sh
+                if [ "$1" = "--list" ]; then echo "check: test"; exit 0; fi
+                i=1; while [ $i -le 100 ]; do echo "line $i"; i=$((i+1)); done
+                echo "Snapshot file: crates/c/tests/snapshots/check.snap"
+                echo "-old snapshot"
+                echo "+new results"
+                echo "thread 'check' (17749) panicked at src/runtime.rs:734:13:" >&2
+                echo "snapshot assertion for 'check' failed in line 153" >&2
+                echo "test result: FAILED. 0 passed; 1 failed"
+                exit 101
+                """, executable=True)
+            result = gpu_tests.run(f"{root}/bin", f"{root}/out", root, with_profile=False)
+            failed = result["tests"]["c-snap"]["check"]
+            self.assertEqual(failed["outcome"], "failed")
+            self.assertEqual(failed["why"], "panicked at src/runtime.rs:734:13: snapshot assertion for 'check' failed in line 153")
+            tail = failed["output_tail"].split("\n")
+            self.assertEqual(len(tail), gpu_tests.TAIL_LINES)
+            # The last 60 lines as written: lines 47 to 100, the diff, the panic, the summary.
+            self.assertEqual(tail[0], "line 47")
+            self.assertEqual(tail[-6:], ["Snapshot file: crates/c/tests/snapshots/check.snap", "-old snapshot", "+new results",
+                                         "thread 'check' (17749) panicked at src/runtime.rs:734:13:", "snapshot assertion for 'check' failed in line 153",
+                                         "test result: FAILED. 0 passed; 1 failed"])
+            with open(f"{root}/out/h200-gpu-tests.json") as f:
+                self.assertEqual(json.load(f)["tests"]["c-snap"]["check"]["output_tail"], failed["output_tail"])
+
+    def test_passed_and_skipped_tests_keep_no_output(self):
+        with tempfile.TemporaryDirectory() as root:
+            write(f"{root}/crates/c/tests/ok.rs", 'fn t() { eprintln!("SKIPPED t"); }\n')
+            fake_binary(f"{root}/bin/c-ok", {"runs": (0, "checked"), "skips": (0, "SKIPPED skips: no CUDA device")})
+            result = gpu_tests.run(f"{root}/bin", f"{root}/out", root, with_profile=False)
+            for entry in result["tests"]["c-ok"].values():
+                self.assertNotIn("output_tail", entry)
+
+    def test_a_tail_is_cut_to_its_characters(self):
+        tail = gpu_tests.output_tail("\n".join("x" * 1000 for _ in range(100)))
+        self.assertEqual(len(tail), gpu_tests.TAIL_CHARS)
+        self.assertEqual(gpu_tests.output_tail("a\nb\n", lines=1), "b")
+
+    def test_a_time_out_is_the_reason(self):
+        with tempfile.TemporaryDirectory() as root:
+            write(f"{root}/crates/c/tests/slow.rs", 'fn t() { eprintln!("SKIPPED t"); }\n')
+            write(f"{root}/bin/c-slow", """\
+                #!/bin/sh
+                if [ "$1" = "--list" ]; then echo "hangs: test"; exit 0; fi
+                echo "started"; exec sleep 30
+                """, executable=True)
+            results = gpu_tests.run_binary(f"{root}/bin/c-slow", timeout=1, root=root)
+            self.assertEqual(results["hangs"]["outcome"], "failed")
+            self.assertEqual(results["hangs"]["why"], "timed out after 1 s")
+
+
+class Insta(unittest.TestCase):
+    def test_tests_find_their_snapshots_under_root_without_cargo(self):
+        """insta asks `cargo metadata` for the workspace root; with no cargo (the GPU
+        machine) it looks under the crate's folder and every snapshot is "new". The runner
+        names the root, and asks for no .snap.new files."""
+        with tempfile.TemporaryDirectory() as root:
+            write(f"{root}/crates/c/tests/snap.rs", 'fn t() { eprintln!("SKIPPED t"); }\n')
+            write(f"{root}/bin/c-snap", f"""\
+                #!/bin/sh
+                if [ "$1" = "--list" ]; then echo "snapshot: test"; exit 0; fi
+                [ "$INSTA_WORKSPACE_ROOT" = "{os.path.abspath(root)}" ] || {{ echo "INSTA_WORKSPACE_ROOT=$INSTA_WORKSPACE_ROOT"; exit 101; }}
+                [ "$INSTA_UPDATE" = "no" ] || {{ echo "INSTA_UPDATE=$INSTA_UPDATE"; exit 101; }}
+                echo "test result: ok. 1 passed; 0 failed"
+                """, executable=True)
+            result = gpu_tests.run(f"{root}/bin", f"{root}/out", root, with_profile=False)
+            self.assertEqual(result["tests"]["c-snap"]["snapshot"], {"outcome": "passed"})
 
 
 if __name__ == "__main__":

@@ -11,6 +11,18 @@
 //! `cargo test` never writes a snapshot where it would be compared (CI=true makes a missing
 //! one a failure).
 //!
+//! Every command runs on one OpenCL device, pinned: the first CPU device (PoCL), named to
+//! `peak` with `PEAK_OPENCL_DEVICE`, and its name is what `[DEVICE]` replaces. Left to
+//! itself, `peak` takes the first GPU where an OpenCL GPU driver is installed (NVIDIA's,
+//! on a CUDA machine), and the snapshots hold a CPU device's output (no cache flush).
+//! On the H200 (PoCL's CPU and NVIDIA's H200 both OpenCL devices) `peak` ran on the CPU
+//! while the filter was built from the device this process opened by itself, so the CPU's
+//! name stayed in the output. A machine with no CPU OpenCL device skips the device tests.
+//!
+//! The snapshots are found through the workspace root that insta asks `cargo metadata`
+//! for; where no cargo is installed (a test binary carried to a GPU machine) set
+//! `INSTA_WORKSPACE_ROOT` to the checkout (bench/gpu_tests.py does).
+//!
 //! The sizes are tiny (n = 64, one or two configurations) so the whole file runs in
 //! seconds. Tuning output is made deterministic by leaving one configuration to tune:
 //! which configuration wins never depends on a measurement.
@@ -21,13 +33,39 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use peak_backend::Backend;
+use peak_opencl::DeviceEntry;
 use support::{example, opencl_present};
+
+/// The OpenCL device the snapshots are taken on: the first CPU device (not a GPU), or
+/// `None` where there is none.
+fn cpu_device() -> Option<DeviceEntry> {
+    peak_opencl::list_devices().ok()?.into_iter().find(|d| !d.is_gpu)
+}
+
+/// Whether a CPU OpenCL device is there to run `test`'s commands on; prints SKIPPED
+/// with the reason where not.
+fn cpu_opencl_present(test: &str) -> bool {
+    match peak_opencl::list_devices() {
+        Ok(devices) if devices.iter().any(|d| !d.is_gpu) => true,
+        Ok(devices) => {
+            let names: Vec<String> = devices.iter().map(|d| d.name.trim().to_string()).collect();
+            eprintln!("SKIPPED {test}: no CPU OpenCL device (install pocl-opencl-icd); the snapshots hold a CPU device's output, and this machine has only {}", names.join(", "));
+            false
+        }
+        Err(e) => {
+            eprintln!("SKIPPED {test}: no OpenCL device (install pocl-opencl-icd): {e}");
+            false
+        }
+    }
+}
 
 /// A scratch folder that `peak` runs in, with its results cache inside, and the filters
 /// that make its output stable.
 struct Snap {
     tmp: tempfile::TempDir,
     filters: Vec<(String, String)>,
+    /// The device every `peak` command runs on (`PEAK_OPENCL_DEVICE`), if any.
+    device: Option<DeviceEntry>,
 }
 
 /// `text` as a regular expression that matches it literally.
@@ -50,11 +88,14 @@ impl Snap {
         for path in [tmp.path().to_path_buf(), tmp.path().canonicalize().unwrap()] {
             filters.push((literal(path.to_str().unwrap()), "[TEMP]".to_string()));
         }
-        // The device: its name with its driver string, then its name alone.
-        if let Ok(backend) = peak_opencl::OpenClBackend::new() {
-            let device = backend.device();
-            filters.push((literal(&format!("{} ({})", device.name, device.driver)), "[DEVICE]".to_string()));
-            filters.push((literal(&device.name), "[DEVICE]".to_string()));
+        // The device, opened as `peak` will open it: its name with its driver string, then
+        // its name alone.
+        let device = cpu_device();
+        if let Some(entry) = &device {
+            let backend = peak_opencl::OpenClBackend::open(entry).expect("the CPU OpenCL device opens");
+            let info = backend.device();
+            filters.push((literal(&format!("{} ({})", info.name, info.driver)), "[DEVICE]".to_string()));
+            filters.push((literal(&info.name), "[DEVICE]".to_string()));
         }
         let generic = [
             // Dates and clock times.
@@ -81,7 +122,7 @@ impl Snap {
             (r"rel\. error \S+ \(tol (\S+)\), worst at \[\d+\] \S+ vs \S+", "rel. error [ERROR] (tol $1), worst at [INDEX] [VALUE] vs [VALUE]"),
         ];
         filters.extend(generic.iter().map(|(a, b)| (a.to_string(), b.to_string())));
-        Snap { tmp, filters }
+        Snap { tmp, filters, device }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -121,15 +162,18 @@ impl Snap {
     }
 
     fn output(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_peak"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_peak"));
+        command
             .args(args)
             .current_dir(self.tmp.path())
             .env("PEAK_CACHE_DIR", self.path("cache"))
             // No periodic progress lines, whose number depends on the machine's speed.
-            .env("PEAK_PROGRESS_INTERVAL", "0")
-            .env_remove("PEAK_OPENCL_DEVICE")
-            .output()
-            .expect("peak runs")
+            .env("PEAK_PROGRESS_INTERVAL", "0");
+        match &self.device {
+            Some(entry) => command.env("PEAK_OPENCL_DEVICE", format!("{}:{}", entry.platform, entry.device)),
+            None => command.env_remove("PEAK_OPENCL_DEVICE"),
+        };
+        command.output().expect("peak runs")
     }
 
     /// Run `peak ARGS` in the scratch folder and compare the whole output with the snapshot
@@ -170,7 +214,7 @@ fn info() {
 
 #[test]
 fn run() {
-    if !opencl_present("run") {
+    if !cpu_opencl_present("run") {
         return;
     }
     let snap = Snap::new();
@@ -182,7 +226,7 @@ fn run() {
 
 #[test]
 fn check() {
-    if !opencl_present("check") {
+    if !cpu_opencl_present("check") {
         return;
     }
     let snap = Snap::new();
@@ -197,7 +241,7 @@ fn check() {
 
 #[test]
 fn validate() {
-    if !opencl_present("validate") {
+    if !cpu_opencl_present("validate") {
         return;
     }
     let snap = Snap::new();
@@ -213,7 +257,7 @@ fn validate() {
 /// second run finds it in the cache.
 #[test]
 fn tune() {
-    if !opencl_present("tune") {
+    if !cpu_opencl_present("tune") {
         return;
     }
     let snap = Snap::new();
@@ -228,7 +272,7 @@ fn tune() {
 /// n = 64) and a yardstick; then `log` (and `--sizes`), `show` and `diff`.
 #[test]
 fn workflow() {
-    if !opencl_present("workflow") {
+    if !cpu_opencl_present("workflow") {
         return;
     }
     let mut snap = Snap::new();
