@@ -11,10 +11,22 @@ compute-bound), in this one process on the GPU:
 - independent: `peak export` writes the kernel as a plain file and its launches as data;
   nvcc compiles the kernel to a cubin; this script loads it with the CUDA driver API
   (ctypes, in PyTorch's context), allocates the arrays with PyTorch, launches it with
-  cuLaunchKernel on PyTorch's stream and times it with torch.cuda.Event. Its method is the
-  usual one, written here without any of peak's code: warm-up runs, 256 MiB written
-  before every run outside the events (Triton's do_bench flush), runs queued back to
-  back, one synchronisation at the end, the median.
+  cuLaunchKernel and times it with torch.cuda.Event. Its method ("aligned"), written here
+  without any of peak's code, is the one peak documents (peak_backend::timing): warm-up
+  runs; before every run, outside the events, twice the L2 (as PyTorch reports it) written
+  with the driver's 32-bit memset, a new value each run; runs queued back to back on a
+  stream of its own (non-blocking, as peak's); between the two events nothing but the
+  launches, whose arguments are marshalled once before the loop; one synchronisation at
+  the end; the median.
+
+  Diagnostics (issue 26, gelu-bf16-1M at 7 us): the same kernel is also timed with one
+  thing changed at a time, and with the method this script used before, so the JSON says
+  which difference moves a time: "before" (PyTorch's legacy default stream, 256 MiB
+  written by a PyTorch fill kernel, the arguments marshalled in Python between the
+  events), "default-stream", "args-per-run", "fill-flush" (256 MiB by a PyTorch fill
+  kernel instead of the memset), "no-flush" (nothing written: what a warm L2 gives, so a
+  flush that evicts nothing shows up as aligned == no-flush), and "aligned-again" (the
+  aligned method once more, after the others: the drift between two identical runs).
 
 Writes the JSON after every kernel (a failure is recorded for its kernel and the rest go
 on); stops starting kernels once --budget-s seconds have passed. The ratio is
@@ -45,7 +57,28 @@ KERNELS = [
 ]
 
 TOLERANCE = 0.05
-FLUSH_BYTES = 256 << 20
+# The "fill-flush" diagnostic (and the method before): Triton's do_bench size.
+FILL_FLUSH_BYTES = 256 << 20
+WARMUP = 5
+
+# How the independent side times a kernel: on which stream, how L2 is flushed before each
+# run, and whether the launch arguments are marshalled before the loop or in every run
+# (between the events). "aligned" is the measurement; the others are diagnostics.
+METHODS = {
+    "aligned": {"stream": "own", "flush": "memset", "args": "prebuilt"},
+    "before": {"stream": "default", "flush": "fill", "args": "per-run"},
+    "default-stream": {"stream": "default", "flush": "memset", "args": "prebuilt"},
+    "args-per-run": {"stream": "own", "flush": "memset", "args": "per-run"},
+    "fill-flush": {"stream": "own", "flush": "fill", "args": "prebuilt"},
+    "no-flush": {"stream": "own", "flush": "none", "args": "prebuilt"},
+    "aligned-again": {"stream": "own", "flush": "memset", "args": "prebuilt"},
+}
+
+
+def memset_flush_bytes(l2_bytes):
+    """Twice the L2, at least 16 MiB and at most 1 GiB, in whole 4-byte words."""
+    n = min(max(2 * l2_bytes, 16 << 20), 1 << 30)
+    return (n + 3) // 4 * 4
 
 
 def sets(values):
@@ -95,9 +128,23 @@ class Driver:
         # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
         self.check(self.lib.cuFuncSetAttribute(function, 8, ctypes.c_int(nbytes)), "cuFuncSetAttribute")
 
-    def launch(self, function, grid, block, shared, args, stream):
-        holders = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+    @staticmethod
+    def holders(args):
+        """cuLaunchKernel's kernelParams: a pointer to each argument (`args` must outlive it)."""
+        return (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+
+    def launch(self, function, grid, block, shared, holders, stream):
         self.check(self.lib.cuLaunchKernel(function, *grid, *block, shared, ctypes.c_void_p(stream), holders, None), "cuLaunchKernel")
+
+    def memset_d32(self, pointer, value, count, stream):
+        self.check(self.lib.cuMemsetD32Async(ctypes.c_uint64(pointer), ctypes.c_uint32(value & 0xFFFFFFFF), ctypes.c_size_t(count), ctypes.c_void_p(stream)), "cuMemsetD32Async")
+
+    def l2_bytes(self, device=0):
+        # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38
+        value, handle = ctypes.c_int(), ctypes.c_int()
+        self.check(self.lib.cuDeviceGet(ctypes.byref(handle), device), "cuDeviceGet")
+        self.check(self.lib.cuDeviceGetAttribute(ctypes.byref(value), 38, handle), "cuDeviceGetAttribute")
+        return value.value
 
 
 def kernel_file(export_dir):
@@ -118,7 +165,9 @@ def compile_cubin(export_dir):
     return cubin
 
 
-def independent_side(torch, driver, peak, context, values, reps, timeout):
+def independent_side(torch, driver, peak, context, values, reps, timeout, methods=("aligned",)):
+    """The kernel's time by each method of `methods` (names in METHODS), in that order: for
+    the first, independent_ms and independent_spread; every one under "methods"."""
     export_dir = tempfile.mkdtemp(prefix="agreement-")
     export = run_json([peak, "export", context, *sets(values), "--to", export_dir, "--force", "--json"], timeout)
     seq = export["sequence"]
@@ -133,40 +182,97 @@ def independent_side(torch, driver, peak, context, values, reps, timeout):
     for s in seq["setup"]:
         if s["kind"] == "max_dynamic_shared":
             driver.max_dynamic_shared(functions[s["kernel"]], s["bytes"])
+    torch.cuda.synchronize()
 
-    stream = torch.cuda.current_stream().cuda_stream
+    l2 = driver.l2_bytes()
+    memset_bytes = memset_flush_bytes(l2)
+    memset_buffer = torch.empty(memset_bytes, dtype=torch.uint8, device="cuda")
+    fill_buffer = torch.empty(FILL_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    prebuilt = run_plan(torch, seq, buffers, functions, driver)
 
-    def run_once():
+    def run_per_run(handle):
+        """The method before: every argument marshalled in Python, in every run."""
         for step in seq["steps"]:
             if step["kind"] == "launch":
                 args = [kernel_arg(a, buffers) for a in step["args"]]
-                driver.launch(functions[step["kernel"]], step["grid"], step["block"], step["shared_bytes"], args, stream)
+                driver.launch(functions[step["kernel"]], step["grid"], step["block"], step["shared_bytes"], Driver.holders(args), handle)
             elif step["kind"] == "fill":
                 pattern = torch.tensor(step["pattern"], dtype=torch.uint8, device="cuda")
                 buffers[step["buffer"]].view(-1, len(step["pattern"]))[:] = pattern
             elif step["kind"] == "copy":
                 buffers[step["dst"]][: step["bytes"]].copy_(buffers[step["src"]][: step["bytes"]])
 
-    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    for i in range(5):
-        flush.fill_(i & 0xFF)
-        run_once()
-    events = []
-    for i in range(reps):
-        flush.fill_(i & 0xFF)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run_once()
-        end.record()
-        events.append((start, end))
-    torch.cuda.synchronize()
-    times = sorted(s.elapsed_time(e) for s, e in events)
-    q = statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1 else [times[0]] * 3
+    def measure(method):
+        stream = torch.cuda.Stream() if method["stream"] == "own" else torch.cuda.default_stream()
+        handle = stream.cuda_stream
+        run = (lambda: prebuilt(handle)) if method["args"] == "prebuilt" else (lambda: run_per_run(handle))
+
+        def flush(i):
+            if method["flush"] == "memset":
+                driver.memset_d32(memset_buffer.data_ptr(), i + 1, memset_bytes // 4, handle)
+            elif method["flush"] == "fill":
+                fill_buffer.fill_(i & 0xFF)
+
+        torch.cuda.synchronize()
+        with torch.cuda.stream(stream):
+            for i in range(WARMUP):
+                flush(i)
+                run()
+            events = []
+            for i in range(reps):
+                flush(WARMUP + i)
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record(stream)
+                run()
+                end.record(stream)
+                events.append((start, end))
+        torch.cuda.synchronize()
+        times = sorted(s.elapsed_time(e) for s, e in events)
+        return {**method, "median_ms": statistics.median(times), "spread": spread(times)}
+
+    results = {name: measure(METHODS[name]) for name in methods}
+    first = results[methods[0]]
     return {
-        "independent_ms": statistics.median(times),
-        "independent_spread": {"count": len(times), "min_ms": times[0], "q1_ms": q[0], "median_ms": q[1], "q3_ms": q[2], "max_ms": times[-1]},
+        "independent_ms": first["median_ms"],
+        "independent_spread": first["spread"],
+        "independent_l2_bytes": l2,
+        "independent_flushed_bytes": memset_bytes,
+        "methods": results,
         "export_build": export["build"],
     }
+
+
+def spread(sorted_times):
+    q = statistics.quantiles(sorted_times, n=4, method="inclusive") if len(sorted_times) > 1 else [sorted_times[0]] * 3
+    return {"count": len(sorted_times), "min_ms": sorted_times[0], "q1_ms": q[0], "median_ms": q[1], "q3_ms": q[2], "max_ms": sorted_times[-1]}
+
+
+def run_plan(torch, seq, buffers, functions, driver):
+    """One run of the export's steps with everything but the issue done now: each launch's
+    arguments marshalled into a ctypes array once (kept alive by the closure), each fill's
+    pattern on the device. Returns run(stream_handle)."""
+    issued = []
+    for step in seq["steps"]:
+        if step["kind"] == "launch":
+            args = [kernel_arg(a, buffers) for a in step["args"]]
+            issued.append(("launch", functions[step["kernel"]], tuple(step["grid"]), tuple(step["block"]), step["shared_bytes"], args, Driver.holders(args)))
+        elif step["kind"] == "fill":
+            pattern = torch.tensor(step["pattern"], dtype=torch.uint8, device="cuda")
+            issued.append(("fill", buffers[step["buffer"]].view(-1, len(step["pattern"])), pattern))
+        elif step["kind"] == "copy":
+            issued.append(("copy", buffers[step["dst"]][: step["bytes"]], buffers[step["src"]][: step["bytes"]]))
+
+    def run(handle):
+        for item in issued:
+            if item[0] == "launch":
+                _, function, grid, block, shared, _args, holders = item
+                driver.launch(function, grid, block, shared, holders, handle)
+            elif item[0] == "fill":
+                item[1][:] = item[2]
+            else:
+                item[1].copy_(item[2])
+
+    return run
 
 
 def make_buffer(torch, spec):
@@ -196,7 +302,13 @@ def main():
     parser.add_argument("--commit", default="unknown")
     parser.add_argument("--device", default="unknown")
     parser.add_argument("--date", default="unknown")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help="comma-separated METHODS names, the first the measurement (default: aligned, then every diagnostic)")
     args = parser.parse_args()
+    methods = tuple(m for m in args.methods.split(",") if m)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        parser.error(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}")
 
     clock = time.monotonic()
     wanted = [k for k in KERNELS if not args.kernels or k[0] in args.kernels.split(",")]
@@ -209,7 +321,9 @@ def main():
         "tolerance": TOLERANCE,
         "method": {
             "peak": "peak run --warmup 5 --reps N (peak_backend::timing: cache flushed before every run outside the events, runs queued back to back, median); peak_tune_ms: peak tune on the one configuration (the worker's path, 7 runs)",
-            "independent": f"peak export's kernel file compiled with nvcc -cubin, launched with cuLaunchKernel through ctypes on PyTorch's stream, {FLUSH_BYTES >> 20} MiB written before every run outside torch.cuda.Event pairs, 5 warm-up runs, N runs queued back to back, median",
+            "independent": f"peak export's kernel file compiled with nvcc -cubin, launched with cuLaunchKernel through ctypes on a non-blocking stream of PyTorch's, its arguments marshalled once before the loop; twice the L2 written with cuMemsetD32Async (a new value each run) before every run outside the torch.cuda.Event pairs; {WARMUP} warm-up runs, N runs queued back to back, median (method '{methods[0]}')",
+            "methods": {name: METHODS[name] for name in methods},
+            "diagnostics": "each kernel's methods: the same kernel timed with one thing changed (stream: own non-blocking or PyTorch's legacy default stream; flush: memset of twice the L2, a 256 MiB PyTorch fill kernel, or none; args: marshalled once or in every run between the events); 'before' is the method up to this change; ratio = peak_ms / that method's median",
         },
         "kernels": [],
     }
@@ -233,7 +347,9 @@ def main():
         else:
             try:
                 row.update(peak_side(args.peak, context, values, args.reps, timeout=max(left, 30)))
-                row.update(independent_side(torch, driver, args.peak, context, values, args.reps, timeout=max(left, 30)))
+                row.update(independent_side(torch, driver, args.peak, context, values, args.reps, timeout=max(left, 30), methods=methods))
+                for result in row["methods"].values():
+                    result["ratio"] = row["peak_ms"] / result["median_ms"]
                 row["ratio"] = row["peak_ms"] / row["independent_ms"]
                 row["tune_ratio"] = row["peak_tune_ms"] / row["independent_ms"]
                 row["within_tolerance"] = abs(row["ratio"] - 1) <= TOLERANCE
@@ -247,6 +363,8 @@ def main():
             json.dump(report, f, indent=2)
         summary = f"ratio {row['ratio']:.3f} (peak {row['peak_ms']:.4f} ms, tune {row['peak_tune_ms']:.4f} ms, independent {row['independent_ms']:.4f} ms)" if "ratio" in row else row["error"]
         print(f"timing-agreement: {name}: {summary}", file=sys.stderr, flush=True)
+        for method, result in row.get("methods", {}).items():
+            print(f"timing-agreement:   {method:<15} {result['median_ms'] * 1000:10.2f} us  ratio {result['ratio']:.3f}  iqr {(result['spread']['q3_ms'] - result['spread']['q1_ms']) * 1000:.2f} us", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
