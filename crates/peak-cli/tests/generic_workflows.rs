@@ -133,6 +133,29 @@ fn gelu_bf16_workflow_replays() {
     assert!(log[0]["summary"].as_str().unwrap().contains("Vector-Body"));
 }
 
+/// The GELU's branch `stream-hints`: Stream-Hints after Vector-Body marks the input's loads
+/// (head, vector body, tail) and the output's stores as streaming (`__builtin_nontemporal_*`
+/// on OpenCL), STREAM tuned; the recorded tip is right against the naive root with every
+/// STREAM value, at lengths whose head and tail are not empty.
+#[test]
+fn gelu_bf16_stream_hints_branch_replays() {
+    let Some(log) = replay_branch("gelu-bf16", Some("stream-hints"), &[], &["Grid-Stride", "Vector-Body", "Stream-Hints"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
+    let env = Env::new();
+    let recorded = env.path("recorded");
+    unbundle(&example("workflows/gelu-bf16-opencl-agent.bundle"), &recorded);
+    let (candidate, naive) = (context_at(&env, &recorded, "stream-hints"), context_at(&env, &recorded, "root"));
+    let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
+    assert!(source.contains("LOAD_STREAM(") && source.contains("STORE_STREAM("), "{source}");
+    for stream in ["0", "1", "2"] {
+        let report = env.json(&[
+            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
+            "--set", "N=1003,4099", "--set", &format!("STREAM={stream}"), "--set", "VEC_BYTES=16", "--json",
+        ]);
+        assert_eq!(report["outcome"], "passed", "STREAM={stream}: {report}");
+    }
+}
+
 /// A layernorm over rows of 1001 floats: rows start at addresses no vector is aligned to,
 /// so Vector-Body's scalar head and tail run on every row (issue 24); then Register-Segment
 /// keeps each work-item's first ITEMS body vectors in registers for all three passes.

@@ -46,6 +46,7 @@ const SHIPPED: &[&str] = &[
     "Register-Segment",
     "Register-Window",
     "Rows-Per-Block",
+    "Stream-Hints",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
