@@ -33,3 +33,12 @@ __device__ __forceinline__ void peak_ldmatrix_b(unsigned* b, const void* p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(s));
 }
+
+// peak_mma_16816_bf16(d, a, b): the same for bf16 inputs (`__nv_bfloat16`), f32 accumulation:
+// the same fragment layouts and the same ldmatrix loads (they move 16-bit elements).
+__device__ __forceinline__ void peak_mma_16816_bf16(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}

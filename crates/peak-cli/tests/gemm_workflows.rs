@@ -207,3 +207,120 @@ fn the_gemm_line_speaks_sizes_accessors_and_epilogue() {
         }
     }
 }
+
+/// The Hopper line, Refactor to TMA-Store, on the bf16 twin
+/// (examples/gemm-nt-bias-cuda-bf16: `out = inp . weight^T + bias` in bf16 with f32
+/// accumulation, weight stored N x K, validated at 200 x 136 x 88 where no size divides a
+/// tile), written by the agent executor with `--defer`: every step compile-checked by
+/// NVRTC for sm_90a, none failed, and the tip keeps the roles the prompts ask for: the
+/// K-major weight read by wgmma without the transpose bit, the bf16 kind, the bias applied
+/// through EPILOGUE inside C only before the clipped TMA store.
+const HOPPER_CHAIN: [&str; 11] = [
+    "Refactor",
+    "TB-Tiling",
+    "Warp-Tiling",
+    "Tensor-Core",
+    "Tensor-Tiling",
+    "Pipelining",
+    "TMA-Pipeline",
+    "WGMMA",
+    "Warp-Specialize",
+    "TMA-Multicast",
+    "TMA-Store",
+];
+
+#[test]
+fn gemm_nt_bias_bf16_walks_the_hopper_line_deferred() {
+    let env = Env::new();
+    let wf = env.path("bf16");
+    unbundle(&example("workflows/gemm-nt-bias-cuda-bf16-deferred.bundle"), &wf);
+    let line = first_parent_chain(&env, &wf);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    assert_eq!(&steps[1..], HOPPER_CHAIN);
+    let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
+    for pair in line.windows(2) {
+        assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
+    }
+    for entry in &line[1..] {
+        assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
+        let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);
+        let check = &show["validation"]["compile_check"];
+        let counts = check["counts"].as_object().unwrap();
+        assert!(counts["compiled"].as_u64().unwrap() > 0, "{check}");
+        assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "every sampled variant compiled or was pruned by the launch script: {check}");
+    }
+    // The context the lead replays: bf16 operands, bias and output, the NT layout and the bias
+    // for cuBLASLt, validation at sizes that divide no tile (multiples of 8 for TMA's strides).
+    let manifest = std::fs::read_to_string(example("gemm-nt-bias-cuda-bf16/peak.toml")).unwrap();
+    for expected in ["b_layout = \"col\"", "bias = \"bias\"", "type = \"bf16\"", "M = { values = [200] }", "N = { values = [136] }", "K = { values = [88] }"] {
+        assert!(manifest.contains(expected), "missing {expected:?} in the manifest");
+    }
+    let tip = file("HEAD");
+    for expected in [
+        "#define GEMM_M (M)",
+        "#define B_AT(r, c) weight[(c) * (K) + (r)]",
+        "#define EPILOGUE(acc, r, c) (__float2bfloat16((acc) + __bfloat162float(bias[(c)])))",
+        // wgmma with bf16 inputs and the weight K-major: no transpose bit, A's descriptor geometry.
+        "#define PEAK_WGMMA peak_wgmma_bf16_m64n128k16<0>",
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+        "const unsigned long long db = peak_wgmma_desc(b_stage, 16, 1024);",
+        "PEAK_WGMMA(acc, da + 2 * k, db + 2 * k, 1);",
+        // The weight's rows are its output channels: boxes at (k, n), multicast across the cluster.
+        "peak_tma_load_2d_multicast(b_stage + c * 8192, &tma_b, t * 64, BX * TILE_N + 64 * c,",
+        // The epilogue runs inside C only; the store clips the rest.
+        "(gr < GEMM_M && gc < GEMM_N) ? EPILOGUE(acc[4 * j + 2 * h], gr, gc) : zero;",
+        "peak_tma_store_2d(&tma_c, BX * TILE_N + 64 * b, BY * TILE_M,",
+        "cuda_tensor_map(weight, \"bf16\", [K, N], [K * 2], [64, 64], \"128b\")",
+        "cuda_tensor_map(out, \"bf16\", [N, M], [N * 2], [64, tile_m], \"128b\")",
+        "launch(\"gemm_nt_bias\", [ceil_div(N, WGMMA_N), ceil_div(M, tile_m)], [BLOCK_X, BLOCK_Y + 1], smem,",
+    ] {
+        assert!(tip.contains(expected), "missing {expected:?} in the tip:\n{tip}");
+    }
+    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    assert!(!device.contains("bias["), "the bias lives in EPILOGUE only");
+    assert!(!device.contains("__half"), "no f16 left in a bf16 kernel");
+}
+
+/// The Hopper transformations speak roles (M, N, K, the operands' layouts, the element type,
+/// the epilogue) and keep the shape the recorded f16 workflow
+/// (examples/workflows/matmul-cuda-f16.bundle) replays against: the same passes in the
+/// same regions.
+#[test]
+fn the_hopper_line_speaks_sizes_layouts_types_and_epilogue() {
+    let env = Env::new();
+    for (name, regions) in [
+        ("warp-tiling", &["macros", "host"][..]),
+        ("tensor-core", &["macros", "device", "host"]),
+        ("tensor-tiling", &["macros", "device", "host"]),
+        ("tma-pipeline", &["macros", "device", "host"]),
+        ("wgmma", &["macros", "device", "host"]),
+        ("warp-specialize", &["device", "host"]),
+        ("tma-multicast", &["device", "host"]),
+        ("tma-store", &["device", "host"]),
+    ] {
+        let shown = env.json(&["transformations", "show", name, "--json"]);
+        let got: Vec<&str> = shown["passes"].as_array().unwrap().iter().map(|p| p["region"].as_str().unwrap()).collect();
+        assert_eq!(got, regions, "{name}: recorded workflows replay by (pass, attempt)");
+        let text = serde_json::to_string(&shown).unwrap();
+        for stale in ["C = A x B", "check against n", "ceil_div(n, ", "[n, n]", "(n % 8 == 0)", "no bounds checks: the store clips"] {
+            assert!(!text.contains(stale), "{name} still says {stale:?}");
+        }
+        let terms: &[&str] = match name {
+            "warp-tiling" => &[],
+            "tensor-tiling" | "warp-specialize" => &["EPILOGUE", "GEMM_N"],
+            "tensor-core" | "wgmma" | "tma-store" => &["EPILOGUE", "GEMM_M", "bf16"],
+            // Where B's boxes are laid out, for either layout.
+            "tma-multicast" => &["GEMM_M", "K-major"],
+            _ => &["GEMM_N", "K-major"],
+        };
+        for term in terms {
+            assert!(text.contains(term), "{name} does not speak of {term}");
+        }
+    }
+    // Both layouts of B are spelled out where wgmma reads it: the transpose bit for a
+    // row-major B, none for a K-major one.
+    let wgmma = serde_json::to_string(&env.json(&["transformations", "show", "wgmma", "--json"])).unwrap();
+    for expected in ["peak_wgmma_bf16_m64n{64,128,256}k16<1>", "`peak_wgmma_bf16_m64n{N}k16<0>`", "db = peak_wgmma_desc(b_stage, 16, 1024)"] {
+        assert!(wgmma.contains(expected), "wgmma does not say {expected:?}");
+    }
+}
