@@ -16,11 +16,25 @@ the replay goes), BUNDLE, PIN (1), BUDGET (evaluations per step, default 48),
 SANITIZE_SAMPLES (default 2), SANITIZE_AT, REPS (default 20), REPLAY_TIMEOUT (seconds,
 default 420), STEP_TIME (tuning seconds per replayed step, default 15), RETUNE_BUDGET and RETUNE_TIME
 (per shape, default 128 and 150 s; RETUNE_BUDGET=0 skips it).
+
+DTYPE=bf16 (or f16, with its bundle) runs the 16-bit Hopper line instead
+(examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle, Refactor ... TMA-Store):
+the bundle is replayed at EACH shape into its own workflow (WF/<shape>): every step
+validated at the manifest's [validation.inputs] (200 x 136 x 88), sanitized once
+(SANITIZE_SAMPLES, default 1) at SANITIZE_AT (default M=256 N=256 K=128) and tuned at the
+shape (--samples 4, BUDGET default 12 evaluations and STEP_TIME default 12 s per step, so
+one replay stays near 200 s); the tip is retuned over its whole (small) space at the shape
+(RETUNE_BUDGET default 90, RETUNE_TIME default 90 s) and timed at its best configuration
+against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 out, f32
+accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
 """
 import datetime, json, os, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUNDLE = os.environ.get("BUNDLE", os.path.join(ROOT, "examples/workflows/gemm-nt-bias-cuda-deferred.bundle"))
+DTYPE = os.environ.get("DTYPE", "f32")
+HALF = DTYPE in ("bf16", "f16")
+BUNDLE = os.environ.get("BUNDLE", os.path.join(ROOT, "examples/workflows/gemm-nt-bias-cuda-deferred.bundle" if DTYPE == "f32"
+                                               else f"examples/workflows/gemm-nt-bias-cuda-{DTYPE}-deferred.bundle"))
 RESULT = os.path.join(ROOT, "bench/results/h200-gemm-shapes.json")
 # The configuration the line was designed for: the fastest fp32 tile of the square case
 # study's exhaustive sweep (h200-f32-tile-sweep.json: 16 x 16 threads, 16 x 8 outputs each).
@@ -62,7 +76,96 @@ def neighbourhood(m, n, k):
     return space
 
 
+def replay_at(peak, wf, sizes, budget, step_time, samples, sanitize_samples, sanitize_at, pins, timeout, log_path):
+    """peak replay of BUNDLE into wf, tuned at `sizes`; the replay's record for a row."""
+    started = time.time()
+    cmd = [peak, "replay", BUNDLE, "--into", wf, "--budget", budget, "--time", step_time, "--samples", samples,
+           "--sanitize-samples", sanitize_samples, *sanitize_at, *sizes, *pins]
+    try:
+        with open(log_path, "w") as log_file:
+            code = subprocess.run(cmd, stdout=log_file, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        replay = {"rc": code, "log": open(log_path).read()[-3000:]}
+    except subprocess.TimeoutExpired:
+        replay = {"rc": "timeout", "log": open(log_path).read()[-3000:]}
+    replay.update({"seconds": round(time.time() - started, 1), "command": " ".join(cmd[1:])})
+    return replay
+
+
+def steps_of(peak, wf):
+    log = sh([peak, "log", "-w", wf, "--json"])
+    return json.loads(log.stdout) if log.stdout.strip() else []
+
+
+def main_half(out):
+    """The 16-bit Hopper line: one replay per shape, the tip retuned and timed there."""
+    peak = os.environ.get("PEAK", "carry/gemm-shapes/peak")
+    shapes = os.environ.get("SHAPES", "8192x3072x768 8192x768x3072 8192x2304x768").split()
+    budget, samples = os.environ.get("BUDGET", "12"), os.environ.get("SANITIZE_SAMPLES", "1")
+    reps, timeout = int(os.environ.get("REPS", "20")), int(os.environ.get("REPLAY_TIMEOUT", "300"))
+    step_time = os.environ.get("STEP_TIME", "12")
+    retune_budget, retune_time = os.environ.get("RETUNE_BUDGET", "90"), os.environ.get("RETUNE_TIME", "90")
+    sanitize_at = [a for size in os.environ.get("SANITIZE_AT", "M=256 N=256 K=128").split() for a in ("--sanitize-at", size)]
+    base = os.environ.get("WF", os.path.join(out, "wf"))
+    os.makedirs(base, exist_ok=True)
+    rows, device = [], None
+    for shape in shapes:
+        m, n, k = (int(x) for x in shape.split("x"))
+        inputs = {"M": m, "N": n, "K": k}
+        sizes = ["--set", f"M={m}", "--set", f"N={n}", "--set", f"K={k}"]
+        wf = os.path.join(base, shape)
+        replay = replay_at(peak, wf, sizes, budget, step_time, "4", samples, sanitize_at, [], timeout,
+                           os.path.join(out, f"replay-{DTYPE}-{shape}.log"))
+        entries = steps_of(peak, wf)
+        row = {"dtype": DTYPE, "m": m, "n": n, "k": k, "layout": "NT", "epilogue": "bias", "replay": replay,
+               "line": [e["transformation"] for e in reversed(entries)],
+               "steps": [{"transformation": e["transformation"], "verdict": e["verdict"], "best_time_ms": e.get("best_time_ms")} for e in reversed(entries)]}
+        if replay["rc"] == 0 and int(retune_budget) > 0:
+            started = time.time()
+            try:
+                r = sh([peak, "retune", "-w", wf, "--budget", retune_budget, "--time", retune_time, "--no-sanitize-winner", *sizes], timeout=timeout)
+                row["retune"] = {"rc": r.returncode, "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
+            except subprocess.TimeoutExpired:
+                row["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
+        best = tip_best(peak, wf) if entries else None
+        if best:
+            tuned = baseline(peak, os.path.join(wf, "context"), inputs, best, reps)
+            row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
+            row["tuned"] = tuned
+            device = device or tuned.get("device")
+        print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
+        rows.append(row)
+    command = (f"DTYPE={DTYPE} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} STEP_TIME={step_time} "
+               f"SANITIZE_SAMPLES={samples} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): per shape peak replay "
+               f"{os.path.relpath(BUNDLE, ROOT)} --into WF/<shape> --set M= --set N= --set K= (each row's replay.command), peak retune -w WF/<shape> "
+               f"at the shape, peak baseline WF/<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
+    merge(rows, device, command, out)
+
+
+def merge(rows, device, command, out):
+    """Merge rows into the results file, keeping every row of another (dtype, shape)."""
+    doc = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
+    new = {(r["dtype"], r["m"], r["n"], r["k"]) for r in rows}
+    keep = [r for r in doc.get("rows", []) if (r.get("dtype"), r.get("m"), r.get("n"), r.get("k")) not in new]
+    commands = dict(doc.get("commands", {}))
+    commands[DTYPE] = command
+    doc.update({
+        "benchmark": "h200-gemm-shapes",
+        "commands": commands,
+        "device": device or doc.get("device"),
+        "commit": os.environ.get("PEAK_COMMIT", "unknown"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "rows": keep + rows,
+    })
+    doc.setdefault("method", "peak_ms and cublaslt_ms: peak baseline's medians in one device call (CUDA events, L2 flushed before every run: peak's one timing method), the kernel at the configuration the tuning found best at that shape")
+    for path in (RESULT, os.path.join(out, "h200-gemm-shapes.json")):
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+    print("wrote", RESULT, "and", os.path.join(out, "h200-gemm-shapes.json"))
+
+
 def main(out):
+    if HALF:
+        return main_half(out)
     peak = os.environ.get("PEAK", "carry/gemm-shapes/peak")
     shapes = os.environ.get("SHAPES", "8192x3072x768 8192x768x3072 8192x2304x768").split()
     budget, samples = os.environ.get("BUDGET", "48"), os.environ.get("SANITIZE_SAMPLES", "2")

@@ -10,6 +10,13 @@
 # (carry carry/gemm-shapes; one shape per device call keeps each under 600 s).
 # Settings: SHAPES, BUDGET (per step, default 48), SANITIZE_SAMPLES (2), REPS (20),
 # REPLAY_TIMEOUT (420 s), PEAK, PEAK_COMMIT.
+#
+# DTYPE=bf16: the 16-bit Hopper line (examples/workflows/gemm-nt-bias-cuda-bf16-deferred.bundle,
+# Refactor ... TMA-Store) replayed at each shape (validated at 200 x 136 x 88, sanitized once at
+# 256 x 256 x 128, tuned at the shape: BUDGET 12 and STEP_TIME 12 s per step), the tip retuned
+# there (RETUNE_BUDGET 90, RETUNE_TIME 90 s) and timed against cuBLASLt (bf16, NT, bias fused);
+# rows with dtype bf16 are merged beside the f32 rows. One shape per device call:
+#   OUT=some/folder DTYPE=bf16 SHAPES="8192x3072x768" bash bench/h200-gemm-shapes.sh run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
