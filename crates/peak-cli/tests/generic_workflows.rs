@@ -200,6 +200,32 @@ fn layernorm_rows_per_block_branch_replays() {
     assert!(log[0]["summary"].as_str().unwrap().contains("Rows-Per-Block"));
 }
 
+/// The layernorm's branch `stream-hints`: Stream-Hints after Register-Segment streams the
+/// last read of each row element (the registers' one load, the normalising walk's loads of
+/// a longer row's rest and of the scalar head and tail; the mean and variance walks keep
+/// plain loads) and the output's stores, never weight and bias. The recorded tip is right
+/// against the naive root with every STREAM value, rows of 1001 (misaligned: the scalar
+/// fallback) and 1024, registers holding part of a row or all of it.
+#[test]
+fn layernorm_stream_hints_branch_replays() {
+    let Some(log) = replay_branch("layernorm", Some("stream-hints"), &["N=64"], &["Block-Reduce", "Vector-Body", "Register-Segment", "Stream-Hints"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
+    let env = Env::new();
+    let recorded = env.path("recorded");
+    unbundle(&example("workflows/layernorm-opencl-agent.bundle"), &recorded);
+    let (candidate, naive) = (context_at(&env, &recorded, "stream-hints"), context_at(&env, &recorded, "root"));
+    let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
+    assert!(!source.contains("LOAD_STREAM(weight") && !source.contains("LOAD_STREAM(bias"), "{source}");
+    for (stream, block, items) in [("0", "64", "2"), ("1", "16", "1"), ("1", "256", "16"), ("2", "64", "2"), ("2", "16", "1")] {
+        let report = env.json(&[
+            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
+            "--set", "C=1001,1024", "--set", "N=3", "--set", &format!("STREAM={stream}"), "--set", &format!("BLOCK_X={block}"),
+            "--set", &format!("ITEMS={items}"), "--set", "VEC_BYTES=4,8,16", "--json",
+        ]);
+        assert_eq!(report["outcome"], "passed", "STREAM={stream} BLOCK_X={block} ITEMS={items}: {report}");
+    }
+}
+
 /// The CUDA twins' workflows (for bench/h200-kernels.sh) take the same chains, written by
 /// the agent executor and compile-checked only (`--defer`): the H200 replay validates them.
 /// The reduction and the softmax go on with Warp-Reduce (CUDA only: PoCL has no subgroups),
