@@ -1,22 +1,17 @@
 #!/usr/bin/env bash
 # The fp32 GEMM line in roles (out = inp . W^T + bias, f32, no TF32) against cuBLASLt on
 # the H200 at the shapes of issue 25: replays examples/workflows/gemm-nt-bias-cuda-deferred.bundle
-# once per shape (validated at 61 x 47 x 33, tuned at that shape), times the tip with that
-# shape's best configuration and cuBLASLt in one `peak baseline --against cublaslt` call,
-# and merges the rows into bench/results/h200-gemm-shapes.json (bench/gemm_shapes.py).
+# once (validated at 61 x 47 x 33, sanitized small, the design configuration pinned), then
+# retunes its tip at each shape and times it with that shape's best configuration and
+# cuBLASLt in one `peak baseline --against cublaslt` call, merging the rows into
+# bench/results/h200-gemm-shapes.json (bench/gemm_shapes.py says more).
 #
 # Here (a CPU machine with Rust):   bash bench/h200-gemm-shapes.sh build
-# There (the GPU machine, no Rust): OUT=some/folder SHAPES="8192x3072x768" bash bench/h200-gemm-shapes.sh run
-# (carry carry/gemm-shapes; one shape per device call keeps each under 600 s).
-# Settings: SHAPES, BUDGET (per step, default 48), SANITIZE_SAMPLES (2), REPS (20),
-# REPLAY_TIMEOUT (420 s), PEAK, PEAK_COMMIT.
-#
-# DTYPE=bf16: the 16-bit Hopper line (examples/workflows/gemm-nt-bias-cuda-bf16-deferred.bundle,
-# Refactor ... TMA-Store) replayed at each shape (validated at 200 x 136 x 88, sanitized once at
-# 256 x 256 x 128, tuned at the shape: BUDGET 12 and STEP_TIME 12 s per step), the tip retuned
-# there (RETUNE_BUDGET 90, RETUNE_TIME 90 s) and timed against cuBLASLt (bf16, NT, bias fused);
-# rows with dtype bf16 are merged beside the f32 rows. One shape per device call:
-#   OUT=some/folder DTYPE=bf16 SHAPES="8192x3072x768" bash bench/h200-gemm-shapes.sh run
+# There (the GPU machine, no Rust): OUT=some/folder SHAPES="8192x3072x768 8192x768x3072" bash bench/h200-gemm-shapes.sh run
+# (carry carry/gemm-shapes). A later call retunes the same workflow at more shapes when
+# given WF= the folder an earlier call replayed into (brought back as a tar and carried).
+# Settings: SHAPES, WF, PIN, BUDGET, STEP_TIME, RETUNE_BUDGET, RETUNE_TIME, SANITIZE_SAMPLES,
+# SANITIZE_AT, REPS, REPLAY_TIMEOUT, PEAK, PEAK_COMMIT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
