@@ -229,11 +229,12 @@ const HOPPER_CHAIN: [&str; 11] = [
     "TMA-Store",
 ];
 
-#[test]
-fn gemm_nt_bias_bf16_walks_the_hopper_line_deferred() {
+/// The 16-bit twin `dtype` ("bf16" or "f16": its C type, its conversions and its wgmma
+/// kind) walked through HOPPER_CHAIN, as the bundle records it.
+fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float: &str) {
     let env = Env::new();
-    let wf = env.path("bf16");
-    unbundle(&example("workflows/gemm-nt-bias-cuda-bf16-deferred.bundle"), &wf);
+    let wf = env.path(dtype);
+    unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     assert_eq!(&steps[1..], HOPPER_CHAIN);
@@ -249,36 +250,48 @@ fn gemm_nt_bias_bf16_walks_the_hopper_line_deferred() {
         assert!(counts["compiled"].as_u64().unwrap() > 0, "{check}");
         assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "every sampled variant compiled or was pruned by the launch script: {check}");
     }
-    // The context the lead replays: bf16 operands, bias and output, the NT layout and the bias
-    // for cuBLASLt, validation at sizes that divide no tile (multiples of 8 for TMA's strides).
-    let manifest = std::fs::read_to_string(example("gemm-nt-bias-cuda-bf16/peak.toml")).unwrap();
-    for expected in ["b_layout = \"col\"", "bias = \"bias\"", "type = \"bf16\"", "M = { values = [200] }", "N = { values = [136] }", "K = { values = [88] }"] {
-        assert!(manifest.contains(expected), "missing {expected:?} in the manifest");
+    // The context the lead replays: 16-bit operands, bias and output, the NT layout and the
+    // bias for cuBLASLt, validation at sizes that divide no tile (multiples of 8 for TMA).
+    let manifest = std::fs::read_to_string(example(&format!("gemm-nt-bias-cuda-{dtype}/peak.toml"))).unwrap();
+    for expected in ["b_layout = \"col\"".to_string(), "bias = \"bias\"".into(), format!("type = \"{dtype}\""), "M = { values = [200] }".into(), "N = { values = [136] }".into(), "K = { values = [88] }".into()] {
+        assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     let tip = file("HEAD");
     for expected in [
-        "#define GEMM_M (M)",
-        "#define B_AT(r, c) weight[(c) * (K) + (r)]",
-        "#define EPILOGUE(acc, r, c) (__float2bfloat16((acc) + __bfloat162float(bias[(c)])))",
-        // wgmma with bf16 inputs and the weight K-major: no transpose bit, A's descriptor geometry.
-        "#define PEAK_WGMMA peak_wgmma_bf16_m64n128k16<0>",
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
-        "const unsigned long long db = peak_wgmma_desc(b_stage, 16, 1024);",
-        "PEAK_WGMMA(acc, da + 2 * k, db + 2 * k, 1);",
+        "#define GEMM_M (M)".to_string(),
+        "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
+        format!("#define EPILOGUE(acc, r, c) ({from_float}((acc) + {to_float}(bias[(c)])))"),
+        // wgmma of the type's kind with the weight K-major: no transpose bit, A's descriptor geometry.
+        format!("#define PEAK_WGMMA peak_wgmma_{dtype}_m64n128k16<0>"),
+        format!("wgmma.mma_async.sync.aligned.m64n128k16.f32.{dtype}.{dtype}"),
+        "const unsigned long long db = peak_wgmma_desc(b_stage, 16, 1024);".into(),
+        "PEAK_WGMMA(acc, da + 2 * k, db + 2 * k, 1);".into(),
         // The weight's rows are its output channels: boxes at (k, n), multicast across the cluster.
-        "peak_tma_load_2d_multicast(b_stage + c * 8192, &tma_b, t * 64, BX * TILE_N + 64 * c,",
+        "peak_tma_load_2d_multicast(b_stage + c * 8192, &tma_b, t * 64, BX * TILE_N + 64 * c,".into(),
         // The epilogue runs inside C only; the store clips the rest.
-        "(gr < GEMM_M && gc < GEMM_N) ? EPILOGUE(acc[4 * j + 2 * h], gr, gc) : zero;",
-        "peak_tma_store_2d(&tma_c, BX * TILE_N + 64 * b, BY * TILE_M,",
-        "cuda_tensor_map(weight, \"bf16\", [K, N], [K * 2], [64, 64], \"128b\")",
-        "cuda_tensor_map(out, \"bf16\", [N, M], [N * 2], [64, tile_m], \"128b\")",
-        "launch(\"gemm_nt_bias\", [ceil_div(N, WGMMA_N), ceil_div(M, tile_m)], [BLOCK_X, BLOCK_Y + 1], smem,",
+        "(gr < GEMM_M && gc < GEMM_N) ? EPILOGUE(acc[4 * j + 2 * h], gr, gc) : zero;".into(),
+        "peak_tma_store_2d(&tma_c, BX * TILE_N + 64 * b, BY * TILE_M,".into(),
+        format!("cuda_tensor_map(weight, \"{dtype}\", [K, N], [K * 2], [64, 64], \"128b\")"),
+        format!("cuda_tensor_map(out, \"{dtype}\", [N, M], [N * 2], [64, tile_m], \"128b\")"),
+        "launch(\"gemm_nt_bias\", [ceil_div(N, WGMMA_N), ceil_div(M, tile_m)], [BLOCK_X, BLOCK_Y + 1], smem,".into(),
     ] {
-        assert!(tip.contains(expected), "missing {expected:?} in the tip:\n{tip}");
+        assert!(tip.contains(&expected), "missing {expected:?} in the tip:\n{tip}");
     }
     let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
     assert!(!device.contains("bias["), "the bias lives in EPILOGUE only");
-    assert!(!device.contains("__half"), "no f16 left in a bf16 kernel");
+    assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
+    let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
+    assert!(!device.contains(other), "no {other} in a {dtype} kernel");
+}
+
+#[test]
+fn gemm_nt_bias_bf16_walks_the_hopper_line_deferred() {
+    hopper_twin_walks_the_line("bf16", "__nv_bfloat16", "__bfloat162float", "__float2bfloat16");
+}
+
+#[test]
+fn gemm_nt_bias_f16_twin_walks_the_same_line_deferred() {
+    hopper_twin_walks_the_line("f16", "__half", "__half2float", "__float2half");
 }
 
 /// The Hopper transformations speak roles (M, N, K, the operands' layouts, the element type,
