@@ -117,6 +117,8 @@ def main_half(out):
                            os.path.join(out, f"replay-{DTYPE}-{shape}.log"))
         entries = steps_of(peak, wf)
         row = {"dtype": DTYPE, "m": m, "n": n, "k": k, "layout": "NT", "epilogue": "bias", "replay": replay,
+               "commit": os.environ.get("PEAK_COMMIT", "unknown"),
+               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "line": [e["transformation"] for e in reversed(entries)],
                "steps": [{"transformation": e["transformation"], "verdict": e["verdict"], "best_time_ms": e.get("best_time_ms")} for e in reversed(entries)]}
         if replay["rc"] == 0 and int(retune_budget) > 0:
@@ -134,11 +136,15 @@ def main_half(out):
             device = device or tuned.get("device")
         print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
-    command = (f"DTYPE={DTYPE} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} STEP_TIME={step_time} "
+        # Written after every shape: a device call that runs out of time keeps what it measured.
+        merge(rows, device, half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps), out)
+
+
+def half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps):
+    return (f"DTYPE={DTYPE} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} STEP_TIME={step_time} "
                f"SANITIZE_SAMPLES={samples} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): per shape peak replay "
                f"{os.path.relpath(BUNDLE, ROOT)} --into WF/<shape> --set M= --set N= --set K= (each row's replay.command), peak retune -w WF/<shape> "
                f"at the shape, peak baseline WF/<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
-    merge(rows, device, command, out)
 
 
 def merge(rows, device, command, out):

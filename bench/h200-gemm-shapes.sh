@@ -12,6 +12,12 @@
 # given WF= the folder an earlier call replayed into (brought back as a tar and carried).
 # Settings: SHAPES, WF, PIN, BUDGET, STEP_TIME, RETUNE_BUDGET, RETUNE_TIME, SANITIZE_SAMPLES,
 # SANITIZE_AT, REPS, REPLAY_TIMEOUT, PEAK, PEAK_COMMIT.
+# DTYPE=bf16 (or f16): the 16-bit Hopper line (examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle,
+# Refactor ... TMA-Store) replayed at EACH shape into WF/<shape> (validated at 200 x 136 x 88,
+# sanitized once at 256 x 256 x 128, tuned at the shape: BUDGET 12, STEP_TIME 12 s per step),
+# the tip retuned there (RETUNE_BUDGET 90, RETUNE_TIME 90 s) and timed against cuBLASLt (same
+# types, NT, bias fused); rows of that dtype merged beside the f32 rows. One shape per call:
+#   OUT=some/folder DTYPE=bf16 SHAPES="8192x3072x768" bash bench/h200-gemm-shapes.sh run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
