@@ -134,6 +134,10 @@ def main_half(out):
             row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
             row["tuned"] = tuned
             device = device or tuned.get("device")
+        if entries:
+            # The replayed workflow, one file to bring back and keep (bench/results/h200-replayed-*.bundle).
+            packed = os.path.join(out, f"h200-replayed-gemm-nt-bias-cuda-{DTYPE}-{shape}.bundle")
+            row["bundle"] = os.path.basename(packed) if sh([peak, "bundle", wf, packed]).returncode == 0 else None
         print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
         # Written after every shape: a device call that runs out of time keeps what it measured.
