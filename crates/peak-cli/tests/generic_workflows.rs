@@ -156,6 +156,28 @@ fn gelu_bf16_stream_hints_branch_replays() {
     }
 }
 
+/// The GELU's branch `fast-math`: Fast-Math after Stream-Hints calls tanh through
+/// `peak_tanhf`, the precise function at FAST_MATH 0 and one built from `native_exp` at 1;
+/// the recorded tip is right against the naive root (bf16 results) with both.
+#[test]
+fn gelu_bf16_fast_math_branch_replays() {
+    let Some(log) = replay_branch("gelu-bf16", Some("fast-math"), &[], &["Grid-Stride", "Vector-Body", "Stream-Hints", "Fast-Math"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Fast-Math"));
+    let env = Env::new();
+    let recorded = env.path("recorded");
+    unbundle(&example("workflows/gelu-bf16-opencl-agent.bundle"), &recorded);
+    let (candidate, naive) = (context_at(&env, &recorded, "fast-math"), context_at(&env, &recorded, "root"));
+    let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
+    assert!(source.contains("peak_tanhf(0.7978845608f"), "{source}");
+    for fast in ["0", "1"] {
+        let report = env.json(&[
+            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
+            "--set", "N=1003,4099", "--set", &format!("FAST_MATH={fast}"), "--set", "STREAM=0,2", "--json",
+        ]);
+        assert_eq!(report["outcome"], "passed", "FAST_MATH={fast}: {report}");
+    }
+}
+
 /// A layernorm over rows of 1001 floats: rows start at addresses no vector is aligned to,
 /// so Vector-Body's scalar head and tail run on every row (issue 24); then Register-Segment
 /// keeps each work-item's first ITEMS body vectors in registers for all three passes.

@@ -40,6 +40,7 @@ const SHIPPED: &[&str] = &[
     "KV-Tile",
     "Online-Softmax",
     "Grid-Stride",
+    "Fast-Math",
     "Grid-Accumulate",
     "Inner-Vector",
     "Register-Row",
