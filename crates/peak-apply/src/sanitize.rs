@@ -250,43 +250,21 @@ pub(crate) fn smallest_valid(space: &Space, by_size: &[IndexMap<String, i64>], t
 }
 
 /// Input configurations to place sanitizer runs at, smallest first (by the elements of
-/// every array together): every combination of the space's input values when there are
-/// few enough to list, else the ones the validation samples used; `at` (the user's own
-/// small size) before them all.
+/// every array together): every input configuration of the space (the named shapes, or
+/// the combinations of the inputs' values) when there are few enough to list, else the
+/// ones the validation samples used; `at` (the user's own small size) before them all.
 pub(crate) fn input_configurations(ctx: &Context, space: &Space, picked: &[Sample], at: &IndexMap<String, i64>) -> Vec<IndexMap<String, i64>> {
-    const MAX_LISTED: usize = 4096;
-    let tuning: Vec<&str> = space.tuning_names().collect();
-    let dims: Vec<(&str, Vec<i64>)> = space
-        .names()
-        .filter(|n| !tuning.contains(n))
-        .map(|n| {
-            let mut values = space.values(n).unwrap_or_default().to_vec();
-            values.sort_unstable();
-            (n, values)
-        })
-        .collect();
-    let combinations = dims.iter().try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
-    let mut configs: Vec<IndexMap<String, i64>> = match combinations {
-        Some(n) if n <= MAX_LISTED => dims.iter().fold(vec![IndexMap::new()], |acc, (name, values)| {
-            acc.iter()
-                .flat_map(|partial| {
-                    values.iter().map(move |v| {
-                        let mut next = partial.clone();
-                        next.insert(name.to_string(), *v);
-                        next
-                    })
-                })
-                .collect()
-        }),
-        _ => {
-            let mut seen = Vec::new();
-            for s in picked {
-                if !seen.contains(&s.params.inputs) {
-                    seen.push(s.params.inputs.clone());
-                }
+    const MAX_LISTED: u128 = 4096;
+    let mut configs: Vec<IndexMap<String, i64>> = if space.input_product_size() <= MAX_LISTED {
+        space.input_configurations()
+    } else {
+        let mut seen = Vec::new();
+        for s in picked {
+            if !seen.contains(&s.params.inputs) {
+                seen.push(s.params.inputs.clone());
             }
-            seen
         }
+        seen
     };
     let elements = |inputs: &IndexMap<String, i64>| -> i128 {
         let params = ExecParams { inputs: inputs.clone(), tuning: IndexMap::new() };

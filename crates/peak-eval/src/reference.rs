@@ -170,9 +170,14 @@ fn verify(entry: &Path, entry_key: &str) -> Result<ReferenceMeta, String> {
 pub fn reference_point(reference: &Context, inputs: &IndexMap<String, i64>) -> Result<ExecParams, EvalError> {
     let mut space = reference.space();
     let incompatible = |message: String| EvalError::IncompatibleReference { reference: reference.dir.display().to_string(), candidate: "the candidate".into(), message };
-    for (name, value) in inputs {
-        space.restrict(name, vec![*value]).map_err(|_| incompatible(format!("it has no input named '{name}'")))?;
+    for name in inputs.keys() {
+        if space.values(name).is_none() {
+            return Err(incompatible(format!("it has no input named '{name}'")));
+        }
     }
+    // Moved, not restricted: the reference's named shapes need not hold the candidate's size.
+    let moves: Vec<(String, Vec<i64>)> = inputs.iter().map(|(n, v)| (n.clone(), vec![*v])).collect();
+    space.move_inputs(&moves).map_err(|e| incompatible(e.to_string()))?;
     space.iter().next().ok_or_else(|| incompatible(format!("no valid execution parameter of the reference has inputs {}", canonical(inputs))))
 }
 

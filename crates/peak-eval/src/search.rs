@@ -325,33 +325,17 @@ fn nearest_indices(names: &[String], values: &[Vec<i64>], tuning: &IndexMap<Stri
 }
 
 /// Every input configuration of a (possibly `--set`-restricted) space that satisfies the
-/// input constraints. Each is tuned on its own: times at different sizes do not compare.
+/// input constraints: the named shapes, or the product of the inputs' values
+/// (`Space::input_configurations`). Each is tuned on its own: times at different sizes do
+/// not compare.
 pub fn input_configurations(ctx: &Context, space: &Space) -> Result<Vec<IndexMap<String, i64>>, EvalError> {
-    let tuning: Vec<&str> = space.tuning_names().collect();
-    let names: Vec<String> = space.names().filter(|n| !tuning.contains(n)).map(String::from).collect();
-    let values: Vec<Vec<i64>> = names.iter().map(|n| space.values(n).unwrap_or_default().to_vec()).collect();
-    let engine = expression_engine();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let constraints = ctx
-        .manifest
-        .constraints
-        .inputs
-        .iter()
-        .map(|c| Expr::compile(&engine, c, &refs))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|message| EvalError::Space { context: ctx.dir.display().to_string(), message })?;
-    let mut scope = Scope::new();
-    for n in &names {
-        scope.push(n.clone(), 0_i64);
+    if space.input_product_size() > MAX_PRODUCT {
+        return Err(EvalError::Space {
+            context: ctx.dir.display().to_string(),
+            message: format!("the inputs take {} combinations; at most {MAX_PRODUCT} are tuned one by one (--set fewer sizes)", space.input_product_size()),
+        });
     }
-    let grid = SearchSpace::build(IndexMap::new(), names.clone(), values, |point| {
-        for (n, v) in names.iter().zip(point) {
-            scope.set_value(n.clone(), *v);
-        }
-        constraints.iter().all(|c| c.eval_bool(&engine, &mut scope).unwrap_or(false))
-    })
-    .map_err(|message| EvalError::Space { context: ctx.dir.display().to_string(), message })?;
-    Ok((0..grid.len()).map(|i| grid.tuning(i)).collect())
+    Ok(space.input_configurations())
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use indexmap::IndexMap;
+
 use crate::error::SpecError;
 use crate::expr::{Expr, expression_engine};
 use crate::manifest::{Backend, Manifest};
@@ -121,13 +123,19 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 impl Manifest {
     /// Parse and validate manifest text. `file` names the file in errors.
     pub fn parse(file: &str, text: &str) -> Result<Manifest, SpecError> {
-        let manifest: Manifest =
+        let mut manifest: Manifest =
             toml::from_str(text).map_err(|e| SpecError::Manifest { file: file.to_string(), message: e.to_string() })?;
+        crate::shapes::derive_inputs(&mut manifest);
         manifest.validate(file)?;
         Ok(manifest)
     }
 
     pub fn to_toml(&self) -> String {
+        if self.inputs_from_shapes {
+            // The inputs were derived from `[[shapes]]`: written as the user wrote them.
+            let written = Manifest { inputs: IndexMap::new(), ..self.clone() };
+            return toml::to_string(&written).expect("a manifest always serializes");
+        }
         toml::to_string(self).expect("a manifest always serializes")
     }
 
@@ -150,6 +158,7 @@ impl Manifest {
             declare(format!("inputs.{name}"), "input", name)?;
             domain.expand().map_err(|m| field_err(format!("inputs.{name}"), m))?;
         }
+        crate::shapes::check(self).map_err(|(field, message)| field_err(field, message))?;
         for (name, domain) in &self.tuning {
             declare(format!("tuning.{name}"), "tuning parameter", name)?;
             domain.expand().map_err(|m| field_err(format!("tuning.{name}"), m))?;

@@ -261,6 +261,8 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
             library: choices.library.clone(),
         },
         inputs: inputs.iter().map(|s| (s.to_string(), Domain::values(choices.inputs[*s].clone()))).collect(),
+        shapes: Vec::new(),
+        inputs_from_shapes: false,
         arrays,
         tuning: proposal.tuning.into_iter().collect(),
         constraints: Constraints { inputs: vec![], tuning: proposal.constraints },

@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod pattern;
 pub mod regions;
 pub mod rng;
+pub mod shapes;
 pub mod space;
 
 pub use context::{Context, MANIFEST_FILE};

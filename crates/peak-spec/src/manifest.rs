@@ -24,6 +24,11 @@
 //! [inputs]
 //! n = { values = [256, 512, 1024] }
 //!
+//! # Or, instead of the product of the inputs' values, the shapes to tune at, one table
+//! # each (see `crate::shapes`): `[inputs]` may then be left out.
+//! # [[shapes]]
+//! # n = 256
+//!
 //! [[arrays]]
 //! name = "A"
 //! type = "f32"
@@ -96,6 +101,14 @@ pub struct Manifest {
     pub kernel: KernelSection,
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub inputs: IndexMap<String, Domain>,
+    /// Named shapes (`[[shapes]]`): when given, the input space is exactly these tuples, in
+    /// order, rather than the product of the inputs' values ([`crate::shapes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<IndexMap<String, i64>>,
+    /// Whether `inputs` was derived from `shapes` (no `[inputs]` written): then it is not
+    /// written back either, so a saved context reads as the user wrote it.
+    #[serde(skip)]
+    pub inputs_from_shapes: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arrays: Vec<ArraySpec>,
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
@@ -204,6 +217,10 @@ impl Manifest {
         if !self.inputs.is_empty() {
             let inputs: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
             text.push_str(&format!("\nScalar inputs: {}.", inputs.join(", ")));
+        }
+        if !self.shapes.is_empty() {
+            let shapes: Vec<String> = self.shapes.iter().map(|s| crate::shapes::describe(s)).collect();
+            text.push_str(&format!("\nTuned at the named shapes: {}.", shapes.join("; ")));
         }
         if !self.arrays.is_empty() {
             let arrays: Vec<String> = self

@@ -2,8 +2,9 @@
 //!
 //! An execution parameter is one choice of every scalar input and every tuning parameter
 //! that satisfies the manifest's constraints. The space is the cartesian product of the
-//! domains filtered by the constraints; it is walked lazily, so counting and sampling
-//! never hold more than the current point (and, for sampling, the N points kept).
+//! domains filtered by the constraints (with `[[shapes]]`, the inputs are one axis of that
+//! product: the listed tuples, [`crate::shapes`]); it is walked lazily, so counting and
+//! sampling never hold more than the current point (and, for sampling, the N points kept).
 
 use std::fmt;
 
@@ -67,17 +68,59 @@ enum Kind {
     Tuning,
 }
 
+/// One axis of the space's product: a parameter and its values, or (`[[shapes]]`) the
+/// inputs together and the tuples they take.
 #[derive(Debug, Clone)]
-struct Dimension {
-    name: String,
+struct Axis {
     kind: Kind,
-    values: Vec<i64>,
+    names: Vec<String>,
+    /// The points along the axis, one value per name.
+    rows: Vec<Vec<i64>>,
+    /// Each name's distinct values, in order of first appearance.
+    columns: Vec<Vec<i64>>,
+    /// Listed tuples (named shapes): `restrict` keeps some of them rather than replacing them.
+    listed: bool,
+}
+
+impl Axis {
+    fn single(name: &str, kind: Kind, values: Vec<i64>) -> Axis {
+        Axis { kind, names: vec![name.to_string()], rows: values.iter().map(|v| vec![*v]).collect(), columns: vec![values], listed: false }
+    }
+
+    fn listed(names: Vec<String>, rows: Vec<Vec<i64>>) -> Axis {
+        let mut axis = Axis { kind: Kind::Input, names, rows, columns: Vec::new(), listed: true };
+        axis.set_columns();
+        axis
+    }
+
+    fn set_columns(&mut self) {
+        self.columns = (0..self.names.len())
+            .map(|j| {
+                let mut seen: Vec<i64> = Vec::new();
+                for row in &self.rows {
+                    if !seen.contains(&row[j]) {
+                        seen.push(row[j]);
+                    }
+                }
+                seen
+            })
+            .collect();
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+
+    fn shapes(&self) -> String {
+        let shapes: Vec<IndexMap<String, i64>> = self.rows.iter().map(|r| self.names.iter().cloned().zip(r.iter().copied()).collect()).collect();
+        crate::shapes::list(&shapes)
+    }
 }
 
 /// The valid execution parameters of a manifest.
 #[derive(Debug, Clone)]
 pub struct Space {
-    dims: Vec<Dimension>,
+    axes: Vec<Axis>,
     input_constraints: Vec<Expr>,
     tuning_constraints: Vec<Expr>,
     engine: std::sync::Arc<Engine>,
@@ -86,45 +129,69 @@ pub struct Space {
 impl Space {
     pub fn new(manifest: &Manifest) -> Result<Space, String> {
         let engine = expression_engine();
-        let mut dims = Vec::new();
-        for (name, domain) in &manifest.inputs {
-            dims.push(Dimension { name: name.clone(), kind: Kind::Input, values: domain.expand()? });
+        let mut axes = Vec::new();
+        if manifest.shapes.is_empty() {
+            for (name, domain) in &manifest.inputs {
+                axes.push(Axis::single(name, Kind::Input, domain.expand()?));
+            }
+        } else {
+            let names: Vec<String> = manifest.inputs.keys().cloned().collect();
+            let rows = manifest
+                .shapes
+                .iter()
+                .enumerate()
+                .map(|(i, shape)| names.iter().map(|n| shape.get(n).copied().ok_or_else(|| format!("shapes[{i}] gives no value for {n}"))).collect())
+                .collect::<Result<Vec<Vec<i64>>, String>>()?;
+            axes.push(Axis::listed(names, rows));
         }
         for (name, domain) in &manifest.tuning {
-            dims.push(Dimension { name: name.clone(), kind: Kind::Tuning, values: domain.expand()? });
+            axes.push(Axis::single(name, Kind::Tuning, domain.expand()?));
         }
-        let names: Vec<&str> = dims.iter().map(|d| d.name.as_str()).collect();
+        let names: Vec<&str> = axes.iter().flat_map(|a| a.names.iter().map(String::as_str)).collect();
         let compile = |list: &[String]| list.iter().map(|c| Expr::compile(&engine, c, &names)).collect::<Result<Vec<_>, _>>();
         let input_constraints = compile(&manifest.constraints.inputs)?;
         let tuning_constraints = compile(&manifest.constraints.tuning)?;
-        Ok(Space { dims, input_constraints, tuning_constraints, engine: std::sync::Arc::new(engine) })
+        Ok(Space { axes, input_constraints, tuning_constraints, engine: std::sync::Arc::new(engine) })
     }
 
     /// Parameter names, inputs first, in manifest order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.dims.iter().map(|d| d.name.as_str())
+        self.axes.iter().flat_map(|a| a.names.iter().map(String::as_str))
     }
 
     pub fn tuning_names(&self) -> impl Iterator<Item = &str> {
-        self.dims.iter().filter(|d| d.kind == Kind::Tuning).map(|d| d.name.as_str())
+        self.axes.iter().filter(|a| a.kind == Kind::Tuning).flat_map(|a| a.names.iter().map(String::as_str))
     }
 
-    /// The candidate values of one parameter.
+    /// The candidate values of one parameter (of an input given by named shapes: the
+    /// distinct values the shapes give it).
     pub fn values(&self, name: &str) -> Option<&[i64]> {
-        self.dims.iter().find(|d| d.name == name).map(|d| d.values.as_slice())
+        self.axes.iter().find_map(|a| a.position(name).map(|j| a.columns[j].as_slice()))
+    }
+
+    /// Whether the inputs are named shapes (`[[shapes]]`) rather than a product.
+    pub fn has_shapes(&self) -> bool {
+        self.axes.iter().any(|a| a.listed)
     }
 
     /// Size of the unconstrained cartesian product (saturating).
     pub fn product_size(&self) -> u128 {
-        self.dims.iter().fold(1u128, |acc, d| acc.saturating_mul(d.values.len() as u128))
+        self.axes.iter().fold(1u128, |acc, a| acc.saturating_mul(a.rows.len() as u128))
+    }
+
+    /// Number of input configurations before the input constraints (saturating).
+    pub fn input_product_size(&self) -> u128 {
+        self.axes.iter().filter(|a| a.kind == Kind::Input).fold(1u128, |acc, a| acc.saturating_mul(a.rows.len() as u128))
     }
 
     /// Restrict one parameter to the given values (the CLI's `--set NAME=V[,V...]`).
     /// Values outside the declared domain are allowed on purpose: a person asking for a
-    /// specific configuration gets it, and constraints still apply.
+    /// specific configuration gets it, and constraints still apply. An input of named
+    /// shapes is different: the shapes with one of those values are kept, and a value no
+    /// shape has is an error naming the shapes.
     pub fn restrict(&mut self, name: &str, values: Vec<i64>) -> Result<(), SpecError> {
         let known: Vec<String> = self.names().map(String::from).collect();
-        let Some(dim) = self.dims.iter_mut().find(|d| d.name == name) else {
+        let Some(axis) = self.axes.iter_mut().find(|a| a.position(name).is_some()) else {
             return Err(SpecError::Override {
                 message: format!(
                     "unknown parameter '{name}'; this context has: {}",
@@ -135,7 +202,70 @@ impl Space {
         if values.is_empty() {
             return Err(SpecError::Override { message: format!("no value given for '{name}'") });
         }
-        dim.values = values;
+        if !axis.listed {
+            *axis = Axis::single(name, axis.kind, values);
+            return Ok(());
+        }
+        let j = axis.position(name).expect("found by name");
+        let kept: Vec<Vec<i64>> = axis.rows.iter().filter(|r| values.contains(&r[j])).cloned().collect();
+        if kept.is_empty() {
+            let asked: Vec<String> = values.iter().map(i64::to_string).collect();
+            return Err(SpecError::Override {
+                message: format!(
+                    "no named shape has {name} = {} (the shapes: {}); a size to tune at is a [[shapes]] entry of peak.toml",
+                    asked.join(" or "),
+                    axis.shapes()
+                ),
+            });
+        }
+        axis.rows = kept;
+        axis.set_columns();
+        Ok(())
+    }
+
+    /// Move inputs to other values: each named input takes the values given; with named
+    /// shapes, the other inputs keep the combinations the shapes give them, each paired
+    /// with every combination of the new values. Without shapes this is `restrict`.
+    /// Sizes outside the shapes are allowed here: validation and references work at sizes
+    /// of their own.
+    pub fn move_inputs(&mut self, moves: &[(String, Vec<i64>)]) -> Result<(), SpecError> {
+        for (name, values) in moves {
+            let listed = self.axes.iter().any(|a| a.listed && a.position(name).is_some());
+            if !listed {
+                self.restrict(name, values.clone())?;
+            } else if values.is_empty() {
+                return Err(SpecError::Override { message: format!("no value given for '{name}'") });
+            }
+        }
+        for axis in self.axes.iter_mut().filter(|a| a.listed) {
+            let moved: Vec<(usize, &Vec<i64>)> = moves.iter().filter_map(|(n, v)| axis.position(n).map(|j| (j, v))).collect();
+            if moved.is_empty() {
+                continue;
+            }
+            let mut rows: Vec<Vec<i64>> = Vec::new();
+            for row in &axis.rows {
+                let mut partial = vec![row.clone()];
+                for (j, values) in &moved {
+                    partial = partial
+                        .iter()
+                        .flat_map(|r| {
+                            values.iter().map(move |v| {
+                                let mut next = r.clone();
+                                next[*j] = *v;
+                                next
+                            })
+                        })
+                        .collect();
+                }
+                for r in partial {
+                    if !rows.contains(&r) {
+                        rows.push(r);
+                    }
+                }
+            }
+            axis.rows = rows;
+            axis.set_columns();
+        }
         Ok(())
     }
 
@@ -143,14 +273,15 @@ impl Space {
     /// ones `set` fixes (a size the user asks for by name is checked there).
     pub fn at_validation_sizes<S: AsRef<str>>(&mut self, manifest: &Manifest, set: &[S]) -> Result<(), SpecError> {
         let named: Vec<&str> = set.iter().filter_map(|s| s.as_ref().split_once('=')).map(|(n, _)| n.trim()).collect();
+        let mut moves = Vec::new();
         for (name, domain) in &manifest.validation.inputs {
             if named.contains(&name.as_str()) {
                 continue;
             }
             let values = domain.expand().map_err(|message| SpecError::Override { message: format!("[validation] inputs.{name}: {message}") })?;
-            self.restrict(name, values)?;
+            moves.push((name.clone(), values));
         }
-        Ok(())
+        self.move_inputs(&moves)
     }
 
     /// Apply `NAME=V[,V...]` overrides.
@@ -171,7 +302,8 @@ impl Space {
     }
 
     /// Whether a point satisfies every constraint. A constraint that fails to evaluate
-    /// (say, division by zero) counts as not satisfied.
+    /// (say, division by zero) counts as not satisfied. Only the constraints: inputs that
+    /// are not among the named shapes may still be valid (a sanitizer's small size).
     pub fn is_valid(&self, params: &ExecParams) -> bool {
         let mut scope = params.scope();
         self.input_constraints
@@ -180,9 +312,44 @@ impl Space {
             .all(|c| c.eval_bool(&self.engine, &mut scope).unwrap_or(false))
     }
 
+    /// Every input configuration (the named shapes, or the product of the inputs' values)
+    /// that satisfies the input constraints, in order: the sizes tuning runs at, one by one.
+    pub fn input_configurations(&self) -> Vec<IndexMap<String, i64>> {
+        let axes: Vec<&Axis> = self.axes.iter().filter(|a| a.kind == Kind::Input).collect();
+        if axes.iter().any(|a| a.rows.is_empty()) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut odometer = vec![0usize; axes.len()];
+        loop {
+            let mut inputs = IndexMap::new();
+            for (axis, &i) in axes.iter().zip(&odometer) {
+                for (name, v) in axis.names.iter().zip(&axis.rows[i]) {
+                    inputs.insert(name.clone(), *v);
+                }
+            }
+            let mut scope = ExecParams { inputs: inputs.clone(), tuning: IndexMap::new() }.scope();
+            if self.input_constraints.iter().all(|c| c.eval_bool(&self.engine, &mut scope).unwrap_or(false)) {
+                out.push(inputs);
+            }
+            let mut d = axes.len();
+            loop {
+                if d == 0 {
+                    return out;
+                }
+                d -= 1;
+                odometer[d] += 1;
+                if odometer[d] < axes[d].rows.len() {
+                    break;
+                }
+                odometer[d] = 0;
+            }
+        }
+    }
+
     /// Lazily walk every valid point in a fixed order.
     pub fn iter(&self) -> SpaceIter<'_> {
-        SpaceIter { space: self, odometer: vec![0; self.dims.len()], done: self.dims.iter().any(|d| d.values.is_empty()) }
+        SpaceIter { space: self, odometer: vec![0; self.axes.len()], done: self.axes.iter().any(|a| a.rows.is_empty()) }
     }
 
     /// Number of valid points, counted without storing them.
@@ -217,13 +384,13 @@ impl Space {
     fn sample_by_rejection(&self, n: usize, seed: u64) -> Vec<ExecParams> {
         let mut rng = SplitMix64::new(seed);
         let mut kept: Vec<ExecParams> = Vec::with_capacity(n);
-        let mut odometer = vec![0usize; self.dims.len()];
+        let mut odometer = vec![0usize; self.axes.len()];
         for _ in 0..REJECTION_DRAWS {
             if kept.len() == n {
                 break;
             }
-            for (slot, dim) in odometer.iter_mut().zip(&self.dims) {
-                *slot = rng.below(dim.values.len() as u64) as usize;
+            for (slot, axis) in odometer.iter_mut().zip(&self.axes) {
+                *slot = rng.below(axis.rows.len() as u64) as usize;
             }
             let point = self.point(&odometer);
             if !kept.contains(&point) && self.is_valid(&point) {
@@ -235,9 +402,11 @@ impl Space {
 
     fn point(&self, odometer: &[usize]) -> ExecParams {
         let mut params = ExecParams::default();
-        for (dim, &i) in self.dims.iter().zip(odometer) {
-            let map = if dim.kind == Kind::Input { &mut params.inputs } else { &mut params.tuning };
-            map.insert(dim.name.clone(), dim.values[i]);
+        for (axis, &i) in self.axes.iter().zip(odometer) {
+            let map = if axis.kind == Kind::Input { &mut params.inputs } else { &mut params.tuning };
+            for (name, v) in axis.names.iter().zip(&axis.rows[i]) {
+                map.insert(name.clone(), *v);
+            }
         }
         params
     }
@@ -269,7 +438,7 @@ impl Iterator for SpaceIter<'_> {
                 }
                 i -= 1;
                 self.odometer[i] += 1;
-                if self.odometer[i] < self.space.dims[i].values.len() {
+                if self.odometer[i] < self.space.axes[i].rows.len() {
                     break;
                 }
                 self.odometer[i] = 0;
