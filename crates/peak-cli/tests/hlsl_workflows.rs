@@ -1,0 +1,117 @@
+//! The fp32 GEMM line carried to HLSL (issue 28): examples/matmul-hlsl-f32, walked from the
+//! naive kernel through Refactor, TB-Tiling, Thread-Tiling, Thread-Cache, Transpose,
+//! Thread-Chunk, Vectorize, Split-K, Pipelining, Register-Staging, Offset and Block-Swizzle
+//! by the agent executor on lavapipe (validated and tuned at n = 97, which divides no tile
+//! and no vector), recorded in examples/workflows/matmul-hlsl-f32-line.bundle. Its chain
+//! replays on lavapipe here: every step validates against the naive root at n = 61, is
+//! tuned and timed, and ends on the recorded code.
+
+mod support;
+
+use std::path::Path;
+
+use support::{Env, example, s, unbundle};
+
+const CHAIN: [&str; 12] = [
+    "Refactor",
+    "TB-Tiling",
+    "Thread-Tiling",
+    "Thread-Cache",
+    "Transpose",
+    "Thread-Chunk",
+    "Vectorize",
+    "Split-K",
+    "Pipelining",
+    "Register-Staging",
+    "Offset",
+    "Block-Swizzle",
+];
+
+fn vulkan_present(test: &str) -> bool {
+    match peak_hlsl::list_devices() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: no Vulkan device (install mesa-vulkan-drivers for lavapipe): {e}");
+            false
+        }
+    }
+}
+
+/// The chain from the root to the tip of `wf`'s current branch, through first parents,
+/// oldest first (the root included).
+fn first_parent_chain(env: &Env, wf: &Path) -> Vec<serde_json::Value> {
+    let log = env.json(&["log", "-w", s(wf), "--json"]);
+    let by_id = |id: &str| log.as_array().unwrap().iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("{id} is not in the log")).clone();
+    let mut line = vec![by_id(env.json(&["show", "HEAD", "-w", s(wf), "--json"])["id"].as_str().unwrap())];
+    while let Some(parent) = line.last().unwrap()["parents"].as_array().unwrap().first().map(|p| p.as_str().unwrap().to_string()) {
+        line.push(by_id(&parent));
+    }
+    line.reverse();
+    line
+}
+
+#[test]
+fn hlsl_gemm_line_replays_on_lavapipe() {
+    if !vulkan_present("hlsl_gemm_line_replays_on_lavapipe") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/matmul-hlsl-f32-line.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    // n = 61 divides no tile and no vector; every tuning parameter pinned from the step that
+    // introduces it on, K_SPLITS = 2 so the reduction kernel runs, so the twelve steps take
+    // seconds.
+    let pins = ["BLOCK_X=8", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
+    let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
+    args.extend(pins.iter().flat_map(|p| ["--set", *p]));
+    env.ok(&args);
+
+    let line = first_parent_chain(&env, &replayed);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = std::iter::once("init").chain(CHAIN.iter().copied()).collect();
+    assert_eq!(steps, expected, "the replay takes every recorded step");
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+        assert_eq!(entry["executor"], "replay");
+        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
+        assert!(entry["best_time_ms"].as_f64().unwrap() > 0.0, "every step is timed: {entry}");
+    }
+    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.hlsl"].as_str().unwrap().to_string();
+    let tip = file(&replayed, "HEAD");
+    assert_eq!(tip, file(&recorded, "HEAD"), "the replayed tip differs from the recording");
+    for pair in line.windows(2) {
+        assert_ne!(file(&replayed, pair[0]["id"].as_str().unwrap()), file(&replayed, pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
+    }
+    // The GEMM line's vocabulary in HLSL: sizes, accessors and epilogue in macros, the A
+    // tile k-major and both tiles staged and padded, the split-k reduction as a second entry
+    // point of a 1-D block (as the launch runs it), the grouped block order, and no read
+    // under HLSL's both-sided `?:` at an unclamped coordinate.
+    for expected in [
+        "#define GEMM_M (n)",
+        "#define A_AT(r, c) A[(r) * (n) + (c)]",
+        "#define EPILOGUE(acc, r, c) (acc)",
+        "#define AS(r, k) AsT[stage][k][r]",
+        "SHARED float AsT[NUM_STAGES][TILE_K][TILE_M + OFFSET];",
+        "STAGE_LOAD_T(a_stage, A_SHARE, A_AT, BY * TILE_M, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K);",
+        "[numthreads(BLOCK_X * BLOCK_Y, 1, 1)]\nvoid main_splitk_reduce(",
+        "C_AT(r, c) = EPILOGUE(sum, r, c);",
+        "#define BLOCK_LIN ((int)gid.y * GRID_N + (int)gid.x)",
+        "launch(\"main_splitk_reduce\", [ceil_div(n * n, threads)], [threads], 0, A, B, C, n, partial);",
+    ] {
+        assert!(tip.contains(expected), "missing {expected:?} in:\n{tip}");
+    }
+    assert!(!tip.contains("? AT(peak_gr, peak_gc"), "an accessor read under ?: at unclamped coordinates:\n{tip}");
+
+    // The recording was validated at n = 97 and every step passed there.
+    let recorded_line = first_parent_chain(&env, &recorded);
+    assert_eq!(recorded_line.len(), line.len());
+    for entry in &recorded_line[1..] {
+        assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("passed"), Some("agent")), "{entry}");
+        let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&recorded), "--json"]);
+        for sample in show["validation"]["samples"].as_array().unwrap() {
+            assert_eq!(sample["params"]["inputs"]["n"].as_i64(), Some(97), "{sample}");
+            assert!(matches!(sample["verdict"]["category"].as_str(), Some("passed" | "invalid-config")), "{sample}");
+        }
+    }
+}
