@@ -124,6 +124,44 @@ fn attention_workflow_replays() {
     assert!(log[0]["summary"].as_str().unwrap().contains("KV-Tile"));
 }
 
+/// The attention's branch `query-tile`, from KV-Tile: Query-Tile stages a work-group's
+/// BLOCK_Y * TQ query rows once in local memory and has each work-item compute a register
+/// tile of scores (TQ rows x TILE_J / BLOCK_X keys) and of outputs (TQ rows x HEAD_DIM /
+/// BLOCK_X elements) from the tiles with 4-element reads, the probabilities shared through
+/// local memory. Replayed at seq = 67, which no tile divides.
+#[test]
+fn attention_query_tile_branch_replays() {
+    let Some(log) = replay_branch("attention", Some("query-tile"), &["seq=67"], &["Online-Softmax", "Unroll-Accumulators", "KV-Tile", "Query-Tile"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Query-Tile"));
+}
+
+/// Query-Tile holds at any sequence length and tile shape: the recorded tip is right against
+/// the naive root for a single row, a sequence shorter than every tile, and lengths no query
+/// or key tile divides (1, 5, 67, 130), at head dimensions 32 and 64, over work-groups of
+/// 4 to 16 by 4 to 16 work-items with 1, 2 or 4 rows each and key tiles of 8 to 32.
+#[test]
+fn attention_query_tile_holds_any_length() {
+    if !opencl_present("attention_query_tile_holds_any_length") {
+        return;
+    }
+    let env = Env::new();
+    let recorded = env.path("recorded");
+    unbundle(&example("workflows/attention-opencl-agent.bundle"), &recorded);
+    let (candidate, naive) = (context_at(&env, &recorded, "query-tile"), context_at(&env, &recorded, "root"));
+    let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
+    assert!(source.contains("Qs[QT_ROWS][HEAD_DIM + 4]") && source.contains("vload4"), "{source}");
+    for dim in ["32", "64"] {
+        for seq in ["1", "5", "67", "130"] {
+            let report = env.json(&[
+                "validate", s(&candidate), "--against", s(&naive), "--samples", "6", "--sanitize", "none",
+                "--set", "batch=3", "--set", &format!("seq={seq}"), "--set", &format!("dim={dim}"),
+                "--set", "BLOCK_X=4,8,16", "--set", "BLOCK_Y=4,8,16", "--set", "TQ=1,2,4", "--set", "TILE_J=8,16,32", "--json",
+            ]);
+            assert_eq!(report["outcome"], "passed", "dim={dim} seq={seq}: {report}");
+        }
+    }
+}
+
 /// A bf16 elementwise map a user brings (GELU, one work-item per element, 2^20 + 3
 /// elements): Grid-Stride, then Vector-Body with 16-byte vectors of eight bf16s and a scalar
 /// tail (issue 24). Validation runs at 1003 elements, tuning at the context's size.

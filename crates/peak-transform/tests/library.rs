@@ -39,6 +39,7 @@ const SHIPPED: &[&str] = &[
     "Block-Reduce",
     "KV-Tile",
     "Online-Softmax",
+    "Query-Tile",
     "Grid-Stride",
     "Fast-Math",
     "Grid-Accumulate",
