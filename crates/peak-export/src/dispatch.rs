@@ -2,8 +2,8 @@
 //! configuration it tuned (`performance.json`'s `runs[].best`), as a host dispatch table.
 //!
 //! Tuning parameters are compile-time constants, so every distinct configuration is one
-//! instantiation of the kernel (an OpenCL program built with its `-D` options; a CUDA copy
-//! of the kernel file in a namespace of its own). `dispatch.h`, plain C that C++ also
+//! instantiation of the kernel (an OpenCL program built with its `-D` options; for CUDA and
+//! HIP a copy of the kernel file in a namespace of its own, `kernels.cuh`). `dispatch.h`, plain C that C++ also
 //! compiles, maps a shape (the inputs' values) to an instantiation:
 //!
 //! - a tuned shape gets its own best configuration;
@@ -124,7 +124,7 @@ pub fn header(table: &Table) -> String {
     h.push_str(&format!("#define PEAK_N_INPUTS {}\n#define PEAK_N_CONFIGS {}\n#define PEAK_N_TUNED {}\n#define PEAK_FALLBACK_CONFIG {}\n", table.inputs.len().max(1), table.configs.len(), table.shapes.len(), table.fallback));
     let quoted: Vec<String> = table.inputs.iter().map(|n| format!("\"{n}\"")).collect();
     h.push_str(&format!("static const char *const PEAK_INPUT_NAMES[PEAK_N_INPUTS] = {{ {} }};\n\n", if quoted.is_empty() { "0".to_string() } else { quoted.join(", ") }));
-    h.push_str("/* Each configuration: its tuning parameters, and as OpenCL build options. */\n");
+    h.push_str("/* Each configuration: its tuning parameters, and as compiler options (OpenCL builds each\n * configuration's program with them; CUDA and HIP harnesses use kernels.cuh instead). */\n");
     h.push_str("static const char *const PEAK_CONFIG_NAMES[PEAK_N_CONFIGS] = {\n");
     for c in 0..table.configs.len() {
         h.push_str(&format!("    \"{}\", /* {c} */\n", table.describe(c)));

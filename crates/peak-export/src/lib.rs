@@ -21,7 +21,9 @@
 //!
 //! With `dispatch`, every shape the record tuned, each at its own best configuration: one
 //! kernel file, `dispatch.h` mapping a shape to a configuration ([`dispatch`]), and a
-//! harness that runs every tuned shape through it (OpenCL for now).
+//! harness that runs every tuned shape through it: OpenCL (a program per configuration,
+//! `harness::dispatch_opencl`), CUDA and HIP (the kernel file included once per
+//! configuration in a namespace of its own, `kernels.cuh`: `harness::dispatch_cuda`).
 
 mod cexpr;
 pub mod dispatch;
@@ -160,28 +162,43 @@ fn export_dispatch(source: &Source, target: &Target, options: &ExportOptions) ->
         ));
     }
     let language = source.ctx.backend();
-    if language != Language::Opencl {
-        return Err(ExportError::Unsupported(format!(
-            "peak export --dispatch writes an OpenCL harness for now; {language} contexts export one configuration at a time (--set the inputs of a tuned shape)"
-        )));
-    }
     let table = dispatch::Table::from_source(source)?;
     let mut sequences = Vec::new();
     for shape in &table.shapes {
         sequences.push(launch::sequence(&source.ctx, &shape.params, target)?);
     }
+    if language == Language::Hip && sequences.iter().any(|s| !s.tensor_maps.is_empty()) {
+        return Err(ExportError::Unsupported("the launch script passes CUDA tensor maps, which a HIP harness cannot build".into()));
+    }
     prepare_dir(&options.to, options.force)?;
     let fallback = table.shapes.iter().find(|s| s.config == table.fallback).expect("the fallback configuration is a tuned shape's");
     let kernel_file = kernel::file_name(&source.ctx);
     let kernel_text = kernel::render(&source.ctx, &fallback.params, &source.origin, &target.device);
-    let bundle = harness::dispatch_opencl::render(&harness::dispatch_opencl::DispatchInput {
+    let input = harness::DispatchInput {
         ctx: &source.ctx,
         table: &table,
         sequences: &sequences,
         kernel_file: &kernel_file,
         origin: &source.origin,
-    });
-    let mut files = vec![(kernel_file, kernel_text), ("dispatch.h".to_string(), dispatch::header(&table))];
+        arch: Some(target.device.arch.as_str()).filter(|a| !a.is_empty()),
+    };
+    let mut files = vec![(kernel_file.clone(), kernel_text), ("dispatch.h".to_string(), dispatch::header(&table))];
+    let bundle = match language {
+        Language::Opencl => harness::dispatch_opencl::render(&input),
+        Language::Cuda | Language::Hip => {
+            let api = if language == Language::Cuda { harness::cuda::Api::Cuda } else { harness::cuda::Api::Hip };
+            let mut launched: Vec<String> = Vec::new();
+            for (name, ..) in sequences.iter().flat_map(|s| s.launches()) {
+                if !launched.iter().any(|l| l == name) {
+                    launched.push(name.to_string());
+                }
+            }
+            let code = harness::dispatch_cuda::kernel_code(&source.ctx);
+            files.push((harness::dispatch_cuda::INSTANCES_FILE.to_string(), harness::dispatch_cuda::instances(&table, &kernel_file, &code, &launched)));
+            harness::dispatch_cuda::render(&input, api)
+        }
+        Language::Hlsl => unreachable!("refused above"),
+    };
     files.extend(bundle.files);
     let names = write_files(&options.to, &files)?;
     let first = &table.shapes[0];

@@ -47,6 +47,14 @@ pub fn nvcc_target(arch: Option<&str>) -> String {
     }
 }
 
+/// The architecture to build for: the one the launch limits were evaluated for (--arch,
+/// else the one the record was measured on), else the one in the record: "sm_90a" in
+/// "cuda NVIDIA H200 sm_90a (...)".
+pub(crate) fn build_arch<'a>(arch: Option<&'a str>, origin: &'a crate::source::Origin) -> Option<&'a str> {
+    let measured = origin.measured_on.as_deref().and_then(|d| d.split_whitespace().find(|w| w.starts_with("sm_")));
+    arch.filter(|a| is_real_arch(a)).or(measured)
+}
+
 /// `sm_` then digits, then at most an `a` or `f` suffix.
 fn is_real_arch(text: &str) -> bool {
     let Some(rest) = text.strip_prefix("sm_") else { return false };
@@ -58,7 +66,7 @@ impl Api {
 
     /// The runtime header, and for HIP the CUDA names the harness uses mapped to HIP's, so
     /// the rest of the program (kernel names included) is the same text for both.
-    fn runtime(self) -> String {
+    pub(crate) fn runtime(self) -> String {
         match self {
             Api::Cuda => "#include <cuda_runtime.h>\n".to_string(),
             Api::Hip => {
@@ -83,6 +91,7 @@ const HIP_NAMES: &[&str] = &[
     "cudaGetErrorString",
     "cudaGetLastError",
     "cudaMalloc",
+    "cudaFree",
     "cudaMemcpy",
     "cudaMemcpyAsync",
     "cudaMemcpyHostToDevice",
@@ -98,14 +107,11 @@ const HIP_NAMES: &[&str] = &[
     "cudaEventRecord",
     "cudaEventSynchronize",
     "cudaEventElapsedTime",
+    "cudaEventDestroy",
 ];
 
 pub fn render(input: &Input, api: Api) -> Bundle {
-    // The architecture the launch limits were evaluated for (--arch, else the one the record
-    // was measured on), else the one in the record: "sm_90a" in "cuda NVIDIA H200 sm_90a (...)".
-    let measured = input.origin.measured_on.as_deref().and_then(|d| d.split_whitespace().find(|w| w.starts_with("sm_")));
-    let arch = input.arch.filter(|a| is_real_arch(a)).or(measured);
-    let build = api.build(arch);
+    let build = api.build(build_arch(input.arch, input.origin));
     let s = input.sequence;
     let mut c = String::new();
     c.push_str(&header(input, &build));
@@ -122,33 +128,7 @@ pub fn render(input: &Input, api: Api) -> Bundle {
     }
 
     c.push_str("\n/* One run of the launch sequence. */\nstatic void peak_run(void **peak_buf) {\n");
-    for step in &s.steps {
-        c.push_str(&format!("    /* {} */\n", super::describe_step(step, &s.buffers)));
-        match step {
-            ExportStep::Launch { kernel, grid, block, shared_bytes, args } => {
-                let args: Vec<String> = args
-                    .iter()
-                    .map(|a| match a {
-                        ExportArg::Buffer { buffer } => format!("PeakPtr{{peak_buf[{buffer}]}}"),
-                        ExportArg::TensorMap { map } => format!("peak_maps[{map}]"),
-                        other => scalar_literal(other).unwrap(),
-                    })
-                    .collect();
-                c.push_str(&format!(
-                    "    {kernel}<<<dim3({}, {}, {}), dim3({}, {}, {}), {shared_bytes}>>>({});\n    PEAK_CUDA(cudaGetLastError());\n",
-                    grid[0], grid[1], grid[2], block[0], block[1], block[2], args.join(", ")
-                ));
-            }
-            ExportStep::Fill { buffer, pattern, .. } => {
-                let b = &s.buffers[*buffer];
-                let bits = pattern.iter().rev().fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte));
-                c.push_str(&format!("    peak_fill(peak_buf[{buffer}], {}, 0x{bits:x}u, {}ull);\n", pattern.len(), b.bytes / pattern.len().max(1)));
-            }
-            ExportStep::Copy { src, dst, bytes } => {
-                c.push_str(&format!("    PEAK_CUDA(cudaMemcpyAsync(peak_buf[{dst}], peak_buf[{src}], {bytes}ull, cudaMemcpyDeviceToDevice));\n"));
-            }
-        }
-    }
+    c.push_str(&launch_steps(s, &|k| k.to_string(), "peak_maps"));
     c.push_str("}\n\nint main(int argc, char **argv) {\n    peak_options opt = peak_parse(argc, argv);\n");
     c.push_str("    cudaDeviceProp prop;\n    PEAK_CUDA(cudaGetDeviceProperties(&prop, 0));\n");
     for op in &s.setup {
@@ -195,8 +175,49 @@ pub fn render(input: &Input, api: Api) -> Bundle {
     Bundle { files, build, run }
 }
 
+/// The body of one run of `s`: each step as CUDA (HIP through the name mapping), kernel
+/// `k` called as `kernel(k)`, tensor map `i` passed as `maps[i]`.
+pub(crate) fn launch_steps(s: &crate::launch::LaunchSequence, kernel: &dyn Fn(&str) -> String, maps: &str) -> String {
+    let mut c = String::new();
+    for step in &s.steps {
+        c.push_str(&format!("    /* {} */\n", super::describe_step(step, &s.buffers)));
+        match step {
+            ExportStep::Launch { kernel: name, grid, block, shared_bytes, args } => {
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|a| match a {
+                        ExportArg::Buffer { buffer } => format!("PeakPtr{{peak_buf[{buffer}]}}"),
+                        ExportArg::TensorMap { map } => format!("{maps}[{map}]"),
+                        other => scalar_literal(other).unwrap(),
+                    })
+                    .collect();
+                c.push_str(&format!(
+                    "    {}<<<dim3({}, {}, {}), dim3({}, {}, {}), {shared_bytes}>>>({});\n    PEAK_CUDA(cudaGetLastError());\n",
+                    kernel(name),
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    args.join(", ")
+                ));
+            }
+            ExportStep::Fill { buffer, pattern, .. } => {
+                let b = &s.buffers[*buffer];
+                let bits = pattern.iter().rev().fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte));
+                c.push_str(&format!("    peak_fill(peak_buf[{buffer}], {}, 0x{bits:x}u, {}ull);\n", pattern.len(), b.bytes / pattern.len().max(1)));
+            }
+            ExportStep::Copy { src, dst, bytes } => {
+                c.push_str(&format!("    PEAK_CUDA(cudaMemcpyAsync(peak_buf[{dst}], peak_buf[{src}], {bytes}ull, cudaMemcpyDeviceToDevice));\n"));
+            }
+        }
+    }
+    c
+}
+
 /// Encode tensor map `i` over its buffer, once, before the first run.
-fn encode_map(i: usize, m: &crate::launch::ExportTensorMap) -> String {
+pub(crate) fn encode_map(i: usize, m: &crate::launch::ExportTensorMap) -> String {
     let join = |v: &[String]| v.join(", ");
     let dims: Vec<String> = m.dims.iter().map(|d| format!("{d}ull")).collect();
     let mut strides: Vec<String> = m.strides.iter().map(|d| format!("{d}ull")).collect();
@@ -232,7 +253,7 @@ fn encode_map(i: usize, m: &crate::launch::ExportTensorMap) -> String {
 /// `cuTensorMapEncodeTiled` from the driver through the runtime (no -lcuda), and a map
 /// that converts to whatever 128-byte type the kernel declares (`CUtensorMap`, or its own
 /// aligned struct).
-const TENSOR_MAP_HELPERS: &str = r#"
+pub(crate) const TENSOR_MAP_HELPERS: &str = r#"
 typedef CUresult (*PeakEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
                                     const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
                                     CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -260,7 +281,7 @@ struct PeakMap {
 };
 "#;
 
-const CUDA_HELPERS: &str = r#"
+pub(crate) const CUDA_HELPERS: &str = r#"
 static void peak_cuda_check(cudaError_t err, const char *what) {
     if (err != cudaSuccess) { fprintf(stderr, "error: %s: %s\n", what, cudaGetErrorString(err)); exit(1); }
 }
@@ -291,7 +312,7 @@ static void peak_fill(void *buf, int size, unsigned int bits, unsigned long long
 }
 "#;
 
-const TIMING: &str = r#"
+pub(crate) const TIMING: &str = r#"
     /* Warm-up, then timed runs, each between two events, queued back to back and read after
        the last (as peak times: waiting between runs would time the next launch's host
        latency); the median is the result. */

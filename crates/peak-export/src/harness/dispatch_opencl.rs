@@ -9,25 +9,7 @@
 //! outputs summarised and dumped as `NAME.SHAPE.bin` (SHAPE as `n=256`), then timed.
 
 use super::opencl::{BUILD, OPENCL_HELPERS, TIMING, kernel_names, run_function};
-use super::{Bundle, build_files, host_arrays, summaries_as};
-use crate::dispatch::Table;
-use crate::launch::LaunchSequence;
-use crate::source::Origin;
-use peak_spec::Context;
-
-pub struct DispatchInput<'a> {
-    pub ctx: &'a Context,
-    pub table: &'a Table,
-    /// One per tuned shape, in the table's order.
-    pub sequences: &'a [LaunchSequence],
-    pub kernel_file: &'a str,
-    pub origin: &'a Origin,
-}
-
-/// The label of tuned shape `i` in output names: `n=256` (inputs joined with `,`).
-pub fn shape_label(table: &Table, i: usize) -> String {
-    table.shapes[i].params.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
-}
+use super::{Bundle, DispatchInput, build_files, host_arrays, shape_label, summaries_as};
 
 pub fn render(input: &DispatchInput) -> Bundle {
     let table = input.table;

@@ -8,6 +8,7 @@
 //! Outputs start from their manifest init rather than peak's poison.
 
 pub mod cuda;
+pub mod dispatch_cuda;
 pub mod dispatch_opencl;
 pub mod opencl;
 
@@ -30,6 +31,23 @@ pub struct Input<'a> {
     /// The architecture the launch script's limits were evaluated for ("sm_90a"), where the
     /// backend compiles for one: CUDA builds for it.
     pub arch: Option<&'a str>,
+}
+
+/// What a dispatch harness is made from (`peak export --dispatch`).
+pub struct DispatchInput<'a> {
+    pub ctx: &'a Context,
+    pub table: &'a crate::dispatch::Table,
+    /// One per tuned shape, in the table's order.
+    pub sequences: &'a [LaunchSequence],
+    pub kernel_file: &'a str,
+    pub origin: &'a Origin,
+    /// The architecture the launch limits were evaluated for (CUDA builds for it).
+    pub arch: Option<&'a str>,
+}
+
+/// The label of tuned shape `i` in output names: `n=256` (inputs joined with `,`).
+pub fn shape_label(table: &crate::dispatch::Table, i: usize) -> String {
+    table.shapes[i].params.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
 /// The files a harness needs besides the kernel, and how to build and run it.
