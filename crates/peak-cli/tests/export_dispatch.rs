@@ -1,8 +1,9 @@
 //! `peak export --dispatch` (issue 25, item 4): a workflow tuned at two sizes exports one
 //! kernel file, `dispatch.h` with both sizes' best configurations, and a harness that runs
 //! each size at the configuration `peak_dispatch` picks; built with `cc -lOpenCL` and run on
-//! PoCL, its outputs are `peak run`'s at each size and configuration. Skips, saying why,
-//! without PoCL, a C compiler or the OpenCL headers.
+//! PoCL, its outputs are `peak run`'s at each size and configuration. The same for the NT
+//! GEMM with a bias at three named shapes (`[[shapes]]`), tuned by tune, init and retune.
+//! Skips, saying why, without PoCL, a C compiler or the OpenCL headers.
 
 mod support;
 
@@ -108,4 +109,84 @@ fn a_workflow_tuned_at_two_sizes_exports_one_kernel_with_a_dispatch_table() {
     let compiled = Command::new("cc").arg(&probe).arg("-o").arg(&exe).output().unwrap();
     assert!(compiled.status.success(), "{}", String::from_utf8_lossy(&compiled.stderr));
     assert_eq!(String::from_utf8_lossy(&Command::new(&exe).output().unwrap().stdout).trim(), "0 1 -1");
+}
+
+/// `ctx` (a copy of an example) with its inputs replaced by named shapes of (M, N, K).
+fn with_shapes(ctx: &Path, shapes: &[(i64, i64, i64)]) {
+    let mut context = peak_spec::Context::load(ctx).unwrap();
+    context.manifest.inputs.clear();
+    context.manifest.shapes = shapes.iter().map(|&(m, n, k)| [("M".to_string(), m), ("N".to_string(), n), ("K".to_string(), k)].into_iter().collect()).collect();
+    context.save(ctx).unwrap();
+}
+
+/// Named shapes (issue 25, item 4): the OpenCL NT GEMM with a bias at three small odd
+/// shapes, given as `[[shapes]]`, is tuned at exactly those (init, tune, retune: one run
+/// each, in order, not the 27 of their product), `--set` keeps or refuses shapes by name,
+/// and the dispatch export runs each shape at its own best, its outputs `peak run`'s.
+#[test]
+fn named_shapes_are_tuned_one_by_one_and_exported_with_a_dispatch_table() {
+    let test = "named_shapes_are_tuned_one_by_one_and_exported_with_a_dispatch_table";
+    if !opencl_present(test) || !cc_opencl(test) {
+        return;
+    }
+    let env = Env::new();
+    let ctx = env.path("gemm");
+    std::fs::create_dir_all(&ctx).unwrap();
+    for file in ["peak.toml", "kernel.cl"] {
+        std::fs::copy(Path::new(&support::example("gemm-nt-bias-opencl")).join(file), ctx.join(file)).unwrap();
+    }
+    let shapes = [(61, 47, 33), (100, 37, 129), (17, 200, 65)];
+    with_shapes(&ctx, &shapes);
+    let written = std::fs::read_to_string(ctx.join("peak.toml")).unwrap();
+    assert!(written.contains("[[shapes]]") && !written.contains("[inputs]"), "{written}");
+    let mkn = |v: &serde_json::Value| (v["M"].as_i64().unwrap(), v["N"].as_i64().unwrap(), v["K"].as_i64().unwrap());
+
+    // peak tune: one winner per shape; --set keeps the shapes with that value, or names them.
+    let tuned = env.json(&["tune", s(&ctx), "--budget", "3", "--json"]);
+    assert_eq!(tuned["winners"].as_array().unwrap().iter().map(|w| mkn(&w["params"]["inputs"])).collect::<Vec<_>>(), shapes);
+    let one = env.json(&["tune", s(&ctx), "--budget", "3", "--set", "M=100", "--json"]);
+    assert_eq!(one["winners"].as_array().unwrap().iter().map(|w| mkn(&w["params"]["inputs"])).collect::<Vec<_>>(), [shapes[1]]);
+    let refused = env.peak(&["tune", s(&ctx), "--set", "M=5"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no named shape has M = 5") && stderr.contains("(K=129 M=100 N=37)"), "{stderr}");
+
+    // init and retune record each shape's best, in order.
+    let wf = env.path("wf");
+    env.ok(&["init", s(&wf), "--from", s(&ctx), "--samples", "2", "--budget", "4"]);
+    env.ok(&["retune", "-w", s(&wf), "--budget", "3"]);
+    for rev in ["root", "HEAD"] {
+        let shown = env.json(&["show", rev, "-w", s(&wf), "--json"]);
+        let runs = shown["performance"]["runs"].as_array().unwrap();
+        assert_eq!(runs.iter().map(|r| mkn(&r["inputs"])).collect::<Vec<_>>(), shapes, "{rev}");
+        assert!(runs.iter().all(|r| r["best"].is_object() && mkn(&r["best"]["params"]["inputs"]) == mkn(&r["inputs"])), "{rev}: {shown}");
+    }
+    let log = env.ok(&["log", "-w", s(&wf)]);
+    assert!(log.contains("K=65 M=17 N=200 (+2 sizes)"), "the last shape is the headline:\n{log}");
+
+    // Exported with a dispatch table, built, run: each shape at its own best.
+    let out = env.path("out");
+    let report = env.json(&["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--dispatch", "--json"]);
+    let table = &report["dispatch"];
+    assert_eq!(table["shapes"].as_array().unwrap().iter().map(|t| mkn(&t["params"]["inputs"])).collect::<Vec<_>>(), shapes);
+    let built = Command::new("sh").arg(out.join("build.sh")).output().unwrap();
+    assert!(built.status.success(), "build.sh failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    let ran = Command::new(out.join("harness")).args(["--warmup", "0", "--reps", "1", "--dump"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(ran.status.success(), "the harness failed:\n{stdout}\n{}", String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(stdout.matches("median_ms: ").count(), 3, "{stdout}");
+    for shape in table["shapes"].as_array().unwrap() {
+        let params = &shape["params"];
+        let label = ["K", "M", "N"].map(|n| format!("{n}={}", params["inputs"][n])).join(",");
+        assert!(stdout.contains(&format!("shape {label}: configuration {}", shape["config"])), "{stdout}");
+        let mut args: Vec<String> = vec!["run".into(), s(&wf.join("context")).into(), "--reps".into(), "1".into(), "--warmup".into(), "0".into(), "--json".into()];
+        for part in ["inputs", "tuning"] {
+            for (k, v) in params[part].as_object().unwrap() {
+                args.extend(["--set".to_string(), format!("{k}={v}")]);
+            }
+        }
+        let run = env.json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let bytes = std::fs::read(out.join(format!("out.{label}.bin"))).unwrap();
+        assert_eq!(HostArray { dtype: DType::F32, bytes }.digest(), run["outputs"][0]["digest"].as_str().unwrap(), "{label}: the harness's output differs from peak run's");
+    }
 }
