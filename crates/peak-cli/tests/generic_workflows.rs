@@ -300,6 +300,7 @@ fn cuda_twins_carry_the_same_chains_deferred() {
         ("stencil", "main", &["Tile-Staging", "Thread-Coarsen", "Tile-Pad"]),
         ("stencil", "register-window", &["Register-Window"]),
         ("attention", "main", &["Online-Softmax", "Unroll-Accumulators", "KV-Tile"]),
+        ("attention", "query-tile", &["Online-Softmax", "Unroll-Accumulators", "KV-Tile", "Query-Tile"]),
         ("gelu-bf16", "main", &["Grid-Stride", "Vector-Body"]),
         ("layernorm", "main", &["Block-Reduce", "Vector-Body", "Warp-Reduce", "Register-Segment"]),
     ] {
@@ -323,7 +324,10 @@ fn cuda_twins_carry_the_same_chains_deferred() {
         }
         let show = env.json(&["show", "HEAD", "-w", s(&wf), "--json"]);
         let source = show["files"]["kernel.cu"].as_str().unwrap();
-        assert!(source.contains("__global__") && source.contains("UNROLL") == chain.contains(&"Unroll-Accumulators"), "{kind}: {source}");
+        // Query-Tile's register tiles replace the loops Unroll-Accumulators split (UNROLL is left unused)
+        let unrolled = chain.contains(&"Unroll-Accumulators") && !chain.contains(&"Query-Tile");
+        assert!(source.contains("__global__") && source.contains("UNROLL") == unrolled, "{kind}: {source}");
+        assert_eq!(source.contains("Qs[QT_ROWS][HEAD_DIM + 4]"), chain.contains(&"Query-Tile"), "{kind}: {source}");
     }
 }
 
