@@ -44,9 +44,11 @@ run() {
   for kind in $KINDS; do
     echo "== $kind"
     # The line each kind is measured on: the stencil's is its branch register-window (the
-    # tiled main line stops at 72% of copy bandwidth); the others' their bundle's main.
+    # tiled main line stops at 72% of copy bandwidth); the attention's its branch query-tile
+    # (Query-Tile after KV-Tile); the others' their bundle's main.
     local line=()
     [ "$kind" = stencil ] && line=(--branch register-window)
+    [ "$kind" = attention ] && line=(--branch query-tile)
     echo "${line[1]:-main}" > "$OUT/$kind-branch.txt"
     # shellcheck disable=SC2086
     "$PEAK" replay "examples/workflows/$kind-cuda-deferred.bundle" --into "$OUT/$kind" "${line[@]}" \
