@@ -8,6 +8,8 @@
 //! transformer layer as named shapes and a performance record choosing three
 //! configurations among them, is exported; `kernels.cuh` compiles with NVRTC for sm_90a
 //! (and not without its renames), and `harness.cu` with nvcc `-c` where nvcc is found.
+//! The HIP export (the HIP matmul at two named shapes) writes `harness.hip` for hipcc over
+//! the same `kernels.cuh`, which compiles through peak's HIP-on-NVRTC prelude.
 //! On a GPU: the naive CUDA GEMM at three small odd named shapes is tuned by `peak init`
 //! (one best per shape), exported, built with its build.sh and run; each shape's output is
 //! `peak run`'s at that shape and configuration, byte for byte.
@@ -68,8 +70,51 @@ fn inlined(out: &Path) -> String {
 }
 
 fn nvrtc(source: String) -> Result<peak_cuda::nvrtc::Cubin, peak_backend::BackendError> {
+    nvrtc_as(source, peak_cuda::Dialect::Cuda)
+}
+
+fn nvrtc_as(source: String, dialect: peak_cuda::Dialect) -> Result<peak_cuda::nvrtc::Cubin, peak_backend::BackendError> {
     let request = peak_backend::CompileRequest { source, defines: Vec::new(), file_name: "kernels.cuh".into() };
-    peak_cuda::nvrtc::compile(&request, peak_cuda::Dialect::Cuda, &peak_cuda::Arch::parse("sm_90a").unwrap())
+    peak_cuda::nvrtc::compile(&request, dialect, &peak_cuda::Arch::parse("sm_90a").unwrap())
+}
+
+/// HIP takes the same structure: `harness.hip` for hipcc, the same `kernels.cuh`, which
+/// compiles through peak's HIP-on-NVRTC prelude (hipcc itself is not here).
+#[test]
+fn the_hip_dispatch_export_writes_a_hipcc_harness_over_the_same_instances() {
+    let test = "the_hip_dispatch_export_writes_a_hipcc_harness_over_the_same_instances";
+    if !nvrtc_present(test) {
+        return;
+    }
+    let env = Env::new();
+    let ctx = env.path("ctx");
+    std::fs::create_dir_all(&ctx).unwrap();
+    for file in ["peak.toml", "matmul.hip"] {
+        std::fs::copy(Path::new(&example("matmul-hip-f32")).join(file), ctx.join(file)).unwrap();
+    }
+    let mut context = Context::load(&ctx).unwrap();
+    context.manifest.inputs.clear();
+    context.manifest.shapes = [256, 512].iter().map(|&n| [("n".to_string(), n)].into_iter().collect()).collect();
+    context.save(&ctx).unwrap();
+    let runs: Vec<Value> = [(256, 16, 16), (512, 32, 8)]
+        .iter()
+        .map(|&(n, x, y)| json!({"inputs": {"n": n}, "best": {"params": {"inputs": {"n": n}, "tuning": {"BLOCK_X": x, "BLOCK_Y": y}}, "time_ms": 1.0}}))
+        .collect();
+    let mut source = peak_export::Source::context(&ctx).unwrap();
+    source.performance = json!({"best": runs[1]["best"], "runs": runs});
+    let backend = peak_cuda::OfflineBackend::new(peak_cuda::Dialect::Hip, peak_cuda::Arch::parse("sm_90a").unwrap()).unwrap();
+    let target = peak_export::Target { device: backend.device().clone(), functions: backend.script_functions() };
+    let out = env.path("out");
+    let report = peak_export::export(&source, &target, &peak_export::ExportOptions { to: out.clone(), set: Vec::new(), force: false, dispatch: true }).unwrap();
+    assert_eq!(report.files, ["matmul.hip", "dispatch.h", "kernels.cuh", "harness.hip", "build.sh", "Makefile", "README.txt"]);
+    assert!(report.build.starts_with("hipcc "), "{}", report.build);
+    let harness = std::fs::read_to_string(out.join("harness.hip")).unwrap();
+    assert!(harness.contains("#define cudaFree hipFree") && harness.contains("peak_config_1::matmul_peak_c1<<<"), "{harness}");
+    let instances = std::fs::read_to_string(out.join("kernels.cuh")).unwrap().replace("#include \"matmul.hip\"", &std::fs::read_to_string(out.join("matmul.hip")).unwrap());
+    let cubin = nvrtc_as(instances, peak_cuda::Dialect::Hip).unwrap_or_else(|e| panic!("kernels.cuh does not compile as HIP: {e}"));
+    let mut names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["matmul_peak_c0", "matmul_peak_c1"]);
 }
 
 #[test]
