@@ -219,7 +219,7 @@ impl Manifest {
             text.push_str(&format!("\nScalar inputs: {}.", inputs.join(", ")));
         }
         if !self.shapes.is_empty() {
-            let shapes: Vec<String> = self.shapes.iter().map(|s| crate::shapes::describe(s)).collect();
+            let shapes: Vec<String> = self.shapes.iter().map(crate::shapes::describe).collect();
             text.push_str(&format!("\nTuned at the named shapes: {}.", shapes.join("; ")));
         }
         if !self.arrays.is_empty() {
