@@ -756,7 +756,7 @@ pub struct ExportArgs {
     /// CUDA and HIP: the architecture whose limits the launch script sees (default: the one the checkpoint was measured on, else sm_90a).
     #[arg(long)]
     pub arch: Option<String>,
-    /// Every shape the performance record tuned, each at its own best configuration: one kernel file, dispatch.h (a table from shape to configuration, with a fallback for other shapes) and a harness that runs every tuned shape through it (OpenCL).
+    /// Every shape the performance record tuned, each at its own best configuration: one kernel file, dispatch.h (a table from shape to configuration, with a fallback for other shapes) and a harness that runs every tuned shape through it (OpenCL: a program per configuration; CUDA and HIP: kernels.cuh, the kernel once per configuration in a namespace of its own).
     #[arg(long, conflicts_with = "set")]
     pub dispatch: bool,
     /// Write into a folder that is not empty.
