@@ -8,7 +8,8 @@
 //! transformer layer as named shapes and a performance record choosing three
 //! configurations among them, is exported; `kernels.cuh` compiles with NVRTC for sm_90a
 //! (and not without its renames), and `harness.cu` with nvcc `-c` where nvcc is found.
-//! The HIP export (the HIP matmul at two named shapes) writes `harness.hip` for hipcc over
+//! The fp16 TMA tip's record (two sizes) exports with each shape's tensor maps encoded over
+//! its own buffers, and compiles likewise. The HIP export (the HIP matmul at two named shapes) writes `harness.hip` for hipcc over
 //! the same `kernels.cuh`, which compiles through peak's HIP-on-NVRTC prelude.
 //! On a GPU: the naive CUDA GEMM at three small odd named shapes is tuned by `peak init`
 //! (one best per shape), exported, built with its build.sh and run; each shape's output is
@@ -247,4 +248,43 @@ fn the_cuda_dispatch_harness_runs_every_named_shape_on_the_gpu() {
         let bytes = std::fs::read(out.join(format!("out.{label}.bin"))).unwrap();
         assert_eq!(HostArray { dtype: DType::F32, bytes }.digest(), digest, "{label}: the dispatch harness's output differs from peak run's");
     }
+}
+
+/// Tensor maps per shape: the fp16 TMA tip as the H200 replayed it (its record tuned n =
+/// 2048 and 4096) exported with --dispatch through the CLI encodes each shape's maps over
+/// its own buffers; kernels.cuh compiles with NVRTC and harness.cu with nvcc `-c` for sm_90a
+/// (wgmma, setmaxnreg and multicast assemble there only).
+#[test]
+fn the_dispatch_export_of_the_fp16_tma_tip_encodes_tensor_maps_per_shape() {
+    let test = "the_dispatch_export_of_the_fp16_tma_tip_encodes_tensor_maps_per_shape";
+    if !nvrtc_present(test) {
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    unbundle(&format!("{}/../../bench/results/h200-replayed-matmul-cuda-f16-tma-store.bundle", env!("CARGO_MANIFEST_DIR")), &wf);
+    let out = env.path("out");
+    let report = env.json(&["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--dispatch", "--json"]);
+    let shapes: Vec<i64> = report["dispatch"]["shapes"].as_array().unwrap().iter().map(|t| t["params"]["inputs"]["n"].as_i64().unwrap()).collect();
+    assert_eq!(shapes, [2048, 4096], "{report}");
+    let harness = std::fs::read_to_string(out.join("harness.cu")).unwrap();
+    for i in 0..2 {
+        assert!(harness.contains(&format!("static PeakMap peak_maps_s{i}[3];")) && harness.contains(&format!("peak_encode(&peak_maps_s{i}[0].map")), "shape {i}");
+    }
+    let kernel = std::fs::read_to_string(out.join("matmul.cu")).unwrap();
+    let instances = std::fs::read_to_string(out.join("kernels.cuh")).unwrap().replace("#include \"matmul.cu\"", &kernel);
+    nvrtc(instances).unwrap_or_else(|e| panic!("kernels.cuh does not compile with NVRTC: {e}"));
+    let Some(nvcc) = find_nvcc() else {
+        eprintln!("SKIPPED {test} (nvcc part): no nvcc on the PATH, in $CUDA_HOME, /usr/local/cuda or next to NVRTC's wheel");
+        return;
+    };
+    let build = report["build"].as_str().unwrap();
+    assert!(build.contains("-gencode arch=compute_90a,code=sm_90a"), "{build}");
+    let mut args: Vec<String> = build.split_whitespace().skip(1).map(str::to_string).collect();
+    let o = args.iter().position(|w| w == "-o").unwrap();
+    args[o + 1] = "harness.o".into();
+    args.push("-c".into());
+    let built = Command::new(&nvcc).current_dir(&out).args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(built.status.success() && !stderr.contains("not supported on .target"), "{} {}:\n{stderr}", nvcc.display(), args.join(" "));
 }
