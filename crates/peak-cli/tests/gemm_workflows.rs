@@ -58,8 +58,16 @@ fn assert_gemm_vocabulary(source: &str) {
         "#define PEAK_TILE_LOAD(",
         "#define AS(r, k) AsT[stage][k][r]",
         "#define PEAK_TILE_LOAD_T(",
-        "STAGE_LOAD_T(a_stage, A_SHARE, A_AT, BY * TILE_M, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K);",
-        "STAGE_LOAD_COLMAJOR(b_stage, B_SHARE, B_AT, next_k0, BX * TILE_N, TILE_K, TILE_N, GEMM_K, GEMM_N);",
+        // The block's place in C is computed once, outside the k loop (BX and BY are
+        // divisions by run-time sizes after Block-Swizzle), and every staged load takes it.
+        "const int tile_row0 = BY * TILE_M, tile_col0 = BX * TILE_N;",
+        "STAGE_LOAD_T(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K);",
+        "STAGE_LOAD_COLMAJOR(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N);",
+        // A tile wholly inside the matrix is loaded with no per-vector test: one test per
+        // tile, uniform across the block; the entry's own check vanishes where NTHREADS
+        // divides the tile.
+        "if ((row0) + (ROWS) <= (rows) && (col0) + (COLS) <= (cols)",
+        "if ((SHARE) * NTHREADS == (ROWS) * (COLS) / VEC || peak_v < (ROWS) * (COLS) / VEC) {",
         "if (peak_gr + VEC <= (rows) && peak_gc < (cols)",
         "#if K_SPLITS == 1\n                if (C_ROW(i) < GEMM_M && C_COL(j) < GEMM_N) C_AT(C_ROW(i), C_COL(j)) = EPILOGUE(acc[i][j], C_ROW(i), C_COL(j));",
         "C_AT(r, c) = EPILOGUE(sum, r, c);",
@@ -71,6 +79,8 @@ fn assert_gemm_vocabulary(source: &str) {
     }
     let device = source.split("@peak device").nth(1).unwrap();
     assert!(!device.contains("bias["), "the bias lives in EPILOGUE only:\n{device}");
+    let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("BARRIER();\n    }").next().unwrap();
+    assert!(!k_loop.contains("BY") && !k_loop.contains("BX"), "the k loop reads the block's place, never BX or BY:\n{k_loop}");
 }
 
 #[test]
@@ -157,6 +167,10 @@ fn gemm_nt_bias_cuda_twin_carries_the_same_chain_deferred() {
     // CUDA vector loads fault when misaligned: a whole vector is loaded only at an aligned
     // address (K = 33 at validation leaves most rows unaligned).
     assert!(source.contains("#define PEAK_VALIGNED(p) (((size_t)(p)) % (VEC * sizeof(float)) == 0)"), "{source}");
+    // An interior tile's vectors are all aligned where its first element and the next one
+    // across the vectors' direction are (base and leading dimension aligned): one test per tile.
+    assert!(source.contains("PEAK_VALIGNED(&AT((row0), (col0))) && PEAK_VALIGNED(&AT((row0) + 1, (col0)))"), "{source}");
+    assert!(source.contains("PEAK_VALIGNED(&AT((row0), (col0))) && PEAK_VALIGNED(&AT((row0), (col0) + 1))"), "{source}");
     assert!(source.contains("extern __shared__ __align__(16) unsigned char smem_raw[];"), "{source}");
 }
 
