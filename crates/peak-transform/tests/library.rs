@@ -13,6 +13,7 @@ const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Patter
 const SHIPPED: &[&str] = &[
     "Orient-Grid",
     "Fuse-Epilogue",
+    "Persistent-Tiles",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
