@@ -251,7 +251,9 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    assert_eq!(&steps[1..], HOPPER_CHAIN);
+    // The eleven steps, then Persistent-Tiles on the same line (the tip the lead replays).
+    assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles"]);
     let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
     for pair in line.windows(2) {
         assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
@@ -270,7 +272,8 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     for expected in ["b_layout = \"col\"".to_string(), "bias = \"bias\"".into(), format!("type = \"{dtype}\""), "M = { values = [200] }".into(), "N = { values = [136] }".into(), "K = { values = [88] }".into()] {
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
-    let tip = file("HEAD");
+    // TMA-Store's checkpoint, one block per tile.
+    let tip = file("HEAD~1");
     for expected in [
         "#define GEMM_M (M)".to_string(),
         "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
@@ -296,6 +299,54 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
     assert!(!device.contains(other), "no {other} in a {dtype} kernel");
+    persistent_tip_walks_the_tiles(&file("HEAD"), ty);
+}
+
+/// Persistent-Tiles' code on the twin: a grid of at most one block per SM whose producer and
+/// consumers loop over the tiles with one running k-step counter (stage and phase never reset
+/// per tile), the epilogue staged in a buffer of its own that the previous tile's TMA stores
+/// must have finished reading, and the tile's place in C from the loop, not the block index.
+/// At the validation size (200 x 136 x 88: 2 to 12 tiles) every TILES_PER_CTA above 1 gives
+/// fewer blocks than tiles, so the sampled configurations with it run the tile loop more
+/// than once per block; at the tuned sizes it is declared invalid where the SMs cap the grid.
+fn persistent_tip_walks_the_tiles(tip: &str, ty: &str) {
+    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    let host = tip.split("@peak host").nth(1).unwrap();
+    for expected in [
+        "const int cluster = blockIdx.y / CLUSTER_M, clusters = gridDim.y / CLUSTER_M;",
+        "unsigned char* staging = base + NUM_STAGES * (A_STAGE_BYTES + B_STAGE_BYTES);",
+        "peak_grouped_tile(u, unit_rows, tiles_n, 8, ur, bx);",
+        "if (it >= NUM_STAGES) peak_mbar_wait(&empty[s], ((it / NUM_STAGES) - 1) & 1);",
+        "peak_mbar_wait(&full[s], (it / NUM_STAGES) & 1);",
+        "peak_tma_load_2d(a_stage, &tma_a, t * 64, by * TILE_M, &full[s]);",
+        "peak_tma_store_2d(&tma_c, bx * TILE_N + 64 * b, by * TILE_M, staging + b * (64 * WG_M * 128));",
+    ] {
+        assert!(device.contains(expected), "missing {expected:?} in the persistent tip:\n{device}");
+    }
+    // Producer and consumers both walk the tiles, and both k-loops advance the running counter.
+    assert_eq!(device.matches("for (int u = cluster; u < units; u += clusters)").count(), 2, "{device}");
+    assert_eq!(device.matches("for (int t = 0; t < KT; ++t, ++it)").count(), 2, "{device}");
+    assert!(!device.contains("BX *") && !device.contains("BY *"), "the tile comes from the loop");
+    // Inside the consumers' tile loop: wait for the previous stores' reads, then the barrier,
+    // stage (C's type), issue the stores without waiting; the last tile's stores are waited
+    // for after the loop.
+    let consumers = device.split("peak_setmaxnreg_inc<232>();").nth(1).unwrap();
+    let wait = consumers.find("peak_tma_store_wait();").expect("the staging buffer is waited for");
+    let barrier = consumers.find("peak_bar_sync(1, 128 * WG_M);").unwrap();
+    let stage = consumers.find(&format!("const {ty} e0")).unwrap();
+    let store = consumers.find("peak_tma_store_2d(").unwrap();
+    assert!(wait < barrier && barrier < stage && stage < store, "{consumers}");
+    let after = consumers[store..].find("peak_tma_store_wait();").map(|i| store + i).expect("the last stores are waited for");
+    assert!(consumers[store..after].matches('}').count() >= 2, "the final wait is outside the tile loop: {consumers}");
+    for expected in [
+        "let most = COMPUTE_UNITS / CLUSTER_M;",
+        "let clusters = ceil_div(units, TILES_PER_CTA);",
+        "if TILES_PER_CTA > 1 && ceil_div(units, TILES_PER_CTA) >= most { invalid(",
+        "tile_m * WGMMA_N * 2",
+        "launch(\"gemm_nt_bias\", [1, clusters * CLUSTER_M], [BLOCK_X, BLOCK_Y + 1], smem,",
+    ] {
+        assert!(host.contains(expected), "missing {expected:?} in the persistent host:\n{host}");
+    }
 }
 
 #[test]
