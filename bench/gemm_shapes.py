@@ -18,7 +18,8 @@ default 420), STEP_TIME (tuning seconds per replayed step, default 15), RETUNE_B
 (per shape, default 128 and 150 s; RETUNE_BUDGET=0 skips it).
 
 DTYPE=bf16 (or f16, with its bundle) runs the 16-bit Hopper line instead
-(examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle, Refactor ... TMA-Store):
+(examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle, Refactor ... TMA-Store ->
+Persistent-Tiles; a persistent tip is validated again with TILES_PER_CTA = 2 and 4 only):
 the bundle is replayed at EACH shape into its own workflow (WF/<shape>): every step
 validated at the manifest's [validation.inputs] (200 x 136 x 88), sanitized once
 (SANITIZE_SAMPLES, default 1) at SANITIZE_AT (default M=256 N=256 K=128) and tuned at the
@@ -121,6 +122,18 @@ def main_half(out):
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "line": [e["transformation"] for e in reversed(entries)],
                "steps": [{"transformation": e["transformation"], "verdict": e["verdict"], "best_time_ms": e.get("best_time_ms")} for e in reversed(entries)]}
+        if replay["rc"] == 0 and entries and entries[0]["transformation"] == "Persistent-Tiles":
+            # The replay validates 4 samples, not all of which have fewer blocks than tiles:
+            # the persistent tip is validated again at [validation.inputs] (200 x 136 x 88: 2
+            # to 12 tiles) with TILES_PER_CTA = 2 and 4 only, so that every block walks two
+            # tiles or more and the pipeline's phases and the staging buffer cross tiles.
+            started = time.time()
+            try:
+                r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, f"examples/gemm-nt-bias-cuda-{DTYPE}"),
+                        "--set", "TILES_PER_CTA=2,4", "--samples", "8", "--sanitize-samples", "1", "--json"], timeout=timeout)
+                row["tile_loop_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
+            except subprocess.TimeoutExpired:
+                row["tile_loop_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
         if replay["rc"] == 0 and int(retune_budget) > 0:
             started = time.time()
             try:
