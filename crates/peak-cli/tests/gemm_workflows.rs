@@ -375,6 +375,7 @@ fn the_hopper_line_speaks_sizes_layouts_types_and_epilogue() {
         ("warp-specialize", &["device", "host"]),
         ("tma-multicast", &["device", "host"]),
         ("tma-store", &["device", "host"]),
+        ("persistent-tiles", &["device", "host"]),
     ] {
         let shown = env.json(&["transformations", "show", name, "--json"]);
         let got: Vec<&str> = shown["passes"].as_array().unwrap().iter().map(|p| p["region"].as_str().unwrap()).collect();
@@ -389,6 +390,8 @@ fn the_hopper_line_speaks_sizes_layouts_types_and_epilogue() {
             "tensor-core" | "wgmma" | "tma-store" => &["EPILOGUE", "GEMM_M", "bf16"],
             // Where B's boxes are laid out, for either layout.
             "tma-multicast" => &["GEMM_M", "K-major"],
+            // Sizes and the epilogue, the running k-step counter, the staging buffer's wait.
+            "persistent-tiles" => &["GEMM_M", "GEMM_N", "EPILOGUE", "(it / NUM_STAGES) & 1", "peak_tma_store_wait()", "COMPUTE_UNITS"],
             _ => &["GEMM_N", "K-major"],
         };
         for term in terms {
