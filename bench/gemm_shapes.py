@@ -114,7 +114,9 @@ def main_half(out):
         inputs = {"M": m, "N": n, "K": k}
         sizes = ["--set", f"M={m}", "--set", f"N={n}", "--set", f"K={k}"]
         wf = os.path.join(base, shape)
-        replay = replay_at(peak, wf, sizes, budget, step_time, "4", samples, sanitize_at, [], timeout,
+        # SAMPLES validation samples per step: a step whose samples the launch script all
+        # prunes at the validation size (Persistent-Tiles' larger tiles) fails the replay.
+        replay = replay_at(peak, wf, sizes, budget, step_time, os.environ.get("SAMPLES", "4"), samples, sanitize_at, [], timeout,
                            os.path.join(out, f"replay-{DTYPE}-{shape}.log"))
         entries = steps_of(peak, wf)
         row = {"dtype": DTYPE, "m": m, "n": n, "k": k, "layout": "NT", "epilogue": "bias", "replay": replay,
