@@ -10,13 +10,14 @@ use peak_spec::{Context, Region};
 use peak_transform::{
     AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
 };
-use peak_workflow::{Attempt, CheckpointInput, CheckpointView, Workflow};
+use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, CheckpointView, Workflow};
 use serde_json::{Value, json};
 
 use crate::defer::{self, CompileCheck};
 use crate::feasible;
 use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
 use crate::manifest::{extend, prompt_params};
+use crate::outcome;
 use crate::sanitize::{self, Plan, parse_inputs};
 use crate::state::{self, ApplyState, agent_dir, apply_dir, fresh_context};
 use crate::winner::check_winner;
@@ -53,7 +54,7 @@ pub fn apply_in(wf: &mut Workflow, options: &ApplyOptions, workers: &mut Workers
     // An endpoint that is down fails here, in seconds, recorded as a try that reached no model.
     if let Err(e) = executor.check_reachable() {
         let (kind, model) = who(executor.as_ref(), &spec.to_string());
-        wf.record_attempt(Attempt { transformation: name, executor: kind, model, parent: Some(parent), pass: Some(1), outcome: e.kind().into(), error: Some(e.to_string()), ..Attempt::default() })?;
+        wf.record_attempt(Attempt { transformation: name, executor: kind, model, parent: Some(parent), pass: Some(1), outcome: outcome::of_executor(&e), error: Some(e.to_string()), ..Attempt::default() })?;
         bail!("{e}\nhint: start the server, or point peak at a running one (its base-URL variable, e.g. PEAK_OPENAI_BASE_URL); nothing was asked of it");
     }
     let mut state = ApplyState::new(options, parent);
@@ -127,7 +128,7 @@ pub(crate) fn committed(wf: &Workflow, state: &ApplyState) -> Result<Option<Chec
 /// checkpoint yet.
 pub(crate) fn finish_committed(wf: &mut Workflow, state: &ApplyState) -> Result<Option<ApplyOutcome>> {
     let (Some(view), Some(attempt)) = (committed(wf, state)?, state.checkpoint_attempt.as_deref()) else { return Ok(None) };
-    let verdict = view.meta.verdict.clone().unwrap_or_else(|| "passed".into());
+    let verdict = view.meta.verdict.as_deref().map_or(AttemptOutcome::Passed, AttemptOutcome::parse);
     if !wf.attempts()?.records.iter().any(|r| r.id == attempt && !r.is_start()) {
         wf.finish_attempt(
             attempt,
@@ -315,7 +316,7 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
                     });
                 }
                 Err(e) => {
-                    log.record(Attempt { pass: Some(pass as u32), outcome: e.kind().to_string(), error: Some(e.to_string()), retry: repairs, ..base.clone() })?;
+                    log.record(Attempt { pass: Some(pass as u32), outcome: outcome::of_executor(&e), error: Some(e.to_string()), retry: repairs, ..base.clone() })?;
                     state::clear(&dir)?;
                     return Err(anyhow!(e).context(format!("{}: pass {pass} could not be carried out", t.name)));
                 }
@@ -332,10 +333,11 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
                     fault_region = None;
                 }
                 Err(err) => {
-                    reporter.attempt(reply_outcome(&err), &err.to_string());
-                    log.record(Attempt { outcome: reply_outcome(&err).into(), error: Some(err.to_string()), ..usage })?;
+                    let failed = outcome::of_reply(&err);
+                    reporter.attempt(&failed, &err.to_string());
+                    log.record(Attempt { outcome: failed.clone(), error: Some(err.to_string()), ..usage })?;
                     if repairs >= options.retries {
-                        return give_up(&dir, &t, log.count, reply_outcome(&err), &err.to_string());
+                        return give_up(&dir, &t, log.count, failed, &err.to_string());
                     }
                     repairs += 1;
                     attempt += 1;
@@ -346,10 +348,11 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
 
         if regions == parent.regions {
             let err = ReplyError::Unchanged;
-            reporter.attempt(err.kind(), &err.to_string());
-            log.record(Attempt { pass: Some(t.passes.len() as u32), outcome: err.kind().into(), error: Some(err.to_string()), retry: repairs, ..base.clone() })?;
+            let failed = outcome::of_reply(&err);
+            reporter.attempt(&failed, &err.to_string());
+            log.record(Attempt { pass: Some(t.passes.len() as u32), outcome: failed.clone(), error: Some(err.to_string()), retry: repairs, ..base.clone() })?;
             if repairs >= options.retries {
-                return give_up(&dir, &t, log.count, err.kind(), &err.to_string());
+                return give_up(&dir, &t, log.count, failed, &err.to_string());
             }
             repairs += 1;
             attempt += 1;
@@ -405,11 +408,12 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
             }
         };
         let summary = verdict.summary();
-        reporter.attempt(verdict.category(), &summary);
+        let failed = outcome::of_verdict(&verdict);
+        reporter.attempt(&failed, &summary);
         let (sample, validator) = caught.map_or((None, None), |(i, v)| (Some(i), v));
-        log.record(Attempt { outcome: verdict.category().into(), error: Some(summary.clone()), retry: repairs, sample, validator, ..base.clone() })?;
+        log.record(Attempt { outcome: failed.clone(), error: Some(summary.clone()), retry: repairs, sample, validator, ..base.clone() })?;
         if repairs >= options.retries {
-            return give_up(&dir, &t, log.count, verdict.category(), &summary);
+            return give_up(&dir, &t, log.count, failed, &summary);
         }
         repairs += 1;
         attempt += 1;
@@ -425,7 +429,7 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
     let parent_view = log.wf.show(&log.state.parent)?;
     let (verdict, detail, validation, performance) = match judged {
         // Nothing ran, so nothing was timed: `peak replay` validates and tunes it on the GPU.
-        Judged::Deferred(check) => ("deferred", format!(": {}", defer::summary(&check)), check.validation(validation_s), json!({})),
+        Judged::Deferred(check) => (AttemptOutcome::Deferred, format!(": {}", defer::summary(&check)), check.validation(validation_s), json!({})),
         Judged::Validated { report, sanitized } => {
             reporter.stage("tune");
             let space = restricted(&candidate, &options.set)?;
@@ -444,15 +448,15 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
             // run at tuning sizes (a GEMM of 8192 x 3072 x 768) takes minutes.
             let checked_at = validation_space(&candidate, &options.set)?;
             if let Some(why) = check_winner(workers, options.sanitize_winner.then_some(&plan), &candidate, &checked_at, options.seed, &mut performance)? {
-                reporter.attempt("sanitizer-finding", &why);
-                log.record(Attempt { outcome: "sanitizer-finding".into(), error: Some(why.clone()), retry: repairs, ..base.clone() })?;
-                return give_up(&dir, &t, log.count, "sanitizer-finding", &why);
+                reporter.attempt(&AttemptOutcome::SanitizerFinding, &why);
+                log.record(Attempt { outcome: AttemptOutcome::SanitizerFinding, error: Some(why.clone()), retry: repairs, ..base.clone() })?;
+                return give_up(&dir, &t, log.count, AttemptOutcome::SanitizerFinding, &why);
             }
             let mut validation = serde_json::to_value(&report)?;
-            validation["verdict"] = json!("passed");
+            validation["verdict"] = json!(AttemptOutcome::Passed);
             validation["elapsed_s"] = json!(validation_s);
             validation["sanitizer"] = serde_json::to_value(&sanitized)?;
-            ("passed", String::new(), validation, performance)
+            (AttemptOutcome::Passed, String::new(), validation, performance)
         }
     };
     let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
@@ -476,14 +480,14 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
         force: false,
     })?;
     log.count += 1;
-    log.wf.finish_attempt(&attempt_id, Attempt { outcome: verdict.into(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
-    reporter.attempt(verdict, &format!("checkpoint {}{detail}", id.short()));
+    log.wf.finish_attempt(&attempt_id, Attempt { outcome: verdict.clone(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
+    reporter.attempt(&verdict, &format!("checkpoint {}{detail}", id.short()));
     let attempts = log.count;
     state::clear(&dir)?;
     Ok(ApplyOutcome::Checkpoint {
         id: id.to_string(),
         transformation: t.name.clone(),
-        verdict: verdict.to_string(),
+        verdict,
         best_ms,
         speedup_over_parent,
         attempts,
@@ -497,16 +501,9 @@ enum Judged {
     Deferred(CompileCheck),
 }
 
-fn reply_outcome(err: &ReplyError) -> &'static str {
-    match err {
-        ReplyError::EditOutsideRegion { .. } => "edit-outside-region",
-        _ => "unparsable-reply",
-    }
-}
-
-fn give_up(dir: &Path, t: &Transformation, attempts: usize, outcome: &str, error: &str) -> Result<ApplyOutcome> {
+fn give_up(dir: &Path, t: &Transformation, attempts: usize, outcome: AttemptOutcome, error: &str) -> Result<ApplyOutcome> {
     state::clear(dir)?;
-    Ok(ApplyOutcome::Failed { transformation: t.name.clone(), attempts, last_outcome: outcome.to_string(), last_error: error.to_string() })
+    Ok(ApplyOutcome::Failed { transformation: t.name.clone(), attempts, last_outcome: outcome, last_error: error.to_string() })
 }
 
 /// The parent's context with the new regions and the transformation's parameters.

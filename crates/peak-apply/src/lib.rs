@@ -26,6 +26,7 @@ mod feasible;
 mod fsck;
 mod init;
 mod manifest;
+pub mod outcome;
 mod replay;
 mod retune;
 mod sanitize;
@@ -42,6 +43,7 @@ pub use init::{InitOptions, init_workflow, measure};
 pub use replay::replay;
 pub use retune::retune;
 pub use sanitize::{Plan, Record as SanitizerRecord, Sanitize};
+use peak_workflow::AttemptOutcome;
 use serde::Serialize;
 
 /// What to apply and how.
@@ -108,11 +110,11 @@ impl Default for ApplyOptions {
 pub enum ApplyOutcome {
     /// A new checkpoint on the current branch; `verdict` is `passed`, or `deferred` (only
     /// compile-checked, so untimed).
-    Checkpoint { id: String, transformation: String, verdict: String, best_ms: Option<f64>, speedup_over_parent: Option<f64>, attempts: usize },
+    Checkpoint { id: String, transformation: String, verdict: AttemptOutcome, best_ms: Option<f64>, speedup_over_parent: Option<f64>, attempts: usize },
     /// The agent executor waits for `submit` with the new text of `region`.
     Waiting { transformation: String, pass: usize, passes: usize, attempt: u32, region: String, prompt_file: PathBuf, prompt: String },
     /// Retries exhausted; the workflow stays at the parent, the attempts are recorded.
-    Failed { transformation: String, attempts: usize, last_outcome: String, last_error: String },
+    Failed { transformation: String, attempts: usize, last_outcome: AttemptOutcome, last_error: String },
 }
 
 /// Progress of an apply, for a terminal or an MCP client. Every method has a no-op default.
@@ -121,7 +123,7 @@ pub trait ApplyReporter {
     fn pass(&self, _transformation: &str, _pass: usize, _passes: usize, _attempt: u32, _title: &str) {}
     /// One try ended: `outcome` is an attempt category (`passed`, `compile-failed`,
     /// `unparsable-reply`, ...), `detail` a one-line summary.
-    fn attempt(&self, _outcome: &str, _detail: &str) {}
+    fn attempt(&self, _outcome: &AttemptOutcome, _detail: &str) {}
     /// A stage began: `validate`, `tune`, or `sanitize` (the tuned winner's check).
     fn stage(&self, _stage: &str) {}
     /// Drawn during tuning.

@@ -15,7 +15,7 @@ use anyhow::{Result, anyhow, bail};
 use indexmap::IndexMap;
 use peak_eval::Workers;
 use peak_spec::Space;
-use peak_workflow::{Attempt, CheckpointInput, Workflow};
+use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
 use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
@@ -115,7 +115,7 @@ pub(crate) fn retune_in(
         &mut performance,
     )? {
         wf.record_attempt(Attempt {
-            outcome: "sanitizer-finding".into(),
+            outcome: AttemptOutcome::SanitizerFinding,
             error: Some(why.clone()),
             ..base
         })?;
@@ -123,7 +123,7 @@ pub(crate) fn retune_in(
         return Ok(ApplyOutcome::Failed {
             transformation: RETUNE.into(),
             attempts: 1,
-            last_outcome: "sanitizer-finding".into(),
+            last_outcome: AttemptOutcome::SanitizerFinding,
             last_error: why,
         });
     }
@@ -131,7 +131,7 @@ pub(crate) fn retune_in(
     // The code is the parent's, already validated there; every configuration tuned here
     // had its outputs checked against the root's, which is this step's validation.
     let validation = json!({
-        "verdict": "passed",
+        "verdict": AttemptOutcome::Passed,
         "retune_of": head.id.to_string(),
         "note": "same code as its parent; every tuned configuration's outputs were checked against the root's reference",
         "elapsed_s": 0.0,
@@ -158,16 +158,16 @@ pub(crate) fn retune_in(
         force: false,
     })?;
     wf.record_attempt(Attempt {
-        outcome: "passed".into(),
+        outcome: AttemptOutcome::Passed,
         checkpoint: Some(id.to_string()),
         ..base
     })?;
     let _ = std::fs::remove_dir_all(&work);
-    reporter.attempt("passed", &format!("checkpoint {}", id.short()));
+    reporter.attempt(&AttemptOutcome::Passed, &format!("checkpoint {}", id.short()));
     Ok(ApplyOutcome::Checkpoint {
         id: id.to_string(),
         transformation: RETUNE.into(),
-        verdict: "passed".into(),
+        verdict: AttemptOutcome::Passed,
         best_ms,
         speedup_over_parent,
         attempts: 1,

@@ -149,7 +149,7 @@ impl peak_apply::ApplyReporter for ApplyProgress {
         self.bar.println(format!("{transformation}: pass {pass}/{passes}{retry}: {title}"));
     }
 
-    fn attempt(&self, outcome: &str, detail: &str) {
+    fn attempt(&self, outcome: &peak_workflow::AttemptOutcome, detail: &str) {
         self.bar.println(format!("  -> {outcome}: {}", detail.lines().next().unwrap_or_default()));
     }
 

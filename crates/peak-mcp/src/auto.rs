@@ -143,10 +143,29 @@ impl AutoReporter for () {}
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
-    pub action: String,
+    pub action: PlanAction,
     #[serde(default)]
     pub transformation: String,
     pub reasoning: String,
+}
+
+/// What the planner decided: apply a transformation, or stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum PlanAction {
+    Apply,
+    Stop,
+}
+
+impl TryFrom<String> for PlanAction {
+    type Error = String;
+    fn try_from(action: String) -> Result<Self, String> {
+        match action.as_str() {
+            "apply" => Ok(PlanAction::Apply),
+            "stop" => Ok(PlanAction::Stop),
+            other => Err(format!("`action` must be \"apply\" or \"stop\", not {other:?}")),
+        }
+    }
 }
 
 /// Read a planner reply strictly: one JSON object with `action` (`apply` or `stop`),
@@ -160,9 +179,9 @@ pub fn parse_plan(reply: &str, library: &Library, backend: peak_transform::Backe
         text = inner.strip_suffix("```").ok_or("the reply opens a code fence it never closes")?.trim();
     }
     let mut plan: Plan = serde_json::from_str(text).map_err(|e| format!("the reply is not the JSON object asked for: {e}"))?;
-    match plan.action.as_str() {
-        "stop" => Ok(plan),
-        "apply" => {
+    match plan.action {
+        PlanAction::Stop => Ok(plan),
+        PlanAction::Apply => {
             if plan.transformation.trim().is_empty() {
                 return Err("`action` is \"apply\" but `transformation` is empty".into());
             }
@@ -173,7 +192,6 @@ pub fn parse_plan(reply: &str, library: &Library, backend: peak_transform::Backe
             plan.transformation = t.name.clone();
             Ok(plan)
         }
-        other => Err(format!("`action` must be \"apply\" or \"stop\", not {other:?}")),
     }
 }
 
@@ -263,7 +281,7 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                 }
             }
         };
-        if plan.action == "stop" {
+        if plan.action == PlanAction::Stop {
             log.write(reporter, AutoEvent { event: "stop".into(), reasoning: Some(plan.reasoning), ..log.event(step, &wf)? })?;
             break Stopped::Planner;
         }
@@ -556,9 +574,9 @@ mod tests {
         let lib = library();
         let b = peak_transform::Backend::Opencl;
         let plan = parse_plan(r#"{"action": "apply", "transformation": "tb-tiling", "reasoning": "reuse"}"#, &lib, b).unwrap();
-        assert_eq!((plan.action.as_str(), plan.transformation.as_str()), ("apply", "TB-Tiling"), "names are resolved to the library's spelling");
+        assert_eq!((plan.action, plan.transformation.as_str()), (PlanAction::Apply, "TB-Tiling"), "names are resolved to the library's spelling");
         let fenced = "<think>hmm</think>\n```json\n{\"action\": \"stop\", \"transformation\": \"\", \"reasoning\": \"done\"}\n```";
-        assert_eq!(parse_plan(fenced, &lib, b).unwrap().action, "stop");
+        assert_eq!(parse_plan(fenced, &lib, b).unwrap().action, PlanAction::Stop);
 
         for (reply, expect) in [
             ("apply TB-Tiling", "not the JSON object"),

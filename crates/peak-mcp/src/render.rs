@@ -12,7 +12,7 @@ use peak_eval::validate::Outcome as Validation;
 use peak_eval::{TuneReport, TuneReporter, ValidationReport};
 use peak_spec::{Context, ExecParams};
 use peak_transform::Transformation;
-use peak_workflow::{AttemptsLog, CheckpointView};
+use peak_workflow::{AttemptOutcome, AttemptsLog, CheckpointView};
 use serde::Serialize;
 use serde_json::json;
 
@@ -128,7 +128,7 @@ pub fn transformations_text(list: &[&Transformation]) -> String {
 /// this call, which decide whether a waiting prompt is a repair (an error for the model).
 pub struct Events<'a> {
     progress: &'a Progress,
-    failures: Mutex<Vec<(String, String)>>,
+    failures: Mutex<Vec<(AttemptOutcome, String)>>,
 }
 
 impl<'a> Events<'a> {
@@ -137,7 +137,7 @@ impl<'a> Events<'a> {
     }
 
     /// `(outcome, detail)` of every try that failed during this call.
-    pub fn failures(&self) -> Vec<(String, String)> {
+    pub fn failures(&self) -> Vec<(AttemptOutcome, String)> {
         self.failures.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
@@ -147,9 +147,9 @@ impl ApplyReporter for Events<'_> {
         self.progress.say(format!("{transformation}: pass {pass}/{passes} ({title}), attempt {attempt}"));
     }
 
-    fn attempt(&self, outcome: &str, detail: &str) {
-        if outcome != "passed" {
-            self.failures.lock().unwrap_or_else(|e| e.into_inner()).push((outcome.to_string(), detail.to_string()));
+    fn attempt(&self, outcome: &AttemptOutcome, detail: &str) {
+        if *outcome != AttemptOutcome::Passed {
+            self.failures.lock().unwrap_or_else(|e| e.into_inner()).push((outcome.clone(), detail.to_string()));
         }
         self.progress.say(format!("{outcome}: {}", first_line(detail)));
     }
@@ -173,7 +173,7 @@ fn first_line(text: &str) -> &str {
 
 /// The answer to a tool that applied (or resumed) a transformation.
 /// The outcome's JSON with the rejected tries that led to it, as `failures`: `[{outcome, detail}]`.
-fn with_failures(outcome: &ApplyOutcome, failures: &[(String, String)]) -> serde_json::Value {
+fn with_failures(outcome: &ApplyOutcome, failures: &[(AttemptOutcome, String)]) -> serde_json::Value {
     let mut data = serde_json::to_value(outcome).unwrap_or_default();
     if let Some(map) = data.as_object_mut() {
         map.insert("failures".into(), failures.iter().map(|(outcome, detail)| json!({ "outcome": outcome, "detail": detail })).collect());
@@ -181,7 +181,7 @@ fn with_failures(outcome: &ApplyOutcome, failures: &[(String, String)]) -> serde
     data
 }
 
-pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(String, String)]) -> Answer {
+pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(AttemptOutcome, String)]) -> Answer {
     match outcome {
         ApplyOutcome::Waiting { transformation, pass, passes, attempt, region, prompt, .. } => {
             let mut text = String::new();
@@ -197,7 +197,7 @@ pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(Strin
             );
             if failures.is_empty() { Answer::ok(text, outcome) } else { Answer::failed(text, with_failures(outcome, failures)) }
         }
-        ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if verdict == "deferred" => {
+        ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if *verdict == AttemptOutcome::Deferred => {
             let short = id.get(..10).unwrap_or(id);
             let text = format!(
                 "{transformation} compiled: checkpoint {short} is deferred (compile-checked, not yet validated or tuned) after {attempts} attempt{}. `peak replay` validates and tunes it where the GPU is.",

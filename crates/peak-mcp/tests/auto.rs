@@ -145,7 +145,7 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
     assert_eq!(wf.resolve("main")?.to_string(), more);
     assert_eq!(report.best.as_ref().map(|b| b.0.as_str()), Some(once.as_str()));
     let attempts = wf.attempts()?;
-    assert!(attempts.records.iter().any(|r| r.attempt.transformation == "Unroll" && r.attempt.outcome == "wrong-output"), "{attempts:?}");
+    assert!(attempts.records.iter().any(|r| r.attempt.transformation == "Unroll" && r.attempt.outcome == peak_workflow::AttemptOutcome::WrongOutput), "{attempts:?}");
 
     // The log on disk is the report's events.
     assert_eq!(read_log(&s.wf)?, report.events);

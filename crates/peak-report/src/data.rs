@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use peak_spec::{Context, ExecParams, Manifest, Regions};
-use peak_workflow::{AttemptRecord, CheckpointView, LogEntry, Workflow, clone_bundle, is_bundle};
+use peak_workflow::{AttemptOutcome, AttemptRecord, CheckpointView, LogEntry, Workflow, clone_bundle, is_bundle};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -117,7 +117,7 @@ pub struct DepthRow {
     pub executor: String,
     pub transformation: String,
     pub retry: u32,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
     /// The validator the attempts log names, else the one the outcome's category belongs to.
     pub validator: String,
     /// 1-based index of the first sampled execution parameter that failed (in validation
@@ -417,21 +417,22 @@ fn time_breakdown<'a>(steps: &[&Step], view_of: &dyn Fn(&str) -> Option<&'a Chec
 }
 
 /// Outcomes that end an apply with a checkpoint.
-pub fn is_success(outcome: &str) -> bool {
-    matches!(outcome, "passed" | "deferred")
+pub fn is_success(outcome: &AttemptOutcome) -> bool {
+    outcome.is_success()
 }
 
 /// The report's failure kinds, from the outcomes `peak apply` records: reply errors,
 /// `peak_eval::Verdict` categories and the sanitizer's.
-pub fn failure_kind(outcome: &str) -> &'static str {
+pub fn failure_kind(outcome: &AttemptOutcome) -> &'static str {
+    use AttemptOutcome as O;
     match outcome {
-        "unparsable-reply" | "edit-outside-region" => "bad-reply",
-        "compile-failed" => "compile-failed",
-        "wrong-output" | "modified-input" => "wrong-output",
-        "sanitizer-finding" => "sanitizer-finding",
-        "crashed" | "launch-failed" => "crashed",
-        "timed-out" => "timed-out",
-        "invalid-config" => "invalid",
+        O::UnparsableReply | O::EditOutsideRegion => "bad-reply",
+        O::CompileFailed => "compile-failed",
+        O::WrongOutput | O::ModifiedInput => "wrong-output",
+        O::SanitizerFinding => "sanitizer-finding",
+        O::Crashed | O::LaunchFailed => "crashed",
+        O::TimedOut => "timed-out",
+        O::InvalidConfig => "invalid",
         _ => "other",
     }
 }
@@ -497,13 +498,14 @@ fn success_rows(records: &[&AttemptRecord]) -> Vec<SuccessRow> {
 }
 
 /// The validator that reports an outcome, or `None` when the outcome is not a validation's.
-fn validator_of(outcome: &str) -> Option<&'static str> {
+fn validator_of(outcome: &AttemptOutcome) -> Option<&'static str> {
+    use AttemptOutcome as O;
     match outcome {
-        "compile-failed" => Some("compiler"),
-        "wrong-output" | "modified-input" => Some("output"),
-        "sanitizer-finding" => Some("sanitizer"),
-        "crashed" | "launch-failed" | "timed-out" => Some("runner"),
-        "invalid-config" => Some("constraints"),
+        O::CompileFailed => Some("compiler"),
+        O::WrongOutput | O::ModifiedInput => Some("output"),
+        O::SanitizerFinding => Some("sanitizer"),
+        O::Crashed | O::LaunchFailed | O::TimedOut => Some("runner"),
+        O::InvalidConfig => Some("constraints"),
         _ => None,
     }
 }

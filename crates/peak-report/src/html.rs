@@ -288,7 +288,7 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
             out.push_str(&cell(&d.executor, false));
             out.push_str(&cell(&d.transformation, false));
             out.push_str(&cell(d.retry.to_string(), true));
-            out.push_str(&cell(&d.outcome, false));
+            out.push_str(&cell(d.outcome.as_str(), false));
             out.push_str(&cell(&d.validator, false));
             out.push_str(&cell(d.first_failing_sample.map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into()), true));
             let _ = write!(out, "<td class=\"wrap-text\">{}</td>", escape(d.error.as_deref().unwrap_or("")));

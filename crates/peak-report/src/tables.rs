@@ -159,7 +159,7 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
                     d.executor.clone(),
                     d.transformation.clone(),
                     d.retry.to_string(),
-                    d.outcome.clone(),
+                    d.outcome.to_string(),
                     d.validator.clone(),
                     d.first_failing_sample.map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into()),
                 ]

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use peak_report::{figures, gather_one, tables};
-use peak_workflow::{Attempt, CheckpointInput, RootInput, Workflow};
+use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, RootInput, Workflow};
 use serde_json::json;
 
 fn performance(ms: f64, curve: &[(u64, f64)]) -> serde_json::Value {
@@ -45,7 +45,7 @@ fn failures_curves_and_times_are_reported_where_recorded() {
             ..CheckpointInput::default()
         })
         .unwrap();
-    wf.record_attempt(Attempt { outcome: "passed".into(), retry: 4, checkpoint: Some(id.to_string()), ..base.clone() }).unwrap();
+    wf.record_attempt(Attempt { outcome: AttemptOutcome::Passed, retry: 4, checkpoint: Some(id.to_string()), ..base.clone() }).unwrap();
 
     let w = gather_one(&tmp.path().join("wf")).unwrap();
     let steps = &w.series[0].steps;

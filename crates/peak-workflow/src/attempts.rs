@@ -35,15 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, Result};
-
-/// Outcome names this crate itself gives meaning to. Every other outcome ("passed",
-/// "compile-failed", "wrong-output", "unparsable-reply", "edit-outside-region", ...) is
-/// the caller's vocabulary and stored as given.
-pub mod outcome {
-    /// A start marker: the attempt began. Written by
-    /// [`Workflow::start_attempt`](crate::Workflow::start_attempt).
-    pub const STARTED: &str = "started";
-}
+pub use crate::outcome::AttemptOutcome;
 
 pub(crate) const MIRROR_BRANCH: &str = "peak-attempts";
 pub(crate) const MIRROR_FILE: &str = "attempts.jsonl";
@@ -61,8 +53,8 @@ pub struct Attempt {
     pub executor: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Outcome category; see [`outcome`].
-    pub outcome: String,
+    /// How it ended; names this peak does not know read as [`AttemptOutcome::Other`].
+    pub outcome: AttemptOutcome,
     /// The error text (compiler log, validator message, ...). Configured key values and
     /// key-shaped tokens are replaced by `[REDACTED]` before the record is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,7 +98,7 @@ pub struct AttemptRecord {
 
 impl AttemptRecord {
     pub fn is_start(&self) -> bool {
-        self.attempt.outcome == outcome::STARTED
+        self.attempt.outcome == AttemptOutcome::Started
     }
 }
 
@@ -275,6 +267,25 @@ mod tests {
     fn unfinished_are_starts_without_an_outcome() {
         let log = AttemptsLog { records: vec![rec("a", "1", "started"), rec("a", "2", "passed"), rec("b", "3", "started")], damaged: vec![] };
         assert_eq!(log.unfinished().iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["b"]);
+    }
+
+    #[test]
+    fn a_log_written_by_another_version_reads_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.jsonl");
+        let legacy = concat!(
+            r#"{"id":"1","time":"t1","transformation":"T","executor":"agent","outcome":"compile-failed","retry":0}"#,
+            "\n",
+            r#"{"id":"2","time":"t2","transformation":"T","outcome":"gremlins-in-the-cache"}"#,
+            "\n",
+        );
+        std::fs::write(&path, legacy).unwrap();
+        let (records, damaged) = read_local(&path).unwrap();
+        assert!(damaged.is_empty(), "{damaged:?}");
+        assert_eq!(records[0].attempt.outcome, AttemptOutcome::CompileFailed);
+        assert_eq!(records[1].attempt.outcome, AttemptOutcome::Other("gremlins-in-the-cache".into()));
+        drop_damaged(&path).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains(r#""outcome":"gremlins-in-the-cache""#), "an unknown outcome is written back as read");
     }
 
     #[test]

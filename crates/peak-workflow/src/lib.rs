@@ -28,7 +28,7 @@
 //! # API
 //!
 //! ```no_run
-//! use peak_workflow::{Attempt, CheckpointInput, LockMode, Workflow};
+//! use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, LockMode, Workflow};
 //! use serde_json::json;
 //! # fn main() -> peak_workflow::Result<()> {
 //! let mut wf = Workflow::init("wf", "examples/matmul", json!({"inputs": [{"n": 512}], "seed": 1}))?;
@@ -46,7 +46,7 @@
 //!     attempt: Some(attempt.clone()),
 //!     ..Default::default()
 //! })?;
-//! wf.finish_attempt(&attempt, Attempt { transformation: "TB-Tiling".into(), outcome: "passed".into(),
+//! wf.finish_attempt(&attempt, Attempt { transformation: "TB-Tiling".into(), outcome: AttemptOutcome::Passed,
 //!     checkpoint: Some(id.to_string()), ..Default::default() })?;
 //! wf.tag("tiled", None)?;
 //! wf.branch("try-2", Some("root"))?;
@@ -108,13 +108,15 @@ mod error;
 mod fsck;
 mod history;
 mod lock;
+mod outcome;
 mod secrets;
 mod speedup;
 mod time;
 mod workflow;
 mod yardstick;
 
-pub use attempts::{Attempt, AttemptRecord, AttemptsLog, DamagedLine, outcome};
+pub use attempts::{Attempt, AttemptRecord, AttemptsLog, DamagedLine};
+pub use outcome::AttemptOutcome;
 pub use bundle::{BundleSummary, clone_bundle, is_bundle};
 pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, PerformanceDelta, RegionDiff, SizeDelta, TuningDiff, WorkflowDiff};
 pub use error::{Result, WorkflowError};

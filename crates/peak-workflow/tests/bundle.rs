@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use peak_workflow::{Attempt, clone_bundle, is_bundle};
+use peak_workflow::{Attempt, AttemptOutcome, clone_bundle, is_bundle};
 
 #[test]
 fn a_bundle_carries_branches_tags_and_unsynced_attempts() {
@@ -18,7 +18,7 @@ fn a_bundle_carries_branches_tags_and_unsynced_attempts() {
     let offset = add(&mut wf, base, "Offset", DEVICE_2, 3.0);
     wf.checkout("main", false).unwrap();
     // Recorded after the last checkpoint and never synced: the bundle syncs it first.
-    wf.record_attempt(Attempt { transformation: "Split-K".into(), outcome: "compile-failed".into(), ..Attempt::default() }).unwrap();
+    wf.record_attempt(Attempt { transformation: "Split-K".into(), outcome: AttemptOutcome::CompileFailed, ..Attempt::default() }).unwrap();
 
     let file = base.join("wf.bundle");
     let summary = wf.bundle(&file).unwrap();

@@ -3,14 +3,14 @@
 mod common;
 
 use common::*;
-use peak_workflow::{Attempt, Workflow};
+use peak_workflow::{Attempt, AttemptOutcome, Workflow};
 
 #[test]
 fn git_clone_carries_history_names_and_attempts() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path();
     let mut wf = new_workflow(base);
-    wf.record_attempt(Attempt { transformation: "TB-Tiling".into(), outcome: "wrong-output".into(), error: Some("max rel err 0.3".into()), ..Attempt::default() })
+    wf.record_attempt(Attempt { transformation: "TB-Tiling".into(), outcome: AttemptOutcome::WrongOutput, error: Some("max rel err 0.3".into()), ..Attempt::default() })
         .unwrap();
     let c1 = add(&mut wf, base, "TB-Tiling", DEVICE_1, 2.0);
     wf.tag("tiled", None).unwrap();
@@ -18,7 +18,7 @@ fn git_clone_carries_history_names_and_attempts() {
     wf.checkout("alt", false).unwrap();
     add(&mut wf, base, "Offset", DEVICE_2, 3.0);
     // An attempt after the last checkpoint reaches the mirror through an explicit sync.
-    wf.record_attempt(Attempt { transformation: "Split-K".into(), outcome: "compile-failed".into(), ..Attempt::default() }).unwrap();
+    wf.record_attempt(Attempt { transformation: "Split-K".into(), outcome: AttemptOutcome::CompileFailed, ..Attempt::default() }).unwrap();
     wf.sync_attempts().unwrap();
     wf.checkout("main", false).unwrap();
 

@@ -5,7 +5,7 @@ mod common;
 use std::io::Write;
 
 use common::*;
-use peak_workflow::{Attempt, FindingKind, LockHolder, Workflow};
+use peak_workflow::{Attempt, AttemptOutcome, FindingKind, LockHolder, Workflow};
 
 fn kinds(findings: &[peak_workflow::Finding]) -> Vec<FindingKind> {
     findings.iter().map(|f| f.kind).collect()
@@ -47,7 +47,7 @@ fn commits_made_with_plain_git_that_break_the_format_are_reported() {
 fn torn_attempt_lines_and_git_lock_files_are_repaired() {
     let tmp = tempfile::tempdir().unwrap();
     let mut wf = new_workflow(tmp.path());
-    wf.record_attempt(Attempt { transformation: "T".into(), outcome: "wrong-output".into(), ..Attempt::default() }).unwrap();
+    wf.record_attempt(Attempt { transformation: "T".into(), outcome: AttemptOutcome::WrongOutput, ..Attempt::default() }).unwrap();
     let log_path = wf.dir().join(".git/peak/attempts.jsonl");
     std::fs::OpenOptions::new().append(true).open(&log_path).unwrap().write_all(b"{\"id\":\"cut").unwrap();
     std::fs::write(wf.dir().join(".git/index.lock"), b"").unwrap();
@@ -65,7 +65,7 @@ fn torn_attempt_lines_and_git_lock_files_are_repaired() {
     assert!(repaired.iter().all(|f| f.repaired), "{repaired:#?}");
     assert_eq!(wf.fsck(false).unwrap(), []);
     assert!(!wf.dir().join(".git/index.lock").exists());
-    wf.record_attempt(Attempt { transformation: "T".into(), outcome: "passed".into(), ..Attempt::default() }).unwrap();
+    wf.record_attempt(Attempt { transformation: "T".into(), outcome: AttemptOutcome::Passed, ..Attempt::default() }).unwrap();
     assert_eq!(wf.attempts().unwrap().records.len(), 2);
 }
 

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use peak_workflow::{Attempt, CheckpointInput, FindingKind, LockMode, Workflow, WorkflowError};
+use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, FindingKind, LockMode, Workflow, WorkflowError};
 use serde_json::json;
 
 const ENV_DIR: &str = "PEAK_WF_CHILD_DIR";
@@ -32,10 +32,10 @@ fn write_step(wf: &mut Workflow, staging: &Path, who: &str, i: u32) {
             ..input(&ctx, &transformation, 1.0 + f64::from(i % 7), json!({"TILE": i + 1}))
         })
         .unwrap();
-    wf.finish_attempt(&id, Attempt { transformation, executor: who.into(), outcome: "passed".into(), checkpoint: Some(made.to_string()), ..Attempt::default() })
+    wf.finish_attempt(&id, Attempt { transformation, executor: who.into(), outcome: AttemptOutcome::Passed, checkpoint: Some(made.to_string()), ..Attempt::default() })
         .unwrap();
     if i % 3 == 2 {
-        wf.record_attempt(Attempt { transformation: "Split-K".into(), executor: who.into(), outcome: "compile-failed".into(), error: Some("boom".into()), ..Attempt::default() })
+        wf.record_attempt(Attempt { transformation: "Split-K".into(), executor: who.into(), outcome: AttemptOutcome::CompileFailed, error: Some("boom".into()), ..Attempt::default() })
             .unwrap();
         wf.tag(&format!("{who}-t{i}"), None).unwrap();
         wf.sync_attempts().unwrap();

@@ -105,7 +105,7 @@ pub fn report_outcome(outcome: &peak_apply::ApplyOutcome, json: bool) -> Result<
         crate::output::print_json(outcome)?;
     } else {
         match outcome {
-            ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if verdict == "deferred" => {
+            ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if *verdict == peak_workflow::AttemptOutcome::Deferred => {
                 println!("{transformation}: checkpoint {} deferred: compile-checked, not yet validated or tuned ({attempts} attempt record(s))", &id[..id.len().min(10)]);
                 println!("  on the GPU machine: peak bundle WORKFLOW FILE here, then peak replay FILE --into NEW there");
             }

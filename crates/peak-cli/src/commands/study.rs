@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow};
 use clap::Args;
 use peak_apply::ApplyOutcome;
-use peak_transform::{ExecutorError, ExecutorSpec};
-use peak_workflow::Workflow;
+use peak_transform::ExecutorSpec;
+use peak_workflow::{AttemptOutcome, Workflow};
 use serde::Serialize;
 
 use super::{apply_options, workers};
@@ -66,7 +66,7 @@ pub struct StudyRun {
     pub checkpoint: Option<String>,
     pub best_ms: Option<f64>,
     /// Every try's outcome, in order (`passed`, `compile-failed`, `unparsable-reply`, ...).
-    pub tries: Vec<String>,
+    pub tries: Vec<AttemptOutcome>,
     pub error: Option<String>,
 }
 
@@ -175,7 +175,7 @@ fn study(args: &StudyArgs, transformations: &[String], wf: &mut Workflow, from: 
                 progress.println(format!("{transformation} with {executor} ({repeat}/{}) on {branch}", args.repeat));
                 let options = peak_apply::ApplyOptions { transformation: transformation.clone(), executor: executor.clone(), retries: args.retries, ..apply_options(&args.measure) };
                 let outcome = peak_apply::apply_in(wf, &options, &mut workers, progress);
-                let tries: Vec<String> = wf.attempts()?.records.into_iter().skip(before).filter(|r| !r.is_start()).map(|r| r.attempt.outcome).collect();
+                let tries: Vec<AttemptOutcome> = wf.attempts()?.records.into_iter().skip(before).filter(|r| !r.is_start()).map(|r| r.attempt.outcome).collect();
                 let mut run = StudyRun { transformation: transformation.clone(), executor: executor.clone(), repeat, branch, status: String::new(), checkpoint: None, best_ms: None, tries, error: None };
                 match outcome {
                     Ok(ApplyOutcome::Checkpoint { id, best_ms, .. }) => {
@@ -196,7 +196,7 @@ fn study(args: &StudyArgs, transformations: &[String], wf: &mut Workflow, from: 
                         // Leave no apply in progress behind, or the next run would be refused.
                         let _ = peak_apply::abandon_in(wf);
                         // The apply records a connection failure as its last try.
-                        let connection = run.tries.last().is_some_and(|t| t == ExecutorError::CONNECTION);
+                        let connection = run.tries.last() == Some(&AttemptOutcome::Connection);
                         run.status = if connection { UNREACHABLE } else { "error" }.into();
                         run.error = Some(peak_workflow::redact_secrets(&format!("{e:#}")).into_owned());
                     }
@@ -237,7 +237,7 @@ fn cells(runs: &[StudyRun]) -> Vec<StudyCell> {
             _ => cell.failed += 1,
         }
         // Connection failures are the endpoint's, counted in `unreachable`, not the model's.
-        for outcome in run.tries.iter().filter(|o| !["passed", "deferred", ExecutorError::CONNECTION].contains(&o.as_str())) {
+        for outcome in run.tries.iter().filter(|o| !o.is_success() && **o != AttemptOutcome::Connection) {
             *cell.failures.entry(peak_report::data::failure_kind(outcome).to_string()).or_default() += 1;
         }
         if run.status == "error" {
@@ -269,7 +269,7 @@ fn print_table(report: &StudyReport) {
             "checkpoint" => format!("checkpoint {}", short(run.checkpoint.as_deref().unwrap_or("?"))),
             other => format!("{other}: {}", run.error.as_deref().unwrap_or("")),
         };
-        println!("  {}  [{}]  {what}", run.branch, run.tries.join(", "));
+        println!("  {}  [{}]  {what}", run.branch, run.tries.iter().map(AttemptOutcome::as_str).collect::<Vec<_>>().join(", "));
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use git2::Commit;
 
-use crate::attempts::{self, Attempt, AttemptRecord, AttemptsLog, MIRROR_BRANCH, MIRROR_FILE};
+use crate::attempts::{self, Attempt, AttemptOutcome, AttemptRecord, AttemptsLog, MIRROR_BRANCH, MIRROR_FILE};
 use crate::error::{GitContext, Result};
 use crate::secrets;
 use crate::time::now_rfc3339;
@@ -28,7 +28,7 @@ impl Workflow {
     /// [`Workflow::finish_attempt`] and [`CheckpointInput::attempt`](super::CheckpointInput::attempt). A start with no end
     /// marks an attempt that was cut short (see [`Workflow::resume_state`]).
     pub fn start_attempt(&mut self, mut attempt: Attempt) -> Result<String> {
-        attempt.outcome = attempts::outcome::STARTED.to_string();
+        attempt.outcome = AttemptOutcome::Started;
         self.append_attempt(attempts::new_id(), attempt).map(|r| r.id)
     }
 
