@@ -58,9 +58,10 @@ impl Dispatch for WorkerPool {
     }
 }
 
-/// What a device's thread reports: an answer (under the fleet's id), or its pool's end.
+/// What a device's thread reports: an answer (under the fleet's id, boxed: an answer is
+/// hundreds of bytes and an end a few), or its pool's end.
 enum Report {
-    Answer { lane: usize, answer: Answer, restarts: usize },
+    Answer { lane: usize, answer: Box<Answer>, restarts: usize },
     Broken { lane: usize, error: WorkerError },
 }
 
@@ -158,7 +159,7 @@ impl Dispatch for Fleet {
                 self.lanes[lane].served += 1;
                 self.lanes[lane].restarts = restarts;
                 self.holder.remove(&answer.id);
-                Ok(Some(answer))
+                Ok(Some(*answer))
             }
             Ok(Report::Broken { lane, error }) => {
                 self.lanes[lane].jobs = None;
@@ -205,7 +206,7 @@ fn drive(lane: usize, mut pool: WorkerPool, jobs: mpsc::Receiver<(u64, Job)>, re
         match pool.next_answer() {
             Ok(Some(answer)) => {
                 let id = fleet_ids.remove(&answer.id).expect("every pool job came from the fleet");
-                if reports.send(Report::Answer { lane, answer: Answer { id, ..answer }, restarts: pool.restarts() }).is_err() {
+                if reports.send(Report::Answer { lane, answer: Box::new(Answer { id, ..answer }), restarts: pool.restarts() }).is_err() {
                     return;
                 }
             }
