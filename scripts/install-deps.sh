@@ -9,7 +9,8 @@
 #   from npm) in crates/peak-mcp/tests/clients/, for the SDK client tests,
 # - Chromium, to render `peak report --html` headless in the tests (a screenshot check),
 # - SLURM (slurmctld, slurmd, munge), for the one-node cluster the SLURM test starts.
-# Rust itself comes from rustup (https://rustup.rs) and is not installed here.
+# Rust itself comes from rustup (https://rustup.rs) and is not installed here; its rustfmt
+# and clippy components, which scripts/test.sh checks the style with, are added if missing.
 set -euo pipefail
 
 SUDO=""
@@ -37,6 +38,12 @@ fi
 # Chromium draws the HTML report in the browser check (crates/peak-cli/tests/report.rs).
 if ! command -v chromium >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
+# rustfmt and clippy for the style checks in scripts/test.sh. Without rustup, or offline,
+# test.sh skips the checks and says so instead of failing.
+if command -v rustup >/dev/null; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || echo "peak: could not add rustfmt and clippy; scripts/test.sh will skip the style checks" >&2
 fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
