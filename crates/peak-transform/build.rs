@@ -15,7 +15,8 @@ fn main() {
     collect(&root, &root, &mut files);
     files.sort();
 
-    let mut out = String::from("/// `(path relative to transformations/, contents)` of every shipped file.\npub(crate) static BUILTIN_FILES: &[(&str, &str)] = &[\n");
+    let mut out =
+        String::from("/// `(path relative to transformations/, contents)` of every shipped file.\npub(crate) static BUILTIN_FILES: &[(&str, &str)] = &[\n");
     for (rel, abs) in &files {
         out.push_str(&format!("    ({rel:?}, include_str!({abs:?})),\n"));
     }

@@ -8,7 +8,8 @@ use peak_eval::validate::{Outcome as Validation, samples};
 use peak_eval::{OutputValidator, ReferenceStore, ValidationReport, Validator, Verdict, Workers, default_cache_dir};
 use peak_spec::{Context, Region};
 use peak_transform::{
-    AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript, Transformation,
+    AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript,
+    Transformation,
 };
 use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, CheckpointView, Workflow};
 use serde_json::{Value, json};
@@ -54,7 +55,16 @@ pub fn apply_in(wf: &mut Workflow, options: &ApplyOptions, workers: &mut Workers
     // An endpoint that is down fails here, in seconds, recorded as a try that reached no model.
     if let Err(e) = executor.check_reachable() {
         let (kind, model) = who(executor.as_ref(), &spec.to_string());
-        wf.record_attempt(Attempt { transformation: name, executor: kind, model, parent: Some(parent), pass: Some(1), outcome: outcome::of_executor(&e), error: Some(e.to_string()), ..Attempt::default() })?;
+        wf.record_attempt(Attempt {
+            transformation: name,
+            executor: kind,
+            model,
+            parent: Some(parent),
+            pass: Some(1),
+            outcome: outcome::of_executor(&e),
+            error: Some(e.to_string()),
+            ..Attempt::default()
+        })?;
         bail!("{e}\nhint: start the server, or point peak at a running one (its base-URL variable, e.g. PEAK_OPENAI_BASE_URL); nothing was asked of it");
     }
     let mut state = ApplyState::new(options, parent);
@@ -66,7 +76,14 @@ pub fn apply_in(wf: &mut Workflow, options: &ApplyOptions, workers: &mut Workers
 }
 
 /// Apply with a given executor (replay): `label` is what the records call it.
-pub(crate) fn apply_with(wf: &mut Workflow, options: &ApplyOptions, label: &str, executor: &dyn Executor, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+pub(crate) fn apply_with(
+    wf: &mut Workflow,
+    options: &ApplyOptions,
+    label: &str,
+    executor: &dyn Executor,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+) -> Result<ApplyOutcome> {
     wf.hold_lock("replay")?;
     let library = library(&options.library_dirs)?;
     let mut state = ApplyState::new(options, wf.head()?.id.to_string());
@@ -81,13 +98,19 @@ pub(crate) fn apply_with(wf: &mut Workflow, options: &ApplyOptions, label: &str,
 pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
     let mut wf = open_locked(workflow, "submit")?;
     let dir = wf.dir().to_path_buf();
-    let state = state::load(&dir)?.ok_or_else(|| anyhow!("no apply is waiting for a submission in {}\nhint: start one with `peak apply TRANSFORMATION --executor agent`", dir.display()))?;
+    let state = state::load(&dir)?.ok_or_else(|| {
+        anyhow!("no apply is waiting for a submission in {}\nhint: start one with `peak apply TRANSFORMATION --executor agent`", dir.display())
+    })?;
     let agent = AgentExecutor::new(agent_dir(&dir));
     if let Err(e) = agent.submit(file) {
         // The apply took its last submission and stopped before recording the outcome (a
         // killed process, a closed terminal): it has nothing to ask, only to finish.
         if matches!(e, peak_transform::ExecutorError::NothingPending { .. }) {
-            bail!("{e}: the {} apply here was interrupted after its last submission\nhint: finish it with `peak apply --resume -w {}`", state.transformation, dir.display());
+            bail!(
+                "{e}: the {} apply here was interrupted after its last submission\nhint: finish it with `peak apply --resume -w {}`",
+                state.transformation,
+                dir.display()
+            );
         }
         return Err(e.into());
     }
@@ -168,7 +191,15 @@ pub fn pending(workflow: &Path) -> Result<Option<ApplyOutcome>> {
     // A repair may ask for another region than its pass edits; the prompt says which.
     let asked = PassPrompt::region_asked(&prompt).or_else(|| t.passes.get(p.pass - 1).map(|pass| pass.region));
     let region = asked.map(|r| r.name().to_string()).unwrap_or_default();
-    Ok(Some(ApplyOutcome::Waiting { transformation: t.name.clone(), pass: p.pass, passes: t.passes.len(), attempt: p.attempt, region, prompt_file: p.prompt_file, prompt }))
+    Ok(Some(ApplyOutcome::Waiting {
+        transformation: t.name.clone(),
+        pass: p.pass,
+        passes: t.passes.len(),
+        attempt: p.attempt,
+        region,
+        prompt_file: p.prompt_file,
+        prompt,
+    }))
 }
 
 /// Forget an apply in progress (or the files of one cut short before it saved its state);
@@ -224,7 +255,14 @@ impl AttemptLog<'_> {
     }
 }
 
-fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &Library, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
+fn run(
+    wf: &mut Workflow,
+    state: ApplyState,
+    executor: &dyn Executor,
+    library: &Library,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+) -> Result<ApplyOutcome> {
     let dir = wf.dir().to_path_buf();
     let work = apply_dir(&dir);
     let options = state.options();
@@ -278,7 +316,13 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
-    let base = Attempt { transformation: t.name.clone(), executor: executor_kind.clone(), model: model.clone(), parent: Some(state.parent.clone()), ..Attempt::default() };
+    let base = Attempt {
+        transformation: t.name.clone(),
+        executor: executor_kind.clone(),
+        model: model.clone(),
+        parent: Some(state.parent.clone()),
+        ..Attempt::default()
+    };
     let mut log = AttemptLog { wf, state, seen: 0, count: 0 };
     let mut regions = parent.regions.clone();
     let mut transcript = Transcript::default();
@@ -316,13 +360,26 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
                     });
                 }
                 Err(e) => {
-                    log.record(Attempt { pass: Some(pass as u32), outcome: outcome::of_executor(&e), error: Some(e.to_string()), retry: repairs, ..base.clone() })?;
+                    log.record(Attempt {
+                        pass: Some(pass as u32),
+                        outcome: outcome::of_executor(&e),
+                        error: Some(e.to_string()),
+                        retry: repairs,
+                        ..base.clone()
+                    })?;
                     state::clear(&dir)?;
                     return Err(anyhow!(e).context(format!("{}: pass {pass} could not be carried out", t.name)));
                 }
             };
             transcript.push(&request, &response);
-            let usage = Attempt { pass: Some(pass as u32), tokens_in: response.tokens_in, tokens_out: response.tokens_out, latency_ms: Some(response.latency_ms), retry: repairs, ..base.clone() };
+            let usage = Attempt {
+                pass: Some(pass as u32),
+                tokens_in: response.tokens_in,
+                tokens_out: response.tokens_out,
+                latency_ms: Some(response.latency_ms),
+                retry: repairs,
+                ..base.clone()
+            };
             match prompt.accept(&response.text, &regions) {
                 Ok(text) => {
                     regions.replace(prompt.region, text);
@@ -380,10 +437,15 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
             None => {
                 reporter.stage("validate");
                 let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
-                let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
+                let mut validators: Vec<Box<dyn Validator>> =
+                    vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
                 let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
                 // Right outputs first: sanitizing a wrong kernel tells nothing new, slowly.
-                let sanitized = if report.outcome == Validation::Passed { Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?) } else { None };
+                let sanitized = if report.outcome == Validation::Passed {
+                    Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?)
+                } else {
+                    None
+                };
                 validation_s += started.elapsed().as_secs_f64();
                 match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
                     (_, Some(finding)) => {
@@ -392,9 +454,12 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
                         finding
                     }
                     (Validation::Passed, None) => break (candidate, Judged::Validated { report, sanitized }),
-                    (Validation::Inconclusive, None) => Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() },
+                    (Validation::Inconclusive, None) => {
+                        Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() }
+                    }
                     (Validation::Failed, None) => {
-                        let (i, sample) = report.samples.iter().enumerate().find(|(_, s)| s.verdict.is_failure()).expect("a failed validation has a failing sample");
+                        let (i, sample) =
+                            report.samples.iter().enumerate().find(|(_, s)| s.verdict.is_failure()).expect("a failed validation has a failing sample");
                         // A compile error, crash or time-out is the compiler's or the runner's
                         // (left unnamed here); anything else, the failing check's validator.
                         let validator = match sample.verdict {
@@ -484,14 +549,7 @@ fn run(wf: &mut Workflow, state: ApplyState, executor: &dyn Executor, library: &
     reporter.attempt(&verdict, &format!("checkpoint {}{detail}", id.short()));
     let attempts = log.count;
     state::clear(&dir)?;
-    Ok(ApplyOutcome::Checkpoint {
-        id: id.to_string(),
-        transformation: t.name.clone(),
-        verdict,
-        best_ms,
-        speedup_over_parent,
-        attempts,
-    })
+    Ok(ApplyOutcome::Checkpoint { id: id.to_string(), transformation: t.name.clone(), verdict, best_ms, speedup_over_parent, attempts })
 }
 
 /// What ended the repair loop: a candidate validated on the device (and sanitized), or

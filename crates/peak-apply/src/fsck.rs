@@ -83,7 +83,9 @@ fn left_apply(wf: &Workflow) -> Result<Option<LeftApply>> {
     let state = match state::load(dir) {
         Ok(Some(state)) => state,
         Ok(None) => {
-            let message = format!("an apply's files without its state.json (cut short before it saved its state, or while removing its files); nothing can resume it\nhint: {abandon} removes them");
+            let message = format!(
+                "an apply's files without its state.json (cut short before it saved its state, or while removing its files); nothing can resume it\nhint: {abandon} removes them"
+            );
             return Ok(Some(LeftApply { message, repair: Repair::Clear }));
         }
         Err(e) => {
@@ -101,7 +103,8 @@ fn left_apply(wf: &Workflow) -> Result<Option<LeftApply>> {
         return Ok(Some(LeftApply { message, repair: Repair::Clear }));
     }
     if state.executor == "replay" {
-        let message = format!("{what} is a step of `peak replay` that was cut short\nhint: run the same `peak replay SOURCE --into {w}` again; it redoes the step");
+        let message =
+            format!("{what} is a step of `peak replay` that was cut short\nhint: run the same `peak replay SOURCE --into {w}` again; it redoes the step");
         return Ok(Some(LeftApply { message, repair: Repair::Clear }));
     }
     let head = wf.head()?;
@@ -110,7 +113,10 @@ fn left_apply(wf: &Workflow) -> Result<Option<LeftApply>> {
             Some(branch) => format!("branch {branch} is at {}", head.id.short()),
             None => format!("HEAD is detached at {}", head.id.short()),
         };
-        let message = format!("{what} cannot make its checkpoint: {at}, and a checkpoint goes on the branch tip it started from\nhint: {abandon} drops it (or check out the branch whose tip is {} and run {resume})", short(&state.parent));
+        let message = format!(
+            "{what} cannot make its checkpoint: {at}, and a checkpoint goes on the branch tip it started from\nhint: {abandon} drops it (or check out the branch whose tip is {} and run {resume})",
+            short(&state.parent)
+        );
         return Ok(Some(LeftApply { message, repair: Repair::None }));
     }
     if AgentExecutor::new(agent_dir(dir)).pending()?.is_some() {

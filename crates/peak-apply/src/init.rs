@@ -34,7 +34,17 @@ pub struct InitOptions {
 
 impl Default for InitOptions {
     fn default() -> Self {
-        InitOptions { seed: 1, measure: true, sanitize: Sanitize::Auto, sanitize_winner: true, sanitize_at: Vec::new(), budget: None, time_limit: None, set: Vec::new(), cache_dir: None }
+        InitOptions {
+            seed: 1,
+            measure: true,
+            sanitize: Sanitize::Auto,
+            sanitize_winner: true,
+            sanitize_at: Vec::new(),
+            budget: None,
+            time_limit: None,
+            set: Vec::new(),
+            cache_dir: None,
+        }
     }
 }
 
@@ -78,8 +88,15 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
     let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs, "set": sizes });
     let performance = if options.measure {
         // Resolved before tuning, so a sanitizer asked for but missing fails at once.
-        let plan = if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?)) } else { None };
-        let settings = Measure { budget: options.budget, time_limit: options.time_limit, seed: options.seed, start_from: Vec::new(), cache_dir: options.cache_dir.clone() };
+        let plan =
+            if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?)) } else { None };
+        let settings = Measure {
+            budget: options.budget,
+            time_limit: options.time_limit,
+            seed: options.seed,
+            start_from: Vec::new(),
+            cache_dir: options.cache_dir.clone(),
+        };
         let mut performance = measure(workers, &ctx, &space, None, &settings, reporter)?;
         if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &validation_space(&ctx, &options.set)?, options.seed, &mut performance)? {
             bail!("{}: {why}\nhint: fix the kernel, or record it unchecked with `--no-sanitize-winner`", context_dir.display());
@@ -134,7 +151,14 @@ pub struct Measure {
 /// configuration's best and top-K; `baseline` is the yardstick timed at `best`'s inputs
 /// (`peak_eval::yardstick`: cuBLASLt for a GEMM, a copy of the bytes moved otherwise, or
 /// `"n/a"` with the reason).
-pub fn measure(workers: &mut Workers, ctx: &Context, space: &Space, reference: Option<&Context>, settings: &Measure, reporter: &dyn TuneReporter) -> Result<Value> {
+pub fn measure(
+    workers: &mut Workers,
+    ctx: &Context,
+    space: &Space,
+    reference: Option<&Context>,
+    settings: &Measure,
+    reporter: &dyn TuneReporter,
+) -> Result<Value> {
     let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let setup = TuneSetup {
         context: ctx,

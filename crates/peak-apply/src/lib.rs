@@ -40,10 +40,10 @@ pub use apply::{abandon, abandon_in, apply, apply_in, pending, resume, submit};
 pub use defer::{Defer, is_deferred};
 pub use fsck::fsck;
 pub use init::{InitOptions, init_workflow, measure};
+use peak_workflow::AttemptOutcome;
 pub use replay::replay;
 pub use retune::retune;
 pub use sanitize::{Plan, Record as SanitizerRecord, Sanitize};
-use peak_workflow::AttemptOutcome;
 use serde::Serialize;
 
 /// What to apply and how.

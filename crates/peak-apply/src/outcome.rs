@@ -33,7 +33,9 @@ pub fn of_reply(err: &ReplyError) -> AttemptOutcome {
     match err {
         ReplyError::EditOutsideRegion { .. } => AttemptOutcome::EditOutsideRegion,
         ReplyError::Unchanged => AttemptOutcome::Unchanged,
-        ReplyError::NoCodeBlock | ReplyError::MultipleCodeBlocks(_) | ReplyError::UnterminatedCodeBlock | ReplyError::EmptyCodeBlock => AttemptOutcome::UnparsableReply,
+        ReplyError::NoCodeBlock | ReplyError::MultipleCodeBlocks(_) | ReplyError::UnterminatedCodeBlock | ReplyError::EmptyCodeBlock => {
+            AttemptOutcome::UnparsableReply
+        }
     }
 }
 

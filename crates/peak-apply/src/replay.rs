@@ -16,8 +16,8 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use peak_eval::Workers;
-use peak_transform::{ReplayExecutor, Transcript};
 use peak_spec::{MANIFEST_FILE, Manifest};
+use peak_transform::{ReplayExecutor, Transcript};
 use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle};
 
 use crate::apply::apply_with;
@@ -29,7 +29,14 @@ use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, is_deferred};
 /// its current branch when `None`) into a new workflow at `into`. `source` is a workflow or
 /// a bundle file. `options` carries the validation, tuning and library settings; its
 /// transformation and executor are taken from each recorded step.
-pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<Vec<ApplyOutcome>> {
+pub fn replay(
+    source: &Path,
+    tip: Option<&str>,
+    into: &Path,
+    options: &ApplyOptions,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+) -> Result<Vec<ApplyOutcome>> {
     // Kept until the replay ends: the unpacked bundle is read step by step.
     let unpacked;
     let recorded = if is_bundle(source) {
@@ -58,7 +65,8 @@ pub fn replay(source: &Path, tip: Option<&str>, into: &Path, options: &ApplyOpti
             replayed.len()
         }
         None => {
-            replay_root(&recorded, &chain[0], into, &for_step(options, &chain[0])?, workers, reporter).with_context(|| format!("replaying the root of {}", source.display()))?;
+            replay_root(&recorded, &chain[0], into, &for_step(options, &chain[0])?, workers, reporter)
+                .with_context(|| format!("replaying the root of {}", source.display()))?;
             1
         }
     };
@@ -156,7 +164,14 @@ fn first_parent_chain(workflow: &Workflow, tip: &str) -> Result<Vec<CheckpointVi
 }
 
 /// Validate and tune the recorded root's context into a new workflow at `into`.
-fn replay_root(recorded: &Workflow, root: &CheckpointView, into: &Path, options: &ApplyOptions, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<()> {
+fn replay_root(
+    recorded: &Workflow,
+    root: &CheckpointView,
+    into: &Path,
+    options: &ApplyOptions,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+) -> Result<()> {
     let seed = root.reference["seed"].as_u64().unwrap_or(options.seed);
     let root_dir = into.with_extension("root-context");
     let _ = std::fs::remove_dir_all(&root_dir);

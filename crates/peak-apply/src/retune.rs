@@ -30,25 +30,13 @@ pub const RETUNE: &str = "Retune";
 /// Tune the workflow's current checkpoint again with `options`' budget, time limit, seed
 /// and sanitizer settings, and record the result as a `Retune` checkpoint on top of it.
 /// `who` is who asked for it (`user`, `agent`, or `replay`).
-pub fn retune(
-    workflow: &Path,
-    options: &ApplyOptions,
-    who: &str,
-    workers: &mut Workers,
-    reporter: &dyn ApplyReporter,
-) -> Result<ApplyOutcome> {
+pub fn retune(workflow: &Path, options: &ApplyOptions, who: &str, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
     retune_in(&mut Workflow::open(workflow)?, options, who, workers, reporter)
 }
 
 /// [`retune`] on an open workflow, whose lock the caller may already hold for longer (a
 /// replay, from its first step to its last).
-pub(crate) fn retune_in(
-    wf: &mut Workflow,
-    options: &ApplyOptions,
-    who: &str,
-    workers: &mut Workers,
-    reporter: &dyn ApplyReporter,
-) -> Result<ApplyOutcome> {
+pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, workers: &mut Workers, reporter: &dyn ApplyReporter) -> Result<ApplyOutcome> {
     // Held to the end: two retunes, or a retune and an apply, would both tune from one
     // parent and only the first could record its checkpoint.
     wf.hold_lock("retune")?;
@@ -68,8 +56,7 @@ pub(crate) fn retune_in(
     let context_dir = work.join("context");
     let ctx = fresh_context(wf, &head.id.to_string(), &context_dir)?;
     let root = fresh_context(wf, "root", &work.join("root"))?;
-    let plan = Plan::resolve(&options.sanitize, ctx.backend())?
-        .at(parse_inputs(&options.sanitize_at, &ctx)?);
+    let plan = Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?);
     let space = restricted(&ctx, &with_stored_set(wf, &options.set)?)?;
     // Judged on the space this retune searches: a `--set` may widen what the checkpoint's
     // tuning was pinned to (a replay's pins) or move it to other sizes.
@@ -89,23 +76,11 @@ pub(crate) fn retune_in(
         start_from: recorded_rankings(&parent.performance),
         cache_dir: options.cache_dir.clone(),
     };
-    let mut performance = measure(
-        workers,
-        &ctx,
-        &space,
-        Some(&root),
-        &settings,
-        reporter.tuning(),
-    )?;
+    let mut performance = measure(workers, &ctx, &space, Some(&root), &settings, reporter.tuning())?;
     if options.sanitize_winner && plan.runs() {
         reporter.stage("sanitize");
     }
-    let base = Attempt {
-        transformation: RETUNE.into(),
-        executor: who.into(),
-        parent: Some(head.id.to_string()),
-        ..Attempt::default()
-    };
+    let base = Attempt { transformation: RETUNE.into(), executor: who.into(), parent: Some(head.id.to_string()), ..Attempt::default() };
     if let Some(why) = check_winner(
         &mut *workers,
         options.sanitize_winner.then_some(&plan),
@@ -114,18 +89,9 @@ pub(crate) fn retune_in(
         options.seed,
         &mut performance,
     )? {
-        wf.record_attempt(Attempt {
-            outcome: AttemptOutcome::SanitizerFinding,
-            error: Some(why.clone()),
-            ..base
-        })?;
+        wf.record_attempt(Attempt { outcome: AttemptOutcome::SanitizerFinding, error: Some(why.clone()), ..base })?;
         let _ = std::fs::remove_dir_all(&work);
-        return Ok(ApplyOutcome::Failed {
-            transformation: RETUNE.into(),
-            attempts: 1,
-            last_outcome: AttemptOutcome::SanitizerFinding,
-            last_error: why,
-        });
+        return Ok(ApplyOutcome::Failed { transformation: RETUNE.into(), attempts: 1, last_outcome: AttemptOutcome::SanitizerFinding, last_error: why });
     }
 
     // The code is the parent's, already validated there; every configuration tuned here
@@ -157,11 +123,7 @@ pub(crate) fn retune_in(
         attempt: None,
         force: false,
     })?;
-    wf.record_attempt(Attempt {
-        outcome: AttemptOutcome::Passed,
-        checkpoint: Some(id.to_string()),
-        ..base
-    })?;
+    wf.record_attempt(Attempt { outcome: AttemptOutcome::Passed, checkpoint: Some(id.to_string()), ..base })?;
     let _ = std::fs::remove_dir_all(&work);
     reporter.attempt(&AttemptOutcome::Passed, &format!("checkpoint {}", id.short()));
     Ok(ApplyOutcome::Checkpoint {
@@ -184,11 +146,7 @@ pub struct RetuneSettings {
 
 impl RetuneSettings {
     fn of(options: &ApplyOptions) -> RetuneSettings {
-        RetuneSettings {
-            budget: options.budget,
-            time_limit: options.time_limit,
-            seed: options.seed,
-        }
+        RetuneSettings { budget: options.budget, time_limit: options.time_limit, seed: options.seed }
     }
 
     fn to_json(&self) -> Value {
@@ -210,12 +168,7 @@ impl RetuneSettings {
 
     /// `options` with these settings in place of its own.
     pub fn over(&self, options: &ApplyOptions) -> ApplyOptions {
-        ApplyOptions {
-            budget: self.budget,
-            time_limit: self.time_limit,
-            seed: self.seed,
-            ..options.clone()
-        }
+        ApplyOptions { budget: self.budget, time_limit: self.time_limit, seed: self.seed, ..options.clone() }
     }
 }
 
@@ -264,16 +217,12 @@ mod tests {
 
     #[test]
     fn rankings_of_every_size_are_joined_without_repeats() {
-        let entry =
-            |x: i64| json!({"params": {"inputs": {"n": 1}, "tuning": {"X": x}}, "time_ms": 1.0});
+        let entry = |x: i64| json!({"params": {"inputs": {"n": 1}, "tuning": {"X": x}}, "time_ms": 1.0});
         let performance = json!({
             "top_k": [entry(3), entry(1)],
             "runs": [{"top_k": [entry(1), entry(2)]}, {"top_k": [entry(3), entry(1)]}],
         });
-        let xs: Vec<i64> = recorded_rankings(&performance)
-            .iter()
-            .map(|t| t["X"])
-            .collect();
+        let xs: Vec<i64> = recorded_rankings(&performance).iter().map(|t| t["X"]).collect();
         assert_eq!(xs, vec![1, 2, 3]);
     }
 
@@ -299,26 +248,13 @@ mod tests {
 
     #[test]
     fn recorded_settings_round_trip_and_replace_the_replays_own() {
-        let options = ApplyOptions {
-            budget: Some(512),
-            seed: 7,
-            time_limit: Some(Duration::from_secs(90)),
-            ..ApplyOptions::default()
-        };
+        let options = ApplyOptions { budget: Some(512), seed: 7, time_limit: Some(Duration::from_secs(90)), ..ApplyOptions::default() };
         let transcript = json!({ "retune": RetuneSettings::of(&options).to_json() });
         let settings = RetuneSettings::recorded(&transcript).unwrap();
         assert_eq!(settings, RetuneSettings::of(&options));
-        let replay = ApplyOptions {
-            budget: Some(64),
-            seed: 1,
-            samples: 4,
-            ..ApplyOptions::default()
-        };
+        let replay = ApplyOptions { budget: Some(64), seed: 1, samples: 4, ..ApplyOptions::default() };
         let merged = settings.over(&replay);
-        assert_eq!(
-            (merged.budget, merged.seed, merged.samples),
-            (Some(512), 7, 4)
-        );
+        assert_eq!((merged.budget, merged.seed, merged.samples), (Some(512), 7, 4));
         assert!(RetuneSettings::recorded(&json!({"entries": []})).is_err());
     }
 }

@@ -147,7 +147,9 @@ impl Plan {
     /// of those samples, moved to small inputs ([`samples`]), all at once.
     pub fn validate(&self, workers: &mut Workers, candidate: &Context, space: &Space, picked: &[Sample], count: usize) -> Result<Record> {
         let (tools, program, at) = match self {
-            Plan::Off { reason } => return Ok(Record { summary: reason.clone(), requested_samples: count, tools: Vec::new(), outcome: None, samples: Vec::new() }),
+            Plan::Off { reason } => {
+                return Ok(Record { summary: reason.clone(), requested_samples: count, tools: Vec::new(), outcome: None, samples: Vec::new() });
+            }
             Plan::Run { tools, program, at } => (tools, program, at),
         };
         let validator = validator(tools, program);
@@ -408,7 +410,10 @@ tuning = ["BLOCK <= n"]
     }
 
     fn sample(index: usize, n: i64, batch: i64, block: i64) -> Sample {
-        let params = ExecParams { inputs: [("n".to_string(), n), ("batch".to_string(), batch)].into_iter().collect(), tuning: [("BLOCK".to_string(), block)].into_iter().collect() };
+        let params = ExecParams {
+            inputs: [("n".to_string(), n), ("batch".to_string(), batch)].into_iter().collect(),
+            tuning: [("BLOCK".to_string(), block)].into_iter().collect(),
+        };
         Sample { index, params, data_seed: 100 + index as u64 }
     }
 
@@ -454,7 +459,9 @@ tuning = ["BLOCK <= n"]
         let chosen: Vec<(i64, i64)> = samples(&ctx, &space, &picked, 16, &at).iter().map(|s| (s.params.inputs["n"], s.params.inputs["batch"])).collect();
         assert_eq!(chosen, [(32, 1), (64, 1)]);
 
-        for (bad, says) in [("n", "expected NAME=INTEGER"), ("n=big", "expected NAME=INTEGER"), ("m=4", "`m` is not an input of this kernel (its inputs: batch, n)")] {
+        for (bad, says) in
+            [("n", "expected NAME=INTEGER"), ("n=big", "expected NAME=INTEGER"), ("m=4", "`m` is not an input of this kernel (its inputs: batch, n)")]
+        {
             let err = parse_inputs(&[bad.into()], &ctx).unwrap_err().to_string();
             assert!(err.contains(&format!("--sanitize-at {bad}")) && err.contains(says), "{err}");
         }

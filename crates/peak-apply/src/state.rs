@@ -144,7 +144,9 @@ pub fn refuse_if_pending(workflow: &Path) -> Result<()> {
 pub fn load(workflow: &Path) -> Result<Option<ApplyState>> {
     let path = state_file(workflow);
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).map(Some).with_context(|| format!("{}: not a valid apply state (delete it to abandon the apply)", path.display())),
+        Ok(text) => {
+            serde_json::from_str(&text).map(Some).with_context(|| format!("{}: not a valid apply state (delete it to abandon the apply)", path.display()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }

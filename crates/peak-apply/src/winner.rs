@@ -145,7 +145,15 @@ mod tests {
             calls.push(block);
             let at: ExecParams = serde_json::from_value(json!({ "inputs": { "n": 64 }, "tuning": { "BLOCK": block } })).unwrap();
             let verdict = if dirty.contains(&block) {
-                let finding = Finding { tool: "memcheck".into(), severity: "error".into(), error: "Invalid __global__ write of size 4 bytes".into(), kernel: Some("k".into()), file: Some("kernel.cu".into()), line: Some(7), details: vec![] };
+                let finding = Finding {
+                    tool: "memcheck".into(),
+                    severity: "error".into(),
+                    error: "Invalid __global__ write of size 4 bytes".into(),
+                    kernel: Some("k".into()),
+                    file: Some("kernel.cu".into()),
+                    line: Some(7),
+                    details: vec![],
+                };
                 Verdict::SanitizerFinding { findings: vec![finding] }
             } else {
                 Verdict::Passed
@@ -202,7 +210,11 @@ mod tests {
     fn a_check_that_does_not_run_is_recorded_with_its_reason() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("peak.toml"), "[kernel]\nname = \"k\"\nbackend = \"opencl\"\nsource = \"k.cl\"\n\n[inputs]\nn = { values = [4] }\n\n[[arrays]]\nname = \"X\"\ntype = \"f32\"\nsize = \"n\"\ninit = \"zeros\"\noutput = true\n").unwrap();
-        std::fs::write(tmp.path().join("k.cl"), "// @peak macros\n// @peak device\n__kernel void k(__global float* X) {}\n// @peak host\nlaunch(\"k\", 1, 1, 0, X);\n").unwrap();
+        std::fs::write(
+            tmp.path().join("k.cl"),
+            "// @peak macros\n// @peak device\n__kernel void k(__global float* X) {}\n// @peak host\nlaunch(\"k\", 1, 1, 0, X);\n",
+        )
+        .unwrap();
         let ctx = Context::load(tmp.path()).unwrap();
         let mut workers = Workers::new(Box::new(|_| panic!("no worker is started")), Default::default());
         let plan = Plan::Off { reason: "none for opencl".into() };

@@ -186,7 +186,12 @@ pub trait Backend: Send + Sync {
     /// `[kernel.matmul]` GEMM on CUDA), on the runner's inputs for `options.data_seed`,
     /// timed by [`crate::timing::time_runs`] as `options` says. `None` where this backend
     /// has no library for it (the default).
-    fn vendor_call(&self, _ctx: &peak_spec::Context, _params: &peak_spec::ExecParams, _options: &crate::runner::RunOptions) -> Option<Result<crate::yardstick::VendorRun, BackendError>> {
+    fn vendor_call(
+        &self,
+        _ctx: &peak_spec::Context,
+        _params: &peak_spec::ExecParams,
+        _options: &crate::runner::RunOptions,
+    ) -> Option<Result<crate::yardstick::VendorRun, BackendError>> {
         None
     }
 }

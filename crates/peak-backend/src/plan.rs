@@ -47,10 +47,25 @@ pub enum PlanArg {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    Launch { kernel: String, grid: [u32; 3], block: [u32; 3], shared_bytes: u32, args: Vec<PlanArg>, line: usize },
+    Launch {
+        kernel: String,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        args: Vec<PlanArg>,
+        line: usize,
+    },
     /// Fill a buffer with one value converted to its element type.
-    Fill { buffer: BufRef, value: f64, line: usize },
-    Copy { src: BufRef, dst: BufRef, line: usize },
+    Fill {
+        buffer: BufRef,
+        value: f64,
+        line: usize,
+    },
+    Copy {
+        src: BufRef,
+        dst: BufRef,
+        line: usize,
+    },
     Op(BackendOp),
 }
 

@@ -271,12 +271,7 @@ fn refuse_beyond(arrays: &[SizedArray], limit: u64, memory: &str) -> Result<(), 
         return Ok(());
     }
     let each: Vec<String> = arrays.iter().map(|a| format!("{} {}", a.spec.name, gigabytes(array_bytes(a)))).collect();
-    Err(RunError::Invalid(format!(
-        "the arrays take {total} bytes ({}: {}), more than the {} of {memory}",
-        gigabytes(total),
-        each.join(", "),
-        gigabytes(limit)
-    )))
+    Err(RunError::Invalid(format!("the arrays take {total} bytes ({}: {}), more than the {} of {memory}", gigabytes(total), each.join(", "), gigabytes(limit))))
 }
 
 /// The memory the host can give now without swapping (`MemAvailable` in
@@ -318,18 +313,13 @@ pub fn generate_arrays(arrays: &[SizedArray], data_seed: u64) -> Vec<HostArray> 
 
 /// Compile the context's device code for one set of tuning parameters.
 pub fn compile(backend: &dyn Backend, ctx: &Context, params: &ExecParams) -> Result<Module, RunError> {
-    let request = CompileRequest {
-        source: ctx.regions.device_source(),
-        defines: params.defines(),
-        file_name: ctx.source_path().display().to_string(),
-    };
+    let request = CompileRequest { source: ctx.regions.device_source(), defines: params.defines(), file_name: ctx.source_path().display().to_string() };
     backend.compile(&request).map_err(RunError::from_backend)
 }
 
 /// Run the launch script for `params`.
 pub fn plan(backend: &dyn Backend, ctx: &Context, params: &ExecParams, arrays: &[SizedArray]) -> Result<LaunchPlan, RunError> {
-    let script_arrays: Vec<ScriptArray> =
-        arrays.iter().map(|a| ScriptArray { name: a.spec.name.clone(), dtype: a.spec.dtype, count: a.count }).collect();
+    let script_arrays: Vec<ScriptArray> = arrays.iter().map(|a| ScriptArray { name: a.spec.name.clone(), dtype: a.spec.dtype, count: a.count }).collect();
     let file = ctx.source_path().display().to_string();
     let extensions = backend.script_functions();
     Ok(build_plan(&ScriptInput {
@@ -350,13 +340,7 @@ pub fn run(backend: &dyn Backend, ctx: &Context, params: &ExecParams, options: &
 }
 
 /// Run with an already compiled module (the tuner compiles ahead, in parallel).
-pub fn run_compiled(
-    backend: &dyn Backend,
-    ctx: &Context,
-    module: &Module,
-    params: &ExecParams,
-    options: &RunOptions,
-) -> Result<RunResult, RunError> {
+pub fn run_compiled(backend: &dyn Backend, ctx: &Context, module: &Module, params: &ExecParams, options: &RunOptions) -> Result<RunResult, RunError> {
     let arrays = size_arrays(ctx, params)?;
     fits_device(&arrays, backend.device())?;
     let host = generate_arrays(&arrays, options.data_seed);
@@ -499,9 +483,7 @@ impl DeviceArrays<'_> {
                 }
                 Step::Copy { src, dst, .. } => {
                     let (dtype, count) = self.describe(plan, arrays, src);
-                    self.backend
-                        .copy(self.resolve(set, src), self.resolve(set, dst), count * dtype.size_bytes())
-                        .map_err(RunError::from_backend)?;
+                    self.backend.copy(self.resolve(set, src), self.resolve(set, dst), count * dtype.size_bytes()).map_err(RunError::from_backend)?;
                 }
                 Step::Op(op) => self.backend.run_op(module, op, &lookup).map_err(RunError::from_backend)?,
             }

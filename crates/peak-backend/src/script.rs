@@ -140,9 +140,9 @@ fn to_script_error(file: &str, first_line: usize, err: &EvalAltResult) -> Script
         return ScriptError::Invalid { reason: marker.0 };
     }
     let message = match inner {
-        EvalAltResult::ErrorTooManyOperations(_) => format!(
-            "the script ran past its limit of {MAX_OPERATIONS} operations and was stopped; does it loop forever?"
-        ),
+        EvalAltResult::ErrorTooManyOperations(_) => {
+            format!("the script ran past its limit of {MAX_OPERATIONS} operations and was stopped; does it loop forever?")
+        }
         EvalAltResult::ErrorRuntime(value, _) => value.to_string(),
         other => strip_position(&other.to_string()),
     };

@@ -73,7 +73,15 @@ impl Spread {
 
     /// `min / q1 / median / q3 / max (n = count)`, for people.
     pub fn describe(&self, format: impl Fn(f64) -> String) -> String {
-        format!("{} / {} / {} / {} / {} (min / q1 / median / q3 / max of {})", format(self.min_ms), format(self.q1_ms), format(self.median_ms), format(self.q3_ms), format(self.max_ms), self.count)
+        format!(
+            "{} / {} / {} / {} / {} (min / q1 / median / q3 / max of {})",
+            format(self.min_ms),
+            format(self.q1_ms),
+            format(self.median_ms),
+            format(self.q3_ms),
+            format(self.max_ms),
+            self.count
+        )
     }
 }
 
@@ -144,7 +152,12 @@ fn flush(flusher: &Option<Flusher>) -> Result<(), BackendError> {
 /// `options.repetitions` timed ones (none when 0), each after a cache flush and alone
 /// between two device events; `sets` input sets rotate. With `options.cutoff_ms`, the
 /// first run is read at once and, slower than the cut-off, is the only one.
-pub fn time_runs<E: From<BackendError>>(backend: &dyn Backend, options: &RunOptions, sets: usize, mut run: impl FnMut(usize) -> Result<(), E>) -> Result<Timed, E> {
+pub fn time_runs<E: From<BackendError>>(
+    backend: &dyn Backend,
+    options: &RunOptions,
+    sets: usize,
+    mut run: impl FnMut(usize) -> Result<(), E>,
+) -> Result<Timed, E> {
     if options.repetitions == 0 {
         return Ok(Timed::default());
     }

@@ -47,7 +47,6 @@
 //! time-out also kills whatever it wrapped (compute-sanitizer, Nsight Compute start the
 //! real worker as their child).
 
-
 mod command;
 mod compile;
 mod execute;

@@ -30,7 +30,8 @@ impl Traffic {
     pub fn of(ctx: &Context, params: &ExecParams) -> Result<Traffic, String> {
         let (mut read_bytes, mut written_bytes) = (0u64, 0u64);
         for array in &ctx.manifest.arrays {
-            let count = ctx.eval_input_expr(&array.size, params).ok_or_else(|| format!("array {}: size `{}` does not evaluate at {params}", array.name, array.size))?;
+            let count =
+                ctx.eval_input_expr(&array.size, params).ok_or_else(|| format!("array {}: size `{}` does not evaluate at {params}", array.name, array.size))?;
             let bytes = count.max(0) as u64 * array.dtype.size_bytes() as u64;
             if array.output || array.inout {
                 written_bytes += bytes;

@@ -140,7 +140,8 @@ fn expr() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(3, 16, 3, |inner| {
         let op = proptest::sample::select(&["+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^", "==", "<", ">=", "&&", "||"][..]);
-        let unary = proptest::sample::select(&["ceil_div", "min", "max", "i32", "u32", "i64", "f32", "abs", "to_string", "sqrt", "parse_int", "blob", "range"][..]);
+        let unary =
+            proptest::sample::select(&["ceil_div", "min", "max", "i32", "u32", "i64", "f32", "abs", "to_string", "sqrt", "parse_int", "blob", "range"][..]);
         prop_oneof![
             4 => (inner.clone(), op, inner.clone()).prop_map(|(a, op, b)| format!("{a} {op} {b}")),
             2 => (unary, inner.clone(), inner.clone()).prop_map(|(f, a, b)| {
@@ -412,7 +413,15 @@ fn padding_an_array_past_the_limit_is_an_error() {
         let err = build_plan(&input).unwrap_err();
         assert!(err.to_string().contains("too large"), "{source}: {err}");
     }
-    let input = ScriptInput { file: "k.cu", source: "let x = [0]; x.pad(3, [1]); launch(\"k\", x.len(), 1, 0);", first_line: 1, params: &params(4, 1), arrays: &[], device: &device, extensions: &[] };
+    let input = ScriptInput {
+        file: "k.cu",
+        source: "let x = [0]; x.pad(3, [1]); launch(\"k\", x.len(), 1, 0);",
+        first_line: 1,
+        params: &params(4, 1),
+        arrays: &[],
+        device: &device,
+        extensions: &[],
+    };
     let plan = build_plan(&input).unwrap();
     assert!(matches!(plan.steps[0], peak_backend::plan::Step::Launch { grid: [3, 1, 1], .. }), "{plan:?}");
 }

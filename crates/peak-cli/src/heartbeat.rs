@@ -128,7 +128,15 @@ mod tests {
     use super::*;
 
     fn run(done: usize, total: usize, elapsed: Duration) -> Run {
-        Run { what: "tuning n=256".into(), unit: "configurations", total: Some(total), done, best: Some("best 1.2 ms".into()), failed: 2, started: Instant::now() - elapsed }
+        Run {
+            what: "tuning n=256".into(),
+            unit: "configurations",
+            total: Some(total),
+            done,
+            best: Some("best 1.2 ms".into()),
+            failed: 2,
+            started: Instant::now() - elapsed,
+        }
     }
 
     #[test]

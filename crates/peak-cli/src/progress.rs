@@ -122,7 +122,6 @@ impl ValidateReporter for Bar {
     }
 }
 
-
 /// Draws an apply: one line per pass and per try, the tuning bar while tuning.
 pub struct ApplyProgress {
     bar: Bar,

@@ -96,5 +96,8 @@ fn peak_auto_logs_the_planners_stop_with_its_reasoning() {
     assert_eq!((events[0]["event"].as_str(), events[0]["reasoning"].as_str()), (Some("stop"), Some("the budget is better spent elsewhere")));
 
     let prompt = server.requests()[0].prompt().unwrap();
-    assert!(prompt.contains("Reply with exactly one JSON object") && prompt.contains("- TB-Tiling:") && prompt.contains("Nothing has been tried yet"), "{prompt}");
+    assert!(
+        prompt.contains("Reply with exactly one JSON object") && prompt.contains("- TB-Tiling:") && prompt.contains("Nothing has been tried yet"),
+        "{prompt}"
+    );
 }

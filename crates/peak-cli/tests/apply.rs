@@ -132,9 +132,8 @@ fn wrong_output_exhausts_the_retries_and_leaves_the_parent() {
     let Some(env) = setup() else { return };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let wrong = fenced("refactor/device.c").replace("C_AT(ROW, COL) = acc;", "C_AT(ROW, COL) = 2.0f * acc;");
-    let server = runtime
-        .block_on(FakeLlmServer::start([Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(wrong.clone()), Scripted::reply(wrong)]))
-        .unwrap();
+    let server =
+        runtime.block_on(FakeLlmServer::start([Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(wrong.clone()), Scripted::reply(wrong)])).unwrap();
     let vars = llm_vars(&server);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = peak(&env, &[&["apply", "refactor", "--executor", "openai:fake-model", "--retries", "1", "-w", s(&env.wf), "--json"][..], &FAST].concat(), &vars);
@@ -216,7 +215,11 @@ fn retune_records_the_same_code_better_searched_and_replays_its_budget() {
     ok(&env, &["retune", "-w", w, "--set", "n=256", "--budget", "100"], &[]);
     let done = peak(&env, &["retune", "-w", w, "--set", "n=256"], &[]);
     assert!(!done.status.success());
-    assert!(String::from_utf8_lossy(&done.stderr).contains("36 at n=256") && String::from_utf8_lossy(&done.stderr).contains("nothing left to search"), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(
+        String::from_utf8_lossy(&done.stderr).contains("36 at n=256") && String::from_utf8_lossy(&done.stderr).contains("nothing left to search"),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
 
     // Not while an apply waits for its regions.
     assert_eq!(json(&ok(&env, &[&["apply", "refactor", "-w", w, "--json"][..], &FAST].concat(), &[]))["status"], "waiting");

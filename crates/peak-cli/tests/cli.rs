@@ -113,7 +113,8 @@ fn tune_json_breaks_the_time_down() {
     let json: serde_json::Value = serde_json::from_str(&stdout).expect("--json prints JSON");
     let run = &json["runs"][0];
     let spent = run["time_breakdown"].as_object().unwrap_or_else(|| panic!("no time_breakdown: {run}"));
-    let stages = ["wall_s", "compile_cpu_s", "request_wait_s", "compile_wait_s", "plan_s", "inputs_s", "check_run_s", "read_back_s", "timing_s", "timed_kernels_s"];
+    let stages =
+        ["wall_s", "compile_cpu_s", "request_wait_s", "compile_wait_s", "plan_s", "inputs_s", "check_run_s", "read_back_s", "timing_s", "timed_kernels_s"];
     for stage in stages.into_iter().chain(["release_s", "compare_s", "cache_write_s", "strategy_s"]) {
         let seconds = spent.get(stage).and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("no {stage}: {run}"));
         assert!(seconds >= 0.0, "{stage} = {seconds}");

@@ -52,7 +52,8 @@ fn consistent(env: &Env, wf: &Path, moment: u64) {
     // `peak init` builds beside the folder and moves it into place: a workflow is whole.
     let fsck = env.peak(&["fsck", "--repair", "--json", "-w", s(wf)]);
     let text = format!("{}{}", String::from_utf8_lossy(&fsck.stdout), String::from_utf8_lossy(&fsck.stderr));
-    let findings: Vec<serde_json::Value> = serde_json::from_slice(&fsck.stdout).unwrap_or_else(|e| panic!("killed at {moment} ms: fsck printed no findings ({e}):\n{text}"));
+    let findings: Vec<serde_json::Value> =
+        serde_json::from_slice(&fsck.stdout).unwrap_or_else(|e| panic!("killed at {moment} ms: fsck printed no findings ({e}):\n{text}"));
     let open: Vec<&serde_json::Value> = findings.iter().filter(|f| f["repaired"] != true).collect();
     let resumable = |f: &&serde_json::Value| f["kind"] == "interrupted-apply" && f["message"].as_str().is_some_and(|m| m.contains("peak apply --resume -w"));
     assert!(open.iter().all(resumable), "killed at {moment} ms: fsck failed:\n{text}");

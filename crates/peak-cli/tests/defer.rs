@@ -161,7 +161,8 @@ fn a_deferred_step_that_compiles_but_is_wrong_stops_the_replay_naming_it() {
     env.ok(&["submit", &fixture("refactor/macros.c"), "-w", w]);
     // Compiles, so the compile check lets it through; only a device can tell it is wrong.
     let wrong = env.path("wrong.c");
-    std::fs::write(&wrong, std::fs::read_to_string(fixture("refactor/device.c")).unwrap().replace("C_AT(ROW, COL) = acc;", "C_AT(ROW, COL) = 2.0f * acc;")).unwrap();
+    std::fs::write(&wrong, std::fs::read_to_string(fixture("refactor/device.c")).unwrap().replace("C_AT(ROW, COL) = acc;", "C_AT(ROW, COL) = 2.0f * acc;"))
+        .unwrap();
     assert_eq!(env.json(&["submit", s(&wrong), "-w", w, "--json"])["verdict"], "deferred");
 
     let verified = env.path("verified");

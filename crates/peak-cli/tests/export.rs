@@ -25,7 +25,11 @@ fn c_opencl_present(test: &str) -> bool {
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("probe.c");
-    std::fs::write(&src, "#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\nint main(void) { cl_uint n; return clGetPlatformIDs(0, 0, &n) != CL_SUCCESS; }\n").unwrap();
+    std::fs::write(
+        &src,
+        "#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\nint main(void) { cl_uint n; return clGetPlatformIDs(0, 0, &n) != CL_SUCCESS; }\n",
+    )
+    .unwrap();
     match Command::new("cc").arg(&src).arg("-o").arg(dir.path().join("probe")).arg("-lOpenCL").output() {
         Ok(out) if out.status.success() => true,
         Ok(out) => {
@@ -167,7 +171,8 @@ fn an_opencl_context_exports_with_set_and_bad_input_is_refused() {
     assert_eq!(bare.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&bare.stderr);
     assert!(stderr.contains("missing parameter(s) n, BLOCK_X, BLOCK_Y: the checkpoint has no performance record"), "{stderr}");
-    let given = env.json(&["export", "root", "-w", s(&unmeasured), "--to", &env.arg("bare"), "--set", "n=256", "--set", "BLOCK_X=8", "--set", "BLOCK_Y=8", "--json"]);
+    let given =
+        env.json(&["export", "root", "-w", s(&unmeasured), "--to", &env.arg("bare"), "--set", "n=256", "--set", "BLOCK_X=8", "--set", "BLOCK_Y=8", "--json"]);
     assert_eq!(given["origin"]["transformation"], "init");
     assert_eq!(given["param_sources"][1], serde_json::json!(["BLOCK_X", "--set"]));
 
@@ -253,7 +258,20 @@ fn the_cuda_case_study_checkpoint_exports_a_kernel_nvrtc_compiles_alone() {
     let out = env.path("out");
     // The tip's best configuration splits nothing: export one of its top configurations
     // from an earlier replay, which splits k four ways (a second kernel and a scratch buffer).
-    let split_k = ["BLOCK_X=16", "BLOCK_Y=8", "CHUNK_X=2", "CHUNK_Y=2", "GROUP_M=1", "K_SPLITS=4", "NUM_STAGES=4", "OFFSET=1", "TILE_K=16", "TRD_X=8", "TRD_Y=8", "VEC=4"];
+    let split_k = [
+        "BLOCK_X=16",
+        "BLOCK_Y=8",
+        "CHUNK_X=2",
+        "CHUNK_Y=2",
+        "GROUP_M=1",
+        "K_SPLITS=4",
+        "NUM_STAGES=4",
+        "OFFSET=1",
+        "TILE_K=16",
+        "TRD_X=8",
+        "TRD_Y=8",
+        "VEC=4",
+    ];
     let mut args = vec!["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--json", "--set", "n=4096"];
     for set in &split_k {
         args.extend(["--set", set]);

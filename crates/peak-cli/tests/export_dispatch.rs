@@ -33,11 +33,18 @@ fn context(dir: &Path) {
 fn cc_opencl(test: &str) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("probe.c");
-    std::fs::write(&src, "#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\nint main(void) { cl_uint n; return clGetPlatformIDs(0, 0, &n) != CL_SUCCESS; }\n").unwrap();
+    std::fs::write(
+        &src,
+        "#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\nint main(void) { cl_uint n; return clGetPlatformIDs(0, 0, &n) != CL_SUCCESS; }\n",
+    )
+    .unwrap();
     match Command::new("cc").arg(&src).arg("-o").arg(dir.path().join("probe")).arg("-lOpenCL").output() {
         Ok(out) if out.status.success() => true,
         Ok(out) => {
-            eprintln!("SKIPPED {test}: cc cannot build against OpenCL (scripts/install-deps.sh): {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or_default());
+            eprintln!(
+                "SKIPPED {test}: cc cannot build against OpenCL (scripts/install-deps.sh): {}",
+                String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or_default()
+            );
             false
         }
         Err(e) => {
@@ -69,7 +76,8 @@ fn a_workflow_tuned_at_two_sizes_exports_one_kernel_with_a_dispatch_table() {
     let report = env.json(&["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--dispatch", "--json"]);
     let table = &report["dispatch"];
     assert_eq!(table["configs"], serde_json::json!([{"BLOCK": 8}, {"BLOCK": 16}]), "{report}");
-    let shapes: Vec<(i64, u64)> = table["shapes"].as_array().unwrap().iter().map(|s| (s["params"]["inputs"]["n"].as_i64().unwrap(), s["config"].as_u64().unwrap())).collect();
+    let shapes: Vec<(i64, u64)> =
+        table["shapes"].as_array().unwrap().iter().map(|s| (s["params"]["inputs"]["n"].as_i64().unwrap(), s["config"].as_u64().unwrap())).collect();
     assert_eq!(shapes, [(64, 0), (128, 1)]);
     let files: Vec<&str> = report["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
     assert_eq!(files, ["scale.cl", "dispatch.h", "harness.c", "build.sh", "Makefile", "README.txt"]);
@@ -91,7 +99,19 @@ fn a_workflow_tuned_at_two_sizes_exports_one_kernel_with_a_dispatch_table() {
     assert!(stdout.contains("shape n=64: configuration 0 (BLOCK=8)") && stdout.contains("shape n=128: configuration 1 (BLOCK=16)"), "{stdout}");
     assert_eq!(stdout.matches("median_ms: ").count(), 2, "{stdout}");
     for (n, block) in [(64, 8), (128, 16)] {
-        let run = env.json(&["run", s(&wf.join("context")), "--set", &format!("n={n}"), "--set", &format!("BLOCK={block}"), "--reps", "1", "--warmup", "0", "--json"]);
+        let run = env.json(&[
+            "run",
+            s(&wf.join("context")),
+            "--set",
+            &format!("n={n}"),
+            "--set",
+            &format!("BLOCK={block}"),
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ]);
         let digest = run["outputs"][0]["digest"].as_str().unwrap();
         let bytes = std::fs::read(out.join(format!("Y.n={n}.bin"))).unwrap();
         assert_eq!(HostArray { dtype: DType::F32, bytes }.digest(), digest, "n = {n}: the dispatch harness's output differs from peak run's");
@@ -115,7 +135,8 @@ fn a_workflow_tuned_at_two_sizes_exports_one_kernel_with_a_dispatch_table() {
 fn with_shapes(ctx: &Path, shapes: &[(i64, i64, i64)]) {
     let mut context = peak_spec::Context::load(ctx).unwrap();
     context.manifest.inputs.clear();
-    context.manifest.shapes = shapes.iter().map(|&(m, n, k)| [("M".to_string(), m), ("N".to_string(), n), ("K".to_string(), k)].into_iter().collect()).collect();
+    context.manifest.shapes =
+        shapes.iter().map(|&(m, n, k)| [("M".to_string(), m), ("N".to_string(), n), ("K".to_string(), k)].into_iter().collect()).collect();
     context.save(ctx).unwrap();
 }
 
@@ -179,7 +200,8 @@ fn named_shapes_are_tuned_one_by_one_and_exported_with_a_dispatch_table() {
         let params = &shape["params"];
         let label = ["K", "M", "N"].map(|n| format!("{n}={}", params["inputs"][n])).join(",");
         assert!(stdout.contains(&format!("shape {label}: configuration {}", shape["config"])), "{stdout}");
-        let mut args: Vec<String> = vec!["run".into(), s(&wf.join("context")).into(), "--reps".into(), "1".into(), "--warmup".into(), "0".into(), "--json".into()];
+        let mut args: Vec<String> =
+            vec!["run".into(), s(&wf.join("context")).into(), "--reps".into(), "1".into(), "--warmup".into(), "0".into(), "--json".into()];
         for part in ["inputs", "tuning"] {
             for (k, v) in params[part].as_object().unwrap() {
                 args.extend(["--set".to_string(), format!("{k}={v}")]);
@@ -187,6 +209,10 @@ fn named_shapes_are_tuned_one_by_one_and_exported_with_a_dispatch_table() {
         }
         let run = env.json(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let bytes = std::fs::read(out.join(format!("out.{label}.bin"))).unwrap();
-        assert_eq!(HostArray { dtype: DType::F32, bytes }.digest(), run["outputs"][0]["digest"].as_str().unwrap(), "{label}: the harness's output differs from peak run's");
+        assert_eq!(
+            HostArray { dtype: DType::F32, bytes }.digest(),
+            run["outputs"][0]["digest"].as_str().unwrap(),
+            "{label}: the harness's output differs from peak run's"
+        );
     }
 }

@@ -45,7 +45,8 @@ fn configs() -> [Value; 3] {
 fn with_shapes(ctx: &Path, shapes: &[(i64, i64, i64)]) {
     let mut context = Context::load(ctx).unwrap();
     context.manifest.inputs.clear();
-    context.manifest.shapes = shapes.iter().map(|&(m, n, k)| [("M".to_string(), m), ("N".to_string(), n), ("K".to_string(), k)].into_iter().collect()).collect();
+    context.manifest.shapes =
+        shapes.iter().map(|&(m, n, k)| [("M".to_string(), m), ("N".to_string(), n), ("K".to_string(), k)].into_iter().collect()).collect();
     context.save(ctx).unwrap();
     let again = Context::load(ctx).unwrap();
     assert!(again.manifest.inputs_from_shapes && again.manifest.shapes.len() == shapes.len());
@@ -111,7 +112,8 @@ fn the_hip_dispatch_export_writes_a_hipcc_harness_over_the_same_instances() {
     assert!(report.build.starts_with("hipcc "), "{}", report.build);
     let harness = std::fs::read_to_string(out.join("harness.hip")).unwrap();
     assert!(harness.contains("#define cudaFree hipFree") && harness.contains("peak_config_1::matmul_peak_c1<<<"), "{harness}");
-    let instances = std::fs::read_to_string(out.join("kernels.cuh")).unwrap().replace("#include \"matmul.hip\"", &std::fs::read_to_string(out.join("matmul.hip")).unwrap());
+    let instances =
+        std::fs::read_to_string(out.join("kernels.cuh")).unwrap().replace("#include \"matmul.hip\"", &std::fs::read_to_string(out.join("matmul.hip")).unwrap());
     let cubin = nvrtc_as(instances, peak_cuda::Dialect::Hip).unwrap_or_else(|e| panic!("kernels.cuh does not compile as HIP: {e}"));
     let mut names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
     names.sort();
@@ -178,10 +180,18 @@ fn the_cuda_dispatch_export_of_the_gemm_tip_compiles_with_nvrtc() {
     let mut names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).filter(|n| n.starts_with("gemm_nt_bias")).collect();
     names.sort();
     // The split-K reduction is extern "C" too: renamed in every copy, launched only where K is split.
-    let expected = ["gemm_nt_bias_peak_c0", "gemm_nt_bias_peak_c1", "gemm_nt_bias_peak_c2", "gemm_nt_bias_splitk_reduce_peak_c0", "gemm_nt_bias_splitk_reduce_peak_c1", "gemm_nt_bias_splitk_reduce_peak_c2"];
+    let expected = [
+        "gemm_nt_bias_peak_c0",
+        "gemm_nt_bias_peak_c1",
+        "gemm_nt_bias_peak_c2",
+        "gemm_nt_bias_splitk_reduce_peak_c0",
+        "gemm_nt_bias_splitk_reduce_peak_c1",
+        "gemm_nt_bias_splitk_reduce_peak_c2",
+    ];
     assert_eq!(names, expected, "{:?}", cubin.kernels);
     // Without the renames the extern "C" kernels collide across the namespaces.
-    let unrenamed: String = inlined(&out).lines().filter(|l| !l.ends_with("_peak_c0") && !l.ends_with("_peak_c1") && !l.ends_with("_peak_c2")).collect::<Vec<_>>().join("\n");
+    let unrenamed: String =
+        inlined(&out).lines().filter(|l| !l.ends_with("_peak_c0") && !l.ends_with("_peak_c1") && !l.ends_with("_peak_c2")).collect::<Vec<_>>().join("\n");
     assert!(nvrtc(unrenamed).is_err(), "the same extern \"C\" kernel in three namespaces should not compile");
 
     // The harness itself, host code included, where nvcc is found (-c: no CUDA runtime to link).
@@ -220,13 +230,18 @@ fn the_cuda_dispatch_harness_runs_every_named_shape_on_the_gpu() {
     env.ok(&["init", s(&wf), "--from", s(&ctx), "--samples", "2", "--budget", "8"]);
     let shown = env.json(&["show", "HEAD", "-w", s(&wf), "--json"]);
     let runs = shown["performance"]["runs"].as_array().unwrap();
-    let tuned: Vec<(i64, i64, i64)> = runs.iter().map(|r| (r["inputs"]["M"].as_i64().unwrap(), r["inputs"]["N"].as_i64().unwrap(), r["inputs"]["K"].as_i64().unwrap())).collect();
+    let tuned: Vec<(i64, i64, i64)> =
+        runs.iter().map(|r| (r["inputs"]["M"].as_i64().unwrap(), r["inputs"]["N"].as_i64().unwrap(), r["inputs"]["K"].as_i64().unwrap())).collect();
     assert_eq!(tuned, shapes, "one tuning run per named shape, in order");
     assert!(runs.iter().all(|r| r["best"].is_object()), "{shown}");
 
     let out = env.path("out");
     let report = env.json(&["export", "HEAD", "-w", s(&wf), "--to", s(&out), "--dispatch", "--json"]);
-    let path = format!("{}:{}", nvcc.parent().filter(|p| !p.as_os_str().is_empty()).map(|p| p.display().to_string()).unwrap_or_default(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        nvcc.parent().filter(|p| !p.as_os_str().is_empty()).map(|p| p.display().to_string()).unwrap_or_default(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let built = Command::new("sh").arg(out.join("build.sh")).env("PATH", &path).output().unwrap();
     assert!(built.status.success(), "build.sh ({}) failed:\n{}", report["build"], String::from_utf8_lossy(&built.stderr));
     let ran = Command::new(out.join("harness")).args(["--warmup", "1", "--reps", "3", "--dump"]).arg(&out).output().unwrap();
@@ -237,7 +252,8 @@ fn the_cuda_dispatch_harness_runs_every_named_shape_on_the_gpu() {
         let params = &shape["params"];
         let label = ["K", "M", "N"].map(|n| format!("{n}={}", params["inputs"][n])).join(",");
         assert!(stdout.contains(&format!("shape {label}: configuration {}", shape["config"])), "shape {i}: {stdout}");
-        let mut args: Vec<String> = vec!["run".into(), s(&wf.join("context")).into(), "--reps".into(), "1".into(), "--warmup".into(), "0".into(), "--json".into()];
+        let mut args: Vec<String> =
+            vec!["run".into(), s(&wf.join("context")).into(), "--reps".into(), "1".into(), "--warmup".into(), "0".into(), "--json".into()];
         for part in ["inputs", "tuning"] {
             for (k, v) in params[part].as_object().unwrap() {
                 args.extend(["--set".to_string(), format!("{k}={v}")]);
@@ -269,7 +285,10 @@ fn the_dispatch_export_of_the_fp16_tma_tip_encodes_tensor_maps_per_shape() {
     assert_eq!(shapes, [2048, 4096], "{report}");
     let harness = std::fs::read_to_string(out.join("harness.cu")).unwrap();
     for i in 0..2 {
-        assert!(harness.contains(&format!("static PeakMap peak_maps_s{i}[3];")) && harness.contains(&format!("peak_encode(&peak_maps_s{i}[0].map")), "shape {i}");
+        assert!(
+            harness.contains(&format!("static PeakMap peak_maps_s{i}[3];")) && harness.contains(&format!("peak_encode(&peak_maps_s{i}[0].map")),
+            "shape {i}"
+        );
     }
     let kernel = std::fs::read_to_string(out.join("matmul.cu")).unwrap();
     let instances = std::fs::read_to_string(out.join("kernels.cuh")).unwrap().replace("#include \"matmul.cu\"", &kernel);

@@ -40,8 +40,21 @@ const GEMM_NT_BIAS: Tip = Tip {
     // The configuration the twelve-step line was designed for (16 x 16 threads, 8 x 16
     // outputs each, float4, two stages).
     fallback: &[
-        "M=8192", "N=3072", "K=768", "BLOCK_X=16", "BLOCK_Y=16", "TRD_X=16", "TRD_Y=8", "CHUNK_X=4", "CHUNK_Y=4", "VEC=4", "TILE_K=8", "NUM_STAGES=2", "K_SPLITS=1",
-        "OFFSET=1", "GROUP_M=8",
+        "M=8192",
+        "N=3072",
+        "K=768",
+        "BLOCK_X=16",
+        "BLOCK_Y=16",
+        "TRD_X=16",
+        "TRD_Y=8",
+        "CHUNK_X=4",
+        "CHUNK_Y=4",
+        "VEC=4",
+        "TILE_K=8",
+        "NUM_STAGES=2",
+        "K_SPLITS=1",
+        "OFFSET=1",
+        "GROUP_M=8",
     ],
 };
 
@@ -190,7 +203,11 @@ fn build_run_and_compare(test: &str, tip: &Tip) {
     let env = Env::new();
     let set = gpu_config(&env, tip);
     let (wf, out, report) = export(&env, tip, &set);
-    let path = format!("{}:{}", nvcc.parent().filter(|p| !p.as_os_str().is_empty()).map(|p| p.display().to_string()).unwrap_or_default(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        nvcc.parent().filter(|p| !p.as_os_str().is_empty()).map(|p| p.display().to_string()).unwrap_or_default(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let built = Command::new("sh").arg(out.join("build.sh")).env("PATH", &path).output().unwrap();
     assert!(built.status.success(), "{}: build.sh ({}) failed:\n{}", tip.bundle, report["build"], String::from_utf8_lossy(&built.stderr));
 

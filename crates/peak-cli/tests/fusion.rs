@@ -19,7 +19,11 @@ fn rmsnorm_then_gelu_fuses_into_one_kernel_on_replay() {
     env.ok(&["replay", &example("workflows/rmsnorm-gelu-opencl-agent.bundle"), "--into", s(&wf), "--samples", "2", "--budget", "3", "--set", "rows=64"]);
     let log = env.json(&["log", "-w", s(&wf), "--json"]);
     let tip = &log[0];
-    assert_eq!((tip["transformation"].as_str(), tip["verdict"].as_str(), tip["model"].as_str()), (Some("Fuse-Epilogue"), Some("passed"), Some("agent")), "{tip}");
+    assert_eq!(
+        (tip["transformation"].as_str(), tip["verdict"].as_str(), tip["model"].as_str()),
+        (Some("Fuse-Epilogue"), Some("passed"), Some("agent")),
+        "{tip}"
+    );
     let show = env.json(&["show", "HEAD", "-w", s(&wf), "--json"]);
     let source = show["files"]["kernel.cl"].as_str().unwrap();
     let host = source.split("// @peak host").nth(1).unwrap();

@@ -95,8 +95,10 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
     // Smaller than the recording's sizes, still dividing no tile along M, N or K; every
     // tuning parameter pinned from the step that introduces it on (PoCL compiles each
     // register-tiled variant for seconds), so the twelve steps take seconds, not half an hour.
-    let pins = ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
-    let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "M=250", "--set", "N=199", "--set", "K=129"];
+    let pins =
+        ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
+    let mut args =
+        vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "M=250", "--set", "N=199", "--set", "K=129"];
     args.extend(pins.iter().flat_map(|p| ["--set", *p]));
     // A name no step has is refused before anything runs.
     let mut misspelt = args.clone();
@@ -182,11 +184,29 @@ fn the_gemm_line_speaks_sizes_accessors_and_epilogue() {
     let env = Env::new();
     for (name, regions, tuning, requires, constraints) in [
         ("refactor", &["macros", "device"][..], &[][..], &["BLOCK_X", "BLOCK_Y"][..], &[][..]),
-        ("tb-tiling", &["macros", "device", "device", "device", "device", "host"], &["TILE_K"], &["BLOCK_X", "BLOCK_Y"], &["(BLOCK_X + BLOCK_Y) * TILE_K <= 12288"]),
-        ("thread-tiling", &["macros", "device", "host"], &["TRD_X", "TRD_Y"], &["BLOCK_X", "BLOCK_Y", "TILE_K"], &["TRD_X * TRD_Y <= 128", "(BLOCK_X * TRD_X + BLOCK_Y * TRD_Y) * TILE_K <= 12288"]),
+        (
+            "tb-tiling",
+            &["macros", "device", "device", "device", "device", "host"],
+            &["TILE_K"],
+            &["BLOCK_X", "BLOCK_Y"],
+            &["(BLOCK_X + BLOCK_Y) * TILE_K <= 12288"],
+        ),
+        (
+            "thread-tiling",
+            &["macros", "device", "host"],
+            &["TRD_X", "TRD_Y"],
+            &["BLOCK_X", "BLOCK_Y", "TILE_K"],
+            &["TRD_X * TRD_Y <= 128", "(BLOCK_X * TRD_X + BLOCK_Y * TRD_Y) * TILE_K <= 12288"],
+        ),
         ("thread-cache", &["device"], &[], &["TRD_X", "TRD_Y"], &[]),
         ("transpose", &["macros", "device"], &[], &["TILE_K"], &[]),
-        ("thread-chunk", &["macros", "device"], &["CHUNK_X", "CHUNK_Y"], &["BLOCK_X", "BLOCK_Y", "TRD_X", "TRD_Y"], &["TRD_X % CHUNK_X == 0", "TRD_Y % CHUNK_Y == 0"]),
+        (
+            "thread-chunk",
+            &["macros", "device"],
+            &["CHUNK_X", "CHUNK_Y"],
+            &["BLOCK_X", "BLOCK_Y", "TRD_X", "TRD_Y"],
+            &["TRD_X % CHUNK_X == 0", "TRD_Y % CHUNK_Y == 0"],
+        ),
         // No constraint ties VEC to the GEMM's sizes: the copies check bounds and alignment.
         ("vectorize", &["macros", "device"], &["VEC"], &["BLOCK_X", "TILE_K"], &["TILE_K % VEC == 0", "BLOCK_X % VEC == 0"]),
         ("split-k", &["macros", "device", "host"], &["K_SPLITS"], &["TILE_K"], &[]),
@@ -204,7 +224,18 @@ fn the_gemm_line_speaks_sizes_accessors_and_epilogue() {
         assert_eq!(shown["requires"], serde_json::json!(requires), "{name}");
         assert_eq!(shown["constraints"], serde_json::json!(constraints), "{name}");
         let text = serde_json::to_string(&shown).unwrap();
-        for stale in ["row-major n x n", "k < n", "ROW < n", "(r) * n + (c)", "PEAK_TILE_COPY(As, A, n", "= acc[i][j];", "C = A x B", "n % VEC", "(n) + TILE_N", "below n * n"] {
+        for stale in [
+            "row-major n x n",
+            "k < n",
+            "ROW < n",
+            "(r) * n + (c)",
+            "PEAK_TILE_COPY(As, A, n",
+            "= acc[i][j];",
+            "C = A x B",
+            "n % VEC",
+            "(n) + TILE_N",
+            "below n * n",
+        ] {
             assert!(!text.contains(stale), "{name} still says {stale:?}");
         }
         // (`show` gives the passes, not the overview.) Offset only pads shared rows and
@@ -269,7 +300,14 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     // The context the lead replays: 16-bit operands, bias and output, the NT layout and the
     // bias for cuBLASLt, validation at sizes that divide no tile (multiples of 8 for TMA).
     let manifest = std::fs::read_to_string(example(&format!("gemm-nt-bias-cuda-{dtype}/peak.toml"))).unwrap();
-    for expected in ["b_layout = \"col\"".to_string(), "bias = \"bias\"".into(), format!("type = \"{dtype}\""), "M = { values = [200] }".into(), "N = { values = [136] }".into(), "K = { values = [88] }".into()] {
+    for expected in [
+        "b_layout = \"col\"".to_string(),
+        "bias = \"bias\"".into(),
+        format!("type = \"{dtype}\""),
+        "M = { values = [200] }".into(),
+        "N = { values = [136] }".into(),
+        "K = { values = [88] }".into(),
+    ] {
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     // TMA-Store's checkpoint, one block per tile.

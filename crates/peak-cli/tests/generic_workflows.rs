@@ -131,7 +131,9 @@ fn attention_workflow_replays() {
 /// local memory. Replayed at seq = 67, which no tile divides.
 #[test]
 fn attention_query_tile_branch_replays() {
-    let Some(log) = replay_branch("attention", Some("query-tile"), &["seq=67"], &["Online-Softmax", "Unroll-Accumulators", "KV-Tile", "Query-Tile"]) else { return };
+    let Some(log) = replay_branch("attention", Some("query-tile"), &["seq=67"], &["Online-Softmax", "Unroll-Accumulators", "KV-Tile", "Query-Tile"]) else {
+        return;
+    };
     assert!(log[0]["summary"].as_str().unwrap().contains("Query-Tile"));
 }
 
@@ -153,9 +155,29 @@ fn attention_query_tile_holds_any_length() {
     for dim in ["32", "64"] {
         for seq in ["1", "5", "67", "130"] {
             let report = env.json(&[
-                "validate", s(&candidate), "--against", s(&naive), "--samples", "6", "--sanitize", "none",
-                "--set", "batch=3", "--set", &format!("seq={seq}"), "--set", &format!("dim={dim}"),
-                "--set", "BLOCK_X=4,8,16", "--set", "BLOCK_Y=4,8,16", "--set", "TQ=1,2,4", "--set", "TILE_J=8,16,32", "--json",
+                "validate",
+                s(&candidate),
+                "--against",
+                s(&naive),
+                "--samples",
+                "6",
+                "--sanitize",
+                "none",
+                "--set",
+                "batch=3",
+                "--set",
+                &format!("seq={seq}"),
+                "--set",
+                &format!("dim={dim}"),
+                "--set",
+                "BLOCK_X=4,8,16",
+                "--set",
+                "BLOCK_Y=4,8,16",
+                "--set",
+                "TQ=1,2,4",
+                "--set",
+                "TILE_J=8,16,32",
+                "--json",
             ]);
             assert_eq!(report["outcome"], "passed", "dim={dim} seq={seq}: {report}");
         }
@@ -187,8 +209,21 @@ fn gelu_bf16_stream_hints_branch_replays() {
     assert!(source.contains("LOAD_STREAM(") && source.contains("STORE_STREAM("), "{source}");
     for stream in ["0", "1", "2"] {
         let report = env.json(&[
-            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
-            "--set", "N=1003,4099", "--set", &format!("STREAM={stream}"), "--set", "VEC_BYTES=16", "--json",
+            "validate",
+            s(&candidate),
+            "--against",
+            s(&naive),
+            "--samples",
+            "3",
+            "--sanitize",
+            "none",
+            "--set",
+            "N=1003,4099",
+            "--set",
+            &format!("STREAM={stream}"),
+            "--set",
+            "VEC_BYTES=16",
+            "--json",
         ]);
         assert_eq!(report["outcome"], "passed", "STREAM={stream}: {report}");
     }
@@ -209,8 +244,21 @@ fn gelu_bf16_fast_math_branch_replays() {
     assert!(source.contains("peak_tanhf(0.7978845608f"), "{source}");
     for fast in ["0", "1"] {
         let report = env.json(&[
-            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
-            "--set", "N=1003,4099", "--set", &format!("FAST_MATH={fast}"), "--set", "STREAM=0,2", "--json",
+            "validate",
+            s(&candidate),
+            "--against",
+            s(&naive),
+            "--samples",
+            "3",
+            "--sanitize",
+            "none",
+            "--set",
+            "N=1003,4099",
+            "--set",
+            &format!("FAST_MATH={fast}"),
+            "--set",
+            "STREAM=0,2",
+            "--json",
         ]);
         assert_eq!(report["outcome"], "passed", "FAST_MATH={fast}: {report}");
     }
@@ -243,9 +291,25 @@ fn layernorm_register_segment_holds_any_row_length() {
     let (candidate, naive) = (recorded.join("context"), context_at(&env, &recorded, "root"));
     for (block, items) in [("16", "1"), ("64", "2"), ("256", "16")] {
         let report = env.json(&[
-            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
-            "--set", "C=1001", "--set", "N=3", "--set", &format!("BLOCK_X={block}"), "--set", &format!("ITEMS={items}"),
-            "--set", "VEC_BYTES=4,8,16", "--json",
+            "validate",
+            s(&candidate),
+            "--against",
+            s(&naive),
+            "--samples",
+            "3",
+            "--sanitize",
+            "none",
+            "--set",
+            "C=1001",
+            "--set",
+            "N=3",
+            "--set",
+            &format!("BLOCK_X={block}"),
+            "--set",
+            &format!("ITEMS={items}"),
+            "--set",
+            "VEC_BYTES=4,8,16",
+            "--json",
         ]);
         assert_eq!(report["outcome"], "passed", "BLOCK_X={block} ITEMS={items}: {report}");
     }
@@ -268,7 +332,9 @@ fn layernorm_rows_per_block_branch_replays() {
 /// fallback) and 1024, registers holding part of a row or all of it.
 #[test]
 fn layernorm_stream_hints_branch_replays() {
-    let Some(log) = replay_branch("layernorm", Some("stream-hints"), &["N=64"], &["Block-Reduce", "Vector-Body", "Register-Segment", "Stream-Hints"]) else { return };
+    let Some(log) = replay_branch("layernorm", Some("stream-hints"), &["N=64"], &["Block-Reduce", "Vector-Body", "Register-Segment", "Stream-Hints"]) else {
+        return;
+    };
     assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
     let env = Env::new();
     let recorded = env.path("recorded");
@@ -278,9 +344,27 @@ fn layernorm_stream_hints_branch_replays() {
     assert!(!source.contains("LOAD_STREAM(weight") && !source.contains("LOAD_STREAM(bias"), "{source}");
     for (stream, block, items) in [("0", "64", "2"), ("1", "16", "1"), ("1", "256", "16"), ("2", "64", "2"), ("2", "16", "1")] {
         let report = env.json(&[
-            "validate", s(&candidate), "--against", s(&naive), "--samples", "3", "--sanitize", "none",
-            "--set", "C=1001,1024", "--set", "N=3", "--set", &format!("STREAM={stream}"), "--set", &format!("BLOCK_X={block}"),
-            "--set", &format!("ITEMS={items}"), "--set", "VEC_BYTES=4,8,16", "--json",
+            "validate",
+            s(&candidate),
+            "--against",
+            s(&naive),
+            "--samples",
+            "3",
+            "--sanitize",
+            "none",
+            "--set",
+            "C=1001,1024",
+            "--set",
+            "N=3",
+            "--set",
+            &format!("STREAM={stream}"),
+            "--set",
+            &format!("BLOCK_X={block}"),
+            "--set",
+            &format!("ITEMS={items}"),
+            "--set",
+            "VEC_BYTES=4,8,16",
+            "--json",
         ]);
         assert_eq!(report["outcome"], "passed", "STREAM={stream} BLOCK_X={block} ITEMS={items}: {report}");
     }
@@ -360,9 +444,29 @@ fn permute_inner_vector_holds_any_run_length() {
     let (candidate, naive) = (recorded.join("context"), context_at(&env, &recorded, "root"));
     for d in ["1", "3", "63", "64", "65"] {
         let report = env.json(&[
-            "validate", s(&candidate), "--against", s(&naive), "--samples", "9", "--sanitize", "none",
-            "--set", "P=3", "--set", "Q=5", "--set", "R=7", "--set", &format!("D={d}"), "--set", "BLOCK_X=32,64",
-            "--set", "ITEMS=1,2,4", "--set", "VEC_BYTES=4,8,16", "--json",
+            "validate",
+            s(&candidate),
+            "--against",
+            s(&naive),
+            "--samples",
+            "9",
+            "--sanitize",
+            "none",
+            "--set",
+            "P=3",
+            "--set",
+            "Q=5",
+            "--set",
+            "R=7",
+            "--set",
+            &format!("D={d}"),
+            "--set",
+            "BLOCK_X=32,64",
+            "--set",
+            "ITEMS=1,2,4",
+            "--set",
+            "VEC_BYTES=4,8,16",
+            "--json",
         ]);
         assert_eq!(report["outcome"], "passed", "D={d}: {report}");
     }

@@ -62,7 +62,8 @@ fn hlsl_gemm_line_replays_on_lavapipe() {
     // n = 61 divides no tile and no vector; every tuning parameter pinned from the step that
     // introduces it on, K_SPLITS = 2 so the reduction kernel runs, so the twelve steps take
     // seconds.
-    let pins = ["BLOCK_X=8", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
+    let pins =
+        ["BLOCK_X=8", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
     let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
     args.extend(pins.iter().flat_map(|p| ["--set", *p]));
     env.ok(&args);

@@ -51,10 +51,33 @@ fn training_kernels_import_and_compile_with_nvrtc() {
         "{err}"
     );
 
-    let layernorm = new(&env, file, "layernorm", &[
-        "--kernel", "layernorm_rows_forward", "--size", "out=rows*width", "--size", "mean=rows", "--size", "rstd=rows", "--size", "inp=rows*width",
-        "--size", "scale=width", "--size", "shift=width", "--input", "rows=1024", "--input", "width=768", "--scalar", "eps=1e-5",
-    ]);
+    let layernorm = new(
+        &env,
+        file,
+        "layernorm",
+        &[
+            "--kernel",
+            "layernorm_rows_forward",
+            "--size",
+            "out=rows*width",
+            "--size",
+            "mean=rows",
+            "--size",
+            "rstd=rows",
+            "--size",
+            "inp=rows*width",
+            "--size",
+            "scale=width",
+            "--size",
+            "shift=width",
+            "--input",
+            "rows=1024",
+            "--input",
+            "width=768",
+            "--scalar",
+            "eps=1e-5",
+        ],
+    );
     assert_eq!(
         launch_line(&layernorm),
         "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, 1.0e-5);"
@@ -67,20 +90,49 @@ fn training_kernels_import_and_compile_with_nvrtc() {
         "{notes}"
     );
 
-    let softmax = new(&env, file, "softmax", &["--kernel", "softmax_rows_forward", "--size", "probs=rows*cols", "--size", "logits=rows*cols", "--input", "rows=1024", "--input", "cols=1024"]);
+    let softmax = new(
+        &env,
+        file,
+        "softmax",
+        &["--kernel", "softmax_rows_forward", "--size", "probs=rows*cols", "--size", "logits=rows*cols", "--input", "rows=1024", "--input", "cols=1024"],
+    );
     assert_eq!(launch_line(&softmax), "launch(\"softmax_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, probs, logits, rows, cols);");
 
-    let block = new(&env, file, "softmax-block", &["--kernel", "softmax_block_forward", "--size", "probs=rows*cols", "--size", "logits=rows*cols", "--input", "rows=1024", "--input", "cols=1024"]);
+    let block = new(
+        &env,
+        file,
+        "softmax-block",
+        &["--kernel", "softmax_block_forward", "--size", "probs=rows*cols", "--size", "logits=rows*cols", "--input", "rows=1024", "--input", "cols=1024"],
+    );
     assert_eq!(launch_line(&block), "launch(\"softmax_block_forward\", rows, BLOCK_X, BLOCK_X * 4, probs, logits, rows, cols);");
 
     let gelu = new(&env, file, "gelu", &["--kernel", "gelu_bf16_forward", "--size", "out=n", "--size", "inp=n", "--input", "n=1048576"]);
     assert_eq!((gelu["arrays"][0]["type"].as_str(), gelu["arrays"][1]["type"].as_str()), (Some("bf16"), Some("bf16")), "floatX is helpers.h's bf16: {gelu}");
     assert_eq!(launch_line(&gelu), "launch(\"gelu_bf16_forward\", ceil_div(n, BLOCK_X), BLOCK_X, 0, out, inp, n);");
 
-    let linear = new(&env, file, "linear", &[
-        "--kernel", "linear_forward_naive", "--size", "out=tokens*out_dim", "--size", "inp=tokens*in_dim", "--size", "weight=out_dim*in_dim",
-        "--size", "bias=out_dim", "--input", "tokens=256", "--input", "in_dim=256", "--input", "out_dim=512",
-    ]);
+    let linear = new(
+        &env,
+        file,
+        "linear",
+        &[
+            "--kernel",
+            "linear_forward_naive",
+            "--size",
+            "out=tokens*out_dim",
+            "--size",
+            "inp=tokens*in_dim",
+            "--size",
+            "weight=out_dim*in_dim",
+            "--size",
+            "bias=out_dim",
+            "--input",
+            "tokens=256",
+            "--input",
+            "in_dim=256",
+            "--input",
+            "out_dim=512",
+        ],
+    );
     assert_eq!(
         launch_line(&linear),
         "launch(\"linear_forward_naive\", [ceil_div(out_dim, BLOCK_X), ceil_div(tokens, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, out, inp, weight, bias, tokens, in_dim, out_dim);"
@@ -109,10 +161,15 @@ fn a_gemm_header_takes_its_floats_from_flags_and_compiles() {
     let bad = env.peak(&["new", &file, "--to", &to, "--scalar", "alpha=fast"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--scalar alpha=fast: `fast` is not a number"), "{}", String::from_utf8_lossy(&bad.stderr));
 
-    let made = new(&env, "sgemm_alpha_beta.cuh", "sgemm", &[
-        "--size", "A=M*K", "--size", "B=K*N", "--size", "C=M*N", "--input", "M=256", "--input", "N=256", "--input", "K=256", "--scalar", "alpha=1",
-        "--scalar", "beta=0.5",
-    ]);
+    let made = new(
+        &env,
+        "sgemm_alpha_beta.cuh",
+        "sgemm",
+        &[
+            "--size", "A=M*K", "--size", "B=K*N", "--size", "C=M*N", "--input", "M=256", "--input", "N=256", "--input", "K=256", "--scalar", "alpha=1",
+            "--scalar", "beta=0.5",
+        ],
+    );
     assert_eq!(
         launch_line(&made),
         "launch(\"gemm_naive_alpha_beta\", [ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, M, N, K, 1.0, 0.5);"

@@ -66,7 +66,10 @@ fn a_matmul_transformation_on_another_kind_of_kernel_is_refused_and_nothing_is_l
         assert!(!out.status.success());
         let err = stderr(&out);
         assert!(err.contains("'TB-Tiling' is written for gemm kernels, and this context's kernel is a stencil, convolution or pooling"), "{err}");
-        assert!(err.contains("the transformations that fit it: Register-Window, Thread-Coarsen, Tile-Pad, Tile-Staging"), "the hint names the ones that fit: {err}");
+        assert!(
+            err.contains("the transformations that fit it: Register-Window, Thread-Coarsen, Tile-Pad, Tile-Staging"),
+            "the hint names the ones that fit: {err}"
+        );
     }
     let attempts = std::fs::read_to_string(Path::new(&wf).join(".git/peak/attempts.jsonl")).unwrap_or_default();
     assert!(!attempts.contains("TB-Tiling"), "a refusal is not an attempt: {attempts}");
@@ -110,7 +113,12 @@ fn a_context_without_a_pattern_has_it_read_off_its_code_or_is_asked_for_it() {
     let waiting = env.json(&["apply", "refactor", "-w", &wf, "--executor", "agent", "--json"]);
     assert_eq!(waiting["status"], "waiting", "{waiting}");
     let prompt = waiting["prompt"].as_str().unwrap();
-    assert!(prompt.contains("Pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue) (read off the code: the kernel's name `matmul`)."), "{prompt}");
+    assert!(
+        prompt.contains(
+            "Pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue) (read off the code: the kernel's name `matmul`)."
+        ),
+        "{prompt}"
+    );
 
     // The same code renamed and written as a neighbourhood sum: a stencil, so the GEMM line is refused.
     let env = Env::new();

@@ -21,8 +21,23 @@ fn a_kernel_file_becomes_a_context_that_runs() {
     assert!(!env.path("scale").exists(), "nothing is written before the context is whole");
 
     let made = env.json(&[
-        "new", &file, "--to", &ctx, "--size", "x=n", "--size", "y=n", "--input", "n=1000,4096", "--input", "bias=3", "--domain", "elementwise",
-        "--description", "y = 2 x + bias", "--json",
+        "new",
+        &file,
+        "--to",
+        &ctx,
+        "--size",
+        "x=n",
+        "--size",
+        "y=n",
+        "--input",
+        "n=1000,4096",
+        "--input",
+        "bias=3",
+        "--domain",
+        "elementwise",
+        "--description",
+        "y = 2 x + bias",
+        "--json",
     ]);
     assert_eq!(made["kernel"], "scale");
     assert_eq!(made["arrays"][0]["name"], "x");
@@ -62,7 +77,8 @@ fn the_gemm_its_inputs_and_tolerance_come_from_flags() {
     args.extend(["--matmul", gemm, "--init", "inp=normal", "--init", "w=init = \"uniform\", scale = 0.1, offset = -0.05", "--tolerance", "f32=1e-4", "--json"]);
     env.json(&args);
     let manifest = std::fs::read_to_string(env.path("linear/peak.toml")).unwrap();
-    for said in ["[kernel.matmul]", "b_layout = \"col\"", "flops = \"2 * (M) * (N) * (K)\"", "init = \"normal\"", "scale = 0.1", "[tolerance]", "f32 = 0.0001"] {
+    for said in ["[kernel.matmul]", "b_layout = \"col\"", "flops = \"2 * (M) * (N) * (K)\"", "init = \"normal\"", "scale = 0.1", "[tolerance]", "f32 = 0.0001"]
+    {
         assert!(manifest.contains(said), "`{said}` in:\n{manifest}");
     }
 

@@ -22,7 +22,8 @@ fn a_tokens_first_linear_layer_is_turned_round_then_refactored() {
     args.extend(sizes);
     env.ok(&args);
     let log = env.json(&["log", "-w", s(&wf), "--json"]);
-    let steps: Vec<(&str, &str)> = log.as_array().unwrap().iter().rev().map(|e| (e["transformation"].as_str().unwrap(), e["verdict"].as_str().unwrap_or("-"))).collect();
+    let steps: Vec<(&str, &str)> =
+        log.as_array().unwrap().iter().rev().map(|e| (e["transformation"].as_str().unwrap(), e["verdict"].as_str().unwrap_or("-"))).collect();
     assert_eq!(&steps[1..], [("Orient-Grid", "passed"), ("Refactor", "passed")], "{log}");
     let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string();
     let turned = file("HEAD~1");

@@ -51,7 +51,10 @@ fn tuning_writes_periodic_lines_to_a_log_and_0_turns_them_off() {
     assert!(out.status.success(), "{stderr}");
     let tuning = beats(&stderr, "tuning n=256", "configurations");
     assert_rising(&tuning, 6, &stderr);
-    assert!(stderr.lines().any(|l| l.contains("] tuning n=256: ") && l.contains(", best ") && l.contains(" left")), "the best so far and the time left: {stderr}");
+    assert!(
+        stderr.lines().any(|l| l.contains("] tuning n=256: ") && l.contains(", best ") && l.contains(" left")),
+        "the best so far and the time left: {stderr}"
+    );
 
     let quiet = env.peak_with(&args, &[("PEAK_PROGRESS_INTERVAL", "0")]);
     let stderr = String::from_utf8_lossy(&quiet.stderr);

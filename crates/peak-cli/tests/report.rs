@@ -74,12 +74,8 @@ fn tables_have_every_step_with_peak_logs_speedups() {
         let text = env.ok(&["report", s(&bundle)]);
         let log = log_speedups(&env, &clone(&env, &bundle));
         let log_json = env.json(&["log", "-w", s(&clone_again(&env, &bundle)), "--json"]);
-        let parent_of: HashMap<String, Option<String>> = log_json
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| (short(&e["id"]), e["parents"].as_array().unwrap().first().map(short)))
-            .collect();
+        let parent_of: HashMap<String, Option<String>> =
+            log_json.as_array().unwrap().iter().map(|e| (short(&e["id"]), e["parents"].as_array().unwrap().first().map(short))).collect();
         let tables = speedup_tables(&text);
         assert!(!tables.is_empty(), "{}: no speedup table:\n{text}", bundle.display());
         for (name, count, rows) in &tables {
@@ -208,9 +204,9 @@ fn png_header(bytes: &[u8]) -> (u32, u32) {
 }
 
 fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
-        std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file()))
-    })
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file())))
 }
 
 /// Render the page in headless Chromium and take a screenshot, as a reader would see it.

@@ -49,7 +49,10 @@ fn cpu_opencl_present(test: &str) -> bool {
         Ok(devices) if devices.iter().any(|d| !d.is_gpu) => true,
         Ok(devices) => {
             let names: Vec<String> = devices.iter().map(|d| d.name.trim().to_string()).collect();
-            eprintln!("SKIPPED {test}: no CPU OpenCL device (install pocl-opencl-icd); the snapshots hold a CPU device's output, and this machine has only {}", names.join(", "));
+            eprintln!(
+                "SKIPPED {test}: no CPU OpenCL device (install pocl-opencl-icd); the snapshots hold a CPU device's output, and this machine has only {}",
+                names.join(", ")
+            );
             false
         }
         Err(e) => {

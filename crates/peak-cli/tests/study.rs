@@ -58,8 +58,26 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     ];
     let w = wf.to_str().unwrap();
     let args = [
-        "study", "-w", w, "--from", "HEAD", "--transformations", "REFACTOR", "--executors", "openai:model-a,anthropic:model-b", "--repeat", "2", "--retries", "1",
-        "--set", "n=256", "--samples", "2", "--budget", "2", "--json",
+        "study",
+        "-w",
+        w,
+        "--from",
+        "HEAD",
+        "--transformations",
+        "REFACTOR",
+        "--executors",
+        "openai:model-a,anthropic:model-b",
+        "--repeat",
+        "2",
+        "--retries",
+        "1",
+        "--set",
+        "n=256",
+        "--samples",
+        "2",
+        "--budget",
+        "2",
+        "--json",
     ];
     let out = json(&env.ok_with(&args, &vars));
     assert_eq!(server.remaining(), 0, "every scripted reply was asked for: {out:#}");
@@ -74,15 +92,26 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     assert_eq!(cells.len(), 2, "{out:#}");
     let a = &cells[0];
     assert_eq!(a["transformation"], "Refactor", "the library's spelling, as the attempts log has it");
-    assert_eq!((a["executor"].as_str(), a["runs"].as_u64(), a["successes"].as_u64(), a["first_try"].as_u64(), a["failed"].as_u64()), (Some("openai:model-a"), Some(2), Some(2), Some(2), Some(0)), "{a}");
+    assert_eq!(
+        (a["executor"].as_str(), a["runs"].as_u64(), a["successes"].as_u64(), a["first_try"].as_u64(), a["failed"].as_u64()),
+        (Some("openai:model-a"), Some(2), Some(2), Some(2), Some(0)),
+        "{a}"
+    );
     let b = &cells[1];
-    assert_eq!((b["executor"].as_str(), b["runs"].as_u64(), b["successes"].as_u64(), b["after_repair"].as_u64(), b["failed"].as_u64()), (Some("anthropic:model-b"), Some(2), Some(1), Some(1), Some(1)), "{b}");
+    assert_eq!(
+        (b["executor"].as_str(), b["runs"].as_u64(), b["successes"].as_u64(), b["after_repair"].as_u64(), b["failed"].as_u64()),
+        (Some("anthropic:model-b"), Some(2), Some(1), Some(1), Some(1)),
+        "{b}"
+    );
     assert_eq!(b["failures"], serde_json::json!({"bad-reply": 1, "compile-failed": 1, "wrong-output": 1}), "{b}");
 
     // Each run has its own branch; a success is a checkpoint there.
     let runs = out["runs"].as_array().unwrap();
     let branches: Vec<&str> = runs.iter().map(|r| r["branch"].as_str().unwrap()).collect();
-    assert_eq!(branches, ["study/refactor/openai-model-a/1", "study/refactor/openai-model-a/2", "study/refactor/anthropic-model-b/1", "study/refactor/anthropic-model-b/2"]);
+    assert_eq!(
+        branches,
+        ["study/refactor/openai-model-a/1", "study/refactor/openai-model-a/2", "study/refactor/anthropic-model-b/1", "study/refactor/anthropic-model-b/2"]
+    );
     for run in &runs[..3] {
         assert_eq!(run["status"], "checkpoint", "{run}");
         assert_eq!(git(&wf, &["rev-parse", run["branch"].as_str().unwrap()]), run["checkpoint"].as_str().unwrap());
@@ -126,7 +155,26 @@ fn study_records_every_run_on_side_branches_and_leaves_head_alone() {
     for answer in good() {
         server.push(answer);
     }
-    let table = env.ok_with(&["study", "-w", w, "--transformations", "refactor", "--executors", "openai:model-a", "--repeat", "1", "--set", "n=256", "--samples", "2", "--budget", "2"], &vars);
+    let table = env.ok_with(
+        &[
+            "study",
+            "-w",
+            w,
+            "--transformations",
+            "refactor",
+            "--executors",
+            "openai:model-a",
+            "--repeat",
+            "1",
+            "--set",
+            "n=256",
+            "--samples",
+            "2",
+            "--budget",
+            "2",
+        ],
+        &vars,
+    );
     println!("{table}");
     assert!(table.contains("openai:model-a") && table.contains("study/refactor/openai-model-a/3"), "{table}");
     assert_eq!(git(&wf, &["rev-parse", "HEAD"]), head_before);
@@ -154,9 +202,31 @@ fn a_study_that_reaches_no_model_fails_and_counts_connections_apart() {
     let good = || [Scripted::reply(fenced("refactor/macros.c")), Scripted::reply(fenced("refactor/device.c"))];
     let server = runtime.block_on(FakeLlmServer::start([good(), good()].concat())).unwrap();
     let up = server.anthropic_base_url();
-    let vars = [("PEAK_OPENAI_BASE_URL", down.as_str()), ("OPENAI_API_KEY", "test-key-not-secret"), ("PEAK_ANTHROPIC_BASE_URL", up.as_str()), ("ANTHROPIC_API_KEY", "test-key-not-secret")];
+    let vars = [
+        ("PEAK_OPENAI_BASE_URL", down.as_str()),
+        ("OPENAI_API_KEY", "test-key-not-secret"),
+        ("PEAK_ANTHROPIC_BASE_URL", up.as_str()),
+        ("ANTHROPIC_API_KEY", "test-key-not-secret"),
+    ];
     let study = |executors: &str| {
-        let args = ["study", "-w", w, "--transformations", "refactor", "--executors", executors, "--repeat", "2", "--set", "n=256", "--samples", "2", "--budget", "2", "--json"];
+        let args = [
+            "study",
+            "-w",
+            w,
+            "--transformations",
+            "refactor",
+            "--executors",
+            executors,
+            "--repeat",
+            "2",
+            "--set",
+            "n=256",
+            "--samples",
+            "2",
+            "--budget",
+            "2",
+            "--json",
+        ];
         env.peak_with(&args, &vars)
     };
 

@@ -60,9 +60,23 @@ fn the_recorded_steps_hold_at_any_grid() {
         let candidate = context_of(rev);
         for (n, block) in [("1", "256"), ("3", "32"), ("4099", "64"), ("100001", "256")] {
             let mut args = vec![
-                "validate".to_string(), s(&candidate).to_string(), "--against".into(), s(&naive).to_string(), "--samples".into(), "4".into(),
-                "--sanitize".into(), "none".into(), "--set".into(), format!("n={n}"), "--set".into(), format!("BLOCK_X={block}"),
-                "--set".into(), "WAVES=1,32".into(), "--set".into(), "ITEMS=1,8".into(), "--json".into(),
+                "validate".to_string(),
+                s(&candidate).to_string(),
+                "--against".into(),
+                s(&naive).to_string(),
+                "--samples".into(),
+                "4".into(),
+                "--sanitize".into(),
+                "none".into(),
+                "--set".into(),
+                format!("n={n}"),
+                "--set".into(),
+                format!("BLOCK_X={block}"),
+                "--set".into(),
+                "WAVES=1,32".into(),
+                "--set".into(),
+                "ITEMS=1,8".into(),
+                "--json".into(),
             ];
             if let Some(extra) = extra {
                 args.extend(["--set".to_string(), extra.to_string()]);

@@ -72,7 +72,8 @@ fn log_and_compare_say_when_a_difference_is_within_the_spread() {
     let fast = time / 3.0;
     let mut faster = root["performance"].clone();
     faster["best"]["time_ms"] = json!(fast);
-    faster["best"]["spread"] = json!({"count": 7, "min_ms": fast * 0.99, "q1_ms": fast * 0.995, "median_ms": fast, "q3_ms": fast * 1.005, "max_ms": fast * 1.01});
+    faster["best"]["spread"] =
+        json!({"count": 7, "min_ms": fast * 0.99, "q1_ms": fast * 0.995, "median_ms": fast, "q3_ms": fast * 1.005, "max_ms": fast * 1.01});
     faster["runs"][0]["best"] = faster["best"].clone();
     step("Faster", faster);
 

@@ -23,7 +23,8 @@ fn init_checkpoint_tag_branch_checkout_diff_compare_fsck() {
     let tmp = tempfile::tempdir().unwrap();
     let wf_dir = tmp.path().join("wf");
     let wf = wf_dir.to_str().unwrap();
-    let init: serde_json::Value = serde_json::from_str(&ok(&["init", wf, "--from", example("matmul-opencl-naive").to_str().unwrap(), "--no-measure", "--json"])).unwrap();
+    let init: serde_json::Value =
+        serde_json::from_str(&ok(&["init", wf, "--from", example("matmul-opencl-naive").to_str().unwrap(), "--no-measure", "--json"])).unwrap();
     assert_eq!(init["reference"]["inputs"].as_array().unwrap().len(), 3, "one reference configuration per n");
 
     // A second checkpoint, as `peak apply` would make it: the tiled kernel.

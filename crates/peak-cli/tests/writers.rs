@@ -210,7 +210,10 @@ fn an_apply_killed_right_after_its_commit_is_named_by_fsck_and_finished_by_resum
     let fsck = env.peak(&["fsck", "-w", w]);
     let said = text(&fsck);
     assert_eq!(fsck.status.code(), Some(1), "{said}");
-    assert!(said.contains(&format!("made checkpoint {}", &made["id"].as_str().unwrap()[..7])) && said.contains(&format!("`peak apply --resume -w {w}` records it")), "{said}");
+    assert!(
+        said.contains(&format!("made checkpoint {}", &made["id"].as_str().unwrap()[..7])) && said.contains(&format!("`peak apply --resume -w {w}` records it")),
+        "{said}"
+    );
     // The lock record the kill left names its command too (the resume's lock clears it).
     assert!(said.contains("stale-lock") && said.contains("`peak fsck --repair` clears it (as does the next command that writes here)"), "{said}");
 
@@ -279,7 +282,8 @@ fn a_second_retune_is_refused_while_the_first_tunes() {
     gate.open();
     let out = first.finish();
     assert!(out.status.success(), "{}", text(&out));
-    let steps: Vec<String> = env.json(&["log", "-w", w, "--json"]).as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect();
+    let steps: Vec<String> =
+        env.json(&["log", "-w", w, "--json"]).as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect();
     assert_eq!(steps, ["Retune", "init"], "one retune recorded");
 }
 
@@ -312,7 +316,8 @@ fn a_replay_holds_the_lock_from_its_first_step_to_its_last() {
     }
     let out = replay.finish();
     assert!(out.status.success(), "{}", text(&out));
-    let steps: Vec<String> = env.json(&["log", "-w", s(&copy), "--json"]).as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect();
+    let steps: Vec<String> =
+        env.json(&["log", "-w", s(&copy), "--json"]).as_array().unwrap().iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect();
     assert_eq!(steps, ["Retune", "Refactor", "init"]);
     // Taken once for both steps, never let go between them (each would be a new record).
     assert_eq!(seen.len(), 1, "the lock was taken again between the steps: {seen:?}");

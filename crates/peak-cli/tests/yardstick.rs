@@ -18,7 +18,8 @@ fn a_memory_bound_kernel_is_judged_against_a_copy_of_its_bytes() {
     assert_eq!(report["traffic"]["read_bytes"], 262_144, "{report}");
     assert_eq!(report["traffic"]["written_bytes"], 262_144, "{report}");
     assert_eq!(report["copy_bytes"], 262_144, "a copy of half the bytes moves as many: {report}");
-    let (kernel_ms, copy_ms, percent) = (report["kernel_ms"].as_f64().unwrap(), report["copy_ms"].as_f64().unwrap(), report["percent_of_copy"].as_f64().unwrap());
+    let (kernel_ms, copy_ms, percent) =
+        (report["kernel_ms"].as_f64().unwrap(), report["copy_ms"].as_f64().unwrap(), report["percent_of_copy"].as_f64().unwrap());
     assert!(kernel_ms > 0.0 && copy_ms > 0.0, "{report}");
     assert!((percent - 100.0 * copy_ms / kernel_ms).abs() < 1e-9, "{report}");
 

@@ -67,7 +67,11 @@ unsafe impl Sync for CudaBackend {}
 fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, BackendError>) -> Result<T, BackendError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let message = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-        Err(BackendError::Unavailable { what: what.into(), reason: format!("cudarc panicked: {message}"), hint: "check the CUDA driver and NVRTC installation".into() })
+        Err(BackendError::Unavailable {
+            what: what.into(),
+            reason: format!("cudarc panicked: {message}"),
+            hint: "check the CUDA driver and NVRTC installation".into(),
+        })
     })
 }
 
@@ -272,9 +276,10 @@ impl Backend for CudaBackend {
         let handle = CudaModule { context: self.context.clone(), module, param_info: self.features.param_info, functions: Mutex::new(HashMap::new()) };
         let mut kernels = Vec::with_capacity(cubin.kernels.len());
         for mut kernel in cubin.kernels {
-            let function = handle.lookup(&kernel.name).map_err(|e| self.note(e))?.ok_or_else(|| {
-                BackendError::Internal(format!("ptxas reported a kernel `{}` that the loaded module lacks", kernel.name))
-            })?;
+            let function = handle
+                .lookup(&kernel.name)
+                .map_err(|e| self.note(e))?
+                .ok_or_else(|| BackendError::Internal(format!("ptxas reported a kernel `{}` that the loaded module lacks", kernel.name)))?;
             use CUfunction_attribute::*;
             // The driver's figures are the ones launches obey; ptxas's agree and add spills.
             kernel.registers = function_attr(function.handle, CU_FUNC_ATTRIBUTE_NUM_REGS).or(kernel.registers);
@@ -456,7 +461,12 @@ impl Backend for CudaBackend {
         Some(self.l2_bytes as u64)
     }
 
-    fn vendor_call(&self, ctx: &peak_spec::Context, params: &peak_spec::ExecParams, options: &peak_backend::RunOptions) -> Option<Result<peak_backend::yardstick::VendorRun, BackendError>> {
+    fn vendor_call(
+        &self,
+        ctx: &peak_spec::Context,
+        params: &peak_spec::ExecParams,
+        options: &peak_backend::RunOptions,
+    ) -> Option<Result<peak_backend::yardstick::VendorRun, BackendError>> {
         crate::baseline::vendor_call(self, ctx, params, options)
     }
 }

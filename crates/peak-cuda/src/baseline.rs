@@ -42,7 +42,9 @@ use lt::{Matmul, Pointers};
 
 #[derive(Debug, Error)]
 pub enum BaselineError {
-    #[error("{file}: no [kernel.matmul] table, so peak does not know which GEMM this context computes\nhint: add [kernel.matmul] with m, n, k (expressions over the inputs) and a, b, c (array names)")]
+    #[error(
+        "{file}: no [kernel.matmul] table, so peak does not know which GEMM this context computes\nhint: add [kernel.matmul] with m, n, k (expressions over the inputs) and a, b, c (array names)"
+    )]
     NotMatmul { file: String },
     #[error("{file}: kernel.matmul.{field}: {message}")]
     Field { file: String, field: String, message: String },
@@ -210,7 +212,11 @@ pub(crate) fn vendor_call(backend: &CudaBackend, ctx: &Context, params: &ExecPar
         BaselineError::NotMatmul { .. } | BaselineError::Field { .. } => BackendError::InvalidConfig(e.to_string()),
         other => BackendError::Launch { kernel: "cublasLtMatmul".into(), message: other.to_string() },
     });
-    Some(run.map(|run| VendorRun { library: run.info.library.clone(), call: run.info.describe(&run.gemm), timed: Timed { times_ms: run.times_ms, flushed_bytes: run.flushed_bytes } }))
+    Some(run.map(|run| VendorRun {
+        library: run.info.library.clone(),
+        call: run.info.describe(&run.gemm),
+        timed: Timed { times_ms: run.times_ms, flushed_bytes: run.flushed_bytes },
+    }))
 }
 
 /// cuBLASLt alone on the context's GEMM for `params`, on the runner's inputs for
@@ -224,7 +230,8 @@ pub fn run_cublaslt(backend: &CudaBackend, ctx: &Context, params: &ExecParams, o
 fn cublaslt(backend: &CudaBackend, gemm: Gemm, host: &[HostArray], options: &RunOptions) -> Result<CublasLtRun, BaselineError> {
     let path = libs::cublaslt()?;
     let mut buffers = Buffers { backend, ids: Vec::new() };
-    let (sets, outputs): (Vec<Pointers>, Vec<BufferId>) = (0..options.input_sets.max(1)).map(|_| buffers.input_set(&gemm, host)).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
+    let (sets, outputs): (Vec<Pointers>, Vec<BufferId>) =
+        (0..options.input_sets.max(1)).map(|_| buffers.input_set(&gemm, host)).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
     let workspace = backend.device_ptr(buffers.workspace(lt::WORKSPACE_BYTES)?)?;
     backend.bind()?;
     let matmul = Matmul::new(&gemm, &sets, workspace)?;

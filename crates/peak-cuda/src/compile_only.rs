@@ -161,7 +161,9 @@ pub fn compile_context(ctx: &Context, overrides: &[String], options: &CompileOnl
                 Some(arch) => {
                     let start = Instant::now();
                     Some(match hip::hipcc_check(&request, arch) {
-                        Ok(r) => CompileOutcome { status: "ok".into(), kernels: r.kernels, log: r.log, options: r.command.join(" "), compile_ms: elapsed_ms(start) },
+                        Ok(r) => {
+                            CompileOutcome { status: "ok".into(), kernels: r.kernels, log: r.log, options: r.command.join(" "), compile_ms: elapsed_ms(start) }
+                        }
                         Err(err) => failed(err, start)?,
                     })
                 }

@@ -157,21 +157,17 @@ pub fn hipcc_check(request: &CompileRequest, offload_arch: &str) -> Result<Hipcc
     let file = request.file_name.replace(['"', '\\'], "_");
     std::fs::write(&source, format!("#include <hip/hip_runtime.h>\n#line 1 \"{file}\"\n{}", request.source))
         .map_err(|e| BackendError::Internal(format!("writing {}: {e}", source.display())))?;
-    let mut args: Vec<String> = vec![
-        format!("--offload-arch={offload_arch}"),
-        "--cuda-device-only".into(),
-        "-O3".into(),
-        "-c".into(),
-        "-Rpass-analysis=kernel-resource-usage".into(),
-    ];
+    let mut args: Vec<String> =
+        vec![format!("--offload-arch={offload_arch}"), "--cuda-device-only".into(), "-O3".into(), "-c".into(), "-Rpass-analysis=kernel-resource-usage".into()];
     args.extend(request.defines.iter().map(|(k, v)| format!("-D{k}={v}")));
     args.push(source.display().to_string());
     args.push("-o".into());
     args.push(dir.path().join("kernel.o").display().to_string());
-    let output = Command::new(&hipcc)
-        .args(&args)
-        .output()
-        .map_err(|e| BackendError::Unavailable { what: "hipcc".into(), reason: format!("running {}: {e}", hipcc.display()), hint: "check the hipcc installation".into() })?;
+    let output = Command::new(&hipcc).args(&args).output().map_err(|e| BackendError::Unavailable {
+        what: "hipcc".into(),
+        reason: format!("running {}: {e}", hipcc.display()),
+        hint: "check the hipcc installation".into(),
+    })?;
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let mut command = vec![hipcc.display().to_string()];
     command.extend(args);

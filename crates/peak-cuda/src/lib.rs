@@ -32,5 +32,5 @@ pub mod offline;
 pub mod tensor_map;
 
 pub use backend::CudaBackend;
-pub use offline::OfflineBackend;
 pub use nvrtc::{Arch, Dialect};
+pub use offline::OfflineBackend;

@@ -153,7 +153,8 @@ pub struct DriverFeatures {
     pub param_info: bool,
 }
 
-const DRIVER_HINT: &str = "the CUDA backend needs an NVIDIA GPU and its driver (libcuda.so.1, driver 580 or newer for CUDA 13); `peak compile` works without one";
+const DRIVER_HINT: &str =
+    "the CUDA backend needs an NVIDIA GPU and its driver (libcuda.so.1, driver 580 or newer for CUDA 13); `peak compile` works without one";
 
 /// Check that libcuda is there and has every function peak uses, once per process.
 pub fn driver() -> Result<DriverFeatures, BackendError> {
@@ -178,7 +179,8 @@ fn load_driver() -> Result<DriverFeatures, BackendError> {
     Ok(DriverFeatures { param_info: has(DRIVER_SYMBOL_PARAM_INFO) })
 }
 
-const CUBLASLT_HINT: &str = "install cuBLAS for CUDA 13 (a CUDA toolkit, or `pip install nvidia-cublas`), or point PEAK_NVRTC_PATH at the folder holding libcublasLt.so.13";
+const CUBLASLT_HINT: &str =
+    "install cuBLAS for CUDA 13 (a CUDA toolkit, or `pip install nvidia-cublas`), or point PEAK_NVRTC_PATH at the folder holding libcublasLt.so.13";
 
 /// Every cuBLASLt function peak calls through cudarc: cudarc panics on a missing symbol at
 /// its first call, so an older library is refused here instead.

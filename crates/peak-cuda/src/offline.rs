@@ -93,11 +93,8 @@ impl Backend for OfflineBackend {
     fn compile(&self, request: &CompileRequest) -> Result<Module, BackendError> {
         let cubin = nvrtc::compile(request, self.dialect, &self.arch)?;
         check_static_shared(&cubin.kernels)?;
-        let kernels: Vec<KernelResources> = cubin
-            .kernels
-            .into_iter()
-            .map(|k| KernelResources { max_threads_per_block: k.registers.map(max_threads), ..k })
-            .collect();
+        let kernels: Vec<KernelResources> =
+            cubin.kernels.into_iter().map(|k| KernelResources { max_threads_per_block: k.registers.map(max_threads), ..k }).collect();
         Ok(Module { handle: Arc::new(()), log: cubin.log, kernels })
     }
 

@@ -26,11 +26,9 @@
 //! the configuration ([`BackendError::InvalidConfig`]); a map reaching past the end of its
 //! buffer, which would fault on the device, and malformed arguments fail the launch.
 
-use cudarc::driver::sys::{
-    CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapSwizzle,
-};
-use peak_backend::plan::{BackendOp, BufRef, OpValue};
+use cudarc::driver::sys::{CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapSwizzle};
 use peak_backend::BackendError;
+use peak_backend::plan::{BackendOp, BufRef, OpValue};
 use peak_spec::DType;
 
 pub const NAME: &str = "cuda_tensor_map";
@@ -114,7 +112,8 @@ impl TensorMapSpec {
         let OpValue::Str(dtype) = dtype else { return Err(bad(op, "`dtype` must be a string such as \"f16\"")) };
         let dtype: DType = dtype.parse().map_err(|e| bad(op, e))?;
         let OpValue::Str(swizzle_text) = swizzle else { return Err(bad(op, "`swizzle` must be \"none\", \"32b\", \"64b\" or \"128b\"")) };
-        let swizzle = Swizzle::parse(swizzle_text).ok_or_else(|| bad(op, format!("unknown swizzle '{swizzle_text}': use \"none\", \"32b\", \"64b\" or \"128b\"")))?;
+        let swizzle =
+            Swizzle::parse(swizzle_text).ok_or_else(|| bad(op, format!("unknown swizzle '{swizzle_text}': use \"none\", \"32b\", \"64b\" or \"128b\"")))?;
         let dims = ints(op, "dims", dims)?;
         let strides = ints(op, "strides", strides)?;
         let box_dims = ints(op, "box", box_dims)?;

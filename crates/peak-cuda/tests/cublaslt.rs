@@ -47,7 +47,10 @@ fn reference(gemm: &Gemm, host: &[HostArray]) -> HostArray {
         for i in 0..gemm.m {
             for j in 0..gemm.n {
                 let acc: f64 = (0..gemm.k)
-                    .map(|l| at(gemm.a.index, element(gemm.a_layout, sa.ld, sa.stride, p, i, l)) * at(gemm.b.index, element(gemm.b_layout, sb.ld, sb.stride, p, l, j)))
+                    .map(|l| {
+                        at(gemm.a.index, element(gemm.a_layout, sa.ld, sa.stride, p, i, l))
+                            * at(gemm.b.index, element(gemm.b_layout, sb.ld, sb.stride, p, l, j))
+                    })
                     .sum();
                 let c_at = p * sc.stride + i * sc.ld + j;
                 let mut v = gemm.alpha * acc + gemm.beta * at(gemm.c.index, c_at);
@@ -120,7 +123,8 @@ fn transposed_padded_batched_gemms_with_scaling_relu_and_a_residual_match_the_cp
     let Some(backend) = gpu("transposed_padded_batched_gemms_with_scaling_relu_and_a_residual_match_the_cpu") else { return };
     // TN, A padded to 40 per column, two problems sharing one B, C padded to 48 per row,
     // the residual fused as cuBLASLt's C.
-    let residual = "a = \"A\"\nb = \"B\"\nc = \"C\"\na_layout = \"col\"\nlda = \"40\"\nldc = \"48\"\nbatch = \"2\"\nstride_b = \"0\"\nalpha = 0.5\nresidual = \"R\"\n";
+    let residual =
+        "a = \"A\"\nb = \"B\"\nc = \"C\"\na_layout = \"col\"\nlda = \"40\"\nldc = \"48\"\nbatch = \"2\"\nstride_b = \"0\"\nalpha = 0.5\nresidual = \"R\"\n";
     let (_dir, ctx) = context(residual, "f32", &[("A", "2 * k * 40", false), ("B", "k * n", false), ("R", "2 * m * 48", false), ("C", "2 * m * 48", true)]);
     check(&backend, &ctx, "TN", "CUBLASLT_EPILOGUE_DEFAULT");
     // TT with beta reading C's old contents, a bias and ReLU, in bf16.

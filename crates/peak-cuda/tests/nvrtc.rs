@@ -135,7 +135,8 @@ fn the_prelude_gives_what_nvcc_host_headers_would() {
         assert!(!cubin.log.contains("FLT_EPSILON"), "{}", cubin.log);
     }
     // Messages still name the context's file and its own lines.
-    let err = nvrtc::compile(&request("extern \"C\" __global__ void k(float* o) {\n o[0] = INFINITY + missing; }\n", &[]), Dialect::Cuda, &Arch::default()).unwrap_err();
+    let err = nvrtc::compile(&request("extern \"C\" __global__ void k(float* o) {\n o[0] = INFINITY + missing; }\n", &[]), Dialect::Cuda, &Arch::default())
+        .unwrap_err();
     assert!(err.to_string().contains("ctx/kernel.cu(2)"), "{err}");
 }
 
@@ -254,7 +255,11 @@ fn hip_examples_compile_for_gfx90a_with_hipcc() {
         }
     }
     // A HIP error from hipcc keeps its log and names the context's file.
-    let bad = CompileRequest { source: "extern \"C\" __global__ void k(float* o) { o[0] = undeclared_thing; }\n".into(), defines: vec![], file_name: "ctx/k.hip".into() };
+    let bad = CompileRequest {
+        source: "extern \"C\" __global__ void k(float* o) { o[0] = undeclared_thing; }\n".into(),
+        defines: vec![],
+        file_name: "ctx/k.hip".into(),
+    };
     match peak_cuda::hip::hipcc_check(&bad, "gfx90a") {
         Err(BackendError::Compile { log, options }) => {
             assert!(log.contains("undeclared_thing") && log.contains("ctx/k.hip:1"), "{log}");

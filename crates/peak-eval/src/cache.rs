@@ -85,7 +85,9 @@ pub struct Record {
 pub enum Outcome {
     Measured(Measurement),
     /// Did not produce a valid time: pruned, failed to compile or run, or wrong.
-    Failed { verdict: Verdict },
+    Failed {
+        verdict: Verdict,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -393,7 +395,11 @@ mod tests {
         std::fs::write(&path, "hello world\n").unwrap();
         assert!(matches!(ResultsCache::open(&path, &identity()), Err(EvalError::CacheCorrupt { line: 1, .. })));
         let id = identity();
-        let header = format!("{{\"peak\":\"results-cache\",\"version\":99,\"key\":\"{}\",\"source_hash\":\"abc\",\"device\":\"{}\",\"backend\":\"opencl\",\"reference\":\"abc\"}}\n", id.key(), id.device);
+        let header = format!(
+            "{{\"peak\":\"results-cache\",\"version\":99,\"key\":\"{}\",\"source_hash\":\"abc\",\"device\":\"{}\",\"backend\":\"opencl\",\"reference\":\"abc\"}}\n",
+            id.key(),
+            id.device
+        );
         std::fs::write(&path, header).unwrap();
         match ResultsCache::open(&path, &identity()) {
             Err(e @ EvalError::CacheCorrupt { .. }) => assert!(e.to_string().contains("version 99"), "{e}"),

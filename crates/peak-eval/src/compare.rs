@@ -42,7 +42,11 @@ pub const WITHIN_SPREAD: &str = "within spread";
 impl CompareReport {
     /// `speedup of B over A: 1.004x, within spread (...) (20 interleaved repetitions on DEVICE)`.
     pub fn summary(&self) -> String {
-        let note = if self.within_spread { format!(", {WITHIN_SPREAD}: the interquartile ranges overlap, so the difference is within the noise") } else { String::new() };
+        let note = if self.within_spread {
+            format!(", {WITHIN_SPREAD}: the interquartile ranges overlap, so the difference is within the noise")
+        } else {
+            String::new()
+        };
         format!(
             "speedup of {} over {}: {:.3}x{note} ({} interleaved repetitions on {})",
             self.b.checkpoint, self.a.checkpoint, self.speedup_b_over_a, self.repetitions, self.device
@@ -61,16 +65,22 @@ pub fn best_params(performance: &Value, ctx: &Context, set: &[String]) -> Result
     {
         return Ok(params);
     }
-    space
-        .iter()
-        .next()
-        .ok_or_else(|| EvalError::Space { context: ctx.dir.display().to_string(), message: "no execution parameter satisfies the constraints (after --set)".into() })
+    space.iter().next().ok_or_else(|| EvalError::Space {
+        context: ctx.dir.display().to_string(),
+        message: "no execution parameter satisfies the constraints (after --set)".into(),
+    })
 }
 
 /// Time `a` and `b` (label, context, parameters) `reps` times each, interleaved, as every
 /// time in peak is (`peak_backend::timing`; `flush_cache`: the cache flushed before each
 /// run). B runs with A's inputs, so both sides solve the same problem.
-pub fn compare(workers: &mut Workers, a: (&str, &Context, ExecParams), b: (&str, &Context, ExecParams), reps: usize, flush_cache: bool) -> Result<CompareReport, EvalError> {
+pub fn compare(
+    workers: &mut Workers,
+    a: (&str, &Context, ExecParams),
+    b: (&str, &Context, ExecParams),
+    reps: usize,
+    flush_cache: bool,
+) -> Result<CompareReport, EvalError> {
     let (label_a, ctx_a, params_a) = a;
     let (label_b, ctx_b, mut params_b) = b;
     for (name, value) in &params_a.inputs {

@@ -226,7 +226,11 @@ pub fn profile(workers: &Workers, ctx: &Context, params: &ExecParams, options: &
     let result = pool.run(Job::new(absolute(&ctx.dir), params.clone(), run))?;
     pool.close(Duration::from_secs(120));
     if let Err(failure) = result {
-        return Err(EvalError::Tool { tool: "ncu".into(), message: format!("the profiled run failed: {failure}"), hint: "check the configuration with `peak run` first".into() });
+        return Err(EvalError::Tool {
+            tool: "ncu".into(),
+            message: format!("the profiled run failed: {failure}"),
+            hint: "check the configuration with `peak run` first".into(),
+        });
     }
     let text = std::fs::read_to_string(&log).map_err(|e| EvalError::Tool {
         tool: "ncu".into(),

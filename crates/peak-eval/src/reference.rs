@@ -123,7 +123,12 @@ impl ReferenceStore {
                 return Err(EvalError::ReferenceFailed {
                     reference: reference.dir.display().to_string(),
                     params: params.to_string(),
-                    failure: format!("the worker wrote {} bytes for output {}, expected {}", bytes.len(), output.name, output.elements * output.dtype.size_bytes()),
+                    failure: format!(
+                        "the worker wrote {} bytes for output {}, expected {}",
+                        bytes.len(),
+                        output.name,
+                        output.elements * output.dtype.size_bytes()
+                    ),
                 });
             }
             arrays.push(ReferenceArrayMeta { name: output.name.clone(), dtype: output.dtype, elements: output.elements, sha256: sha256_hex(&bytes) });
@@ -169,7 +174,8 @@ fn verify(entry: &Path, entry_key: &str) -> Result<ReferenceMeta, String> {
 /// the reference's first valid tuning.
 pub fn reference_point(reference: &Context, inputs: &IndexMap<String, i64>) -> Result<ExecParams, EvalError> {
     let mut space = reference.space();
-    let incompatible = |message: String| EvalError::IncompatibleReference { reference: reference.dir.display().to_string(), candidate: "the candidate".into(), message };
+    let incompatible =
+        |message: String| EvalError::IncompatibleReference { reference: reference.dir.display().to_string(), candidate: "the candidate".into(), message };
     for name in inputs.keys() {
         if space.values(name).is_none() {
             return Err(incompatible(format!("it has no input named '{name}'")));

@@ -149,7 +149,8 @@ pub fn parse_report(tool: SanitizerTool, text: &str) -> ParsedReport {
             if line.starts_with("Saved host") || line.starts_with("Host Frame") {
                 break;
             }
-            if finding.kernel.is_none() && finding.file.is_none()
+            if finding.kernel.is_none()
+                && finding.file.is_none()
                 && let Some(loc) = location(line)
             {
                 finding.kernel = loc.kernel;
@@ -217,11 +218,7 @@ fn location(line: &str) -> Option<Location> {
     let mut parts = place.splitn(3, ':');
     let (file, number, tail) = (parts.next(), parts.next(), parts.next());
     match number.and_then(|n| n.trim().parse::<u32>().ok()) {
-        Some(n) => Some(Location {
-            kernel: tail.map(base_name).or_else(kernel_from_site),
-            file: file.map(str::to_string),
-            line: Some(n),
-        }),
+        Some(n) => Some(Location { kernel: tail.map(base_name).or_else(kernel_from_site), file: file.map(str::to_string), line: Some(n) }),
         // "at 0x90 in kernel": no line information.
         None => Some(Location { kernel: Some(base_name(place)).or_else(kernel_from_site), file: None, line: None }),
     }
@@ -308,7 +305,9 @@ impl SanitizerValidator {
                     })
                     .collect();
                 for (slot, handle) in slots.iter_mut().zip(handles) {
-                    *slot = Some(handle.join().unwrap_or_else(|_| Err(EvalError::Tool { tool: "compute-sanitizer".into(), message: "a sanitizer run panicked".into(), hint: String::new() })));
+                    *slot = Some(handle.join().unwrap_or_else(|_| {
+                        Err(EvalError::Tool { tool: "compute-sanitizer".into(), message: "a sanitizer run panicked".into(), hint: String::new() })
+                    }));
                 }
             });
         }
@@ -335,7 +334,15 @@ impl SanitizerValidator {
     }
 
     /// One sample under one tool, in a worker of its own started under the tool.
-    fn run_one(&self, backend: &str, command: peak_backend::worker::WorkerCommand, options: PoolOptions, candidate: &Context, sample: &Sample, tool: SanitizerTool) -> Result<ToolRun, EvalError> {
+    fn run_one(
+        &self,
+        backend: &str,
+        command: peak_backend::worker::WorkerCommand,
+        options: PoolOptions,
+        candidate: &Context,
+        sample: &Sample,
+        tool: SanitizerTool,
+    ) -> Result<ToolRun, EvalError> {
         let dir = tempfile::tempdir().map_err(|e| EvalError::io(std::env::temp_dir(), e))?;
         let log = dir.path().join("report.txt");
         let command = command.wrapped([
@@ -348,7 +355,11 @@ impl SanitizerValidator {
             "100".into(),
         ]);
         let mut pool = WorkerPool::start(backend, command, options)?;
-        let job = Job::new(absolute(&candidate.dir), sample.params.clone(), RunOptions { warmup: 0, repetitions: 0, data_seed: sample.data_seed, ..RunOptions::default() });
+        let job = Job::new(
+            absolute(&candidate.dir),
+            sample.params.clone(),
+            RunOptions { warmup: 0, repetitions: 0, data_seed: sample.data_seed, ..RunOptions::default() },
+        );
         let result = pool.run(job)?;
         // The tool writes (and finishes) its report as the worker exits.
         pool.close(Duration::from_secs(120));

@@ -105,9 +105,14 @@ impl SearchSpace {
             true
         });
         let mut result = result.map_err(err)?;
-        result.pruned = ctx.manifest.constraints.tuning.iter().cloned().zip(rejected).map(|(constraint, rejected)| ConstraintCount { constraint, rejected }).collect();
+        result.pruned =
+            ctx.manifest.constraints.tuning.iter().cloned().zip(rejected).map(|(constraint, rejected)| ConstraintCount { constraint, rejected }).collect();
         if result.is_empty() {
-            return Err(err(format!("no tuning configuration satisfies the constraints at inputs {}{}", crate::hash::canonical(inputs), rejections(&result.pruned))));
+            return Err(err(format!(
+                "no tuning configuration satisfies the constraints at inputs {}{}",
+                crate::hash::canonical(inputs),
+                rejections(&result.pruned)
+            )));
         }
         Ok(result)
     }
@@ -389,7 +394,8 @@ mod tests {
         assert_eq!((s.tuning(diagonal)["X"], s.tuning(diagonal)["Y"]), (5, 15));
         assert!(s.step_many(a, &[(2, 1), (5, -1)]).is_some());
         // Anchors change nothing in a space small enough to enumerate.
-        let small = SearchSpace::build_around(IndexMap::new(), vec!["X".into(), "Y".into()], vec![vec![1, 2, 4, 8]; 2], &[vec![3, 3]], |p| p[0] * p[1] <= 16).unwrap();
+        let small =
+            SearchSpace::build_around(IndexMap::new(), vec!["X".into(), "Y".into()], vec![vec![1, 2, 4, 8]; 2], &[vec![3, 3]], |p| p[0] * p[1] <= 16).unwrap();
         assert_eq!(small.len(), grid().len());
     }
 
@@ -397,7 +403,10 @@ mod tests {
     fn an_empty_space_names_the_constraints_that_emptied_it() {
         let count = |constraint: &str, rejected| ConstraintCount { constraint: constraint.into(), rejected };
         let text = rejections(&[count("HEAD_DIM == dim", 42), count("2 * TILE_J * HEAD_DIM <= 8192", 0), count("BLOCK_X % 32 == 0", 6)]);
-        assert!(text.contains("of the 48 combinations tried") && text.contains("`HEAD_DIM == dim` rejected 42") && text.contains("`BLOCK_X % 32 == 0` rejected 6"), "{text}");
+        assert!(
+            text.contains("of the 48 combinations tried") && text.contains("`HEAD_DIM == dim` rejected 42") && text.contains("`BLOCK_X % 32 == 0` rejected 6"),
+            "{text}"
+        );
         assert!(!text.contains("TILE_J"), "a constraint that rejected nothing is not blamed: {text}");
         assert_eq!(rejections(&[]), "", "a space emptied by no constraint (a parameter without values) says nothing more");
     }

@@ -123,7 +123,8 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
     check_compatible(ctx, reference)?;
     let backend = ctx.backend().name();
     let device = workers.pool(backend)?.device().clone();
-    let identity = CacheIdentity { source_hash: source_hash(ctx), device: device_identity(&device), backend: backend.to_string(), reference: source_hash(reference) };
+    let identity =
+        CacheIdentity { source_hash: source_hash(ctx), device: device_identity(&device), backend: backend.to_string(), reference: source_hash(reference) };
     let mut cache = if setup.no_cache { None } else { Some(ResultsCache::open_in(&setup.cache_dir.join("results"), &identity)?) };
     let cache_report = cache.as_ref().map(|c| CacheReport { path: c.path().to_path_buf(), loaded: c.loaded, torn_tail: c.torn_tail });
     let store = ReferenceStore::new(setup.cache_dir.join("references"));

@@ -319,11 +319,8 @@ impl Auto {
     fn neighbour(&mut self, space: &SearchSpace, history: &History) -> Option<usize> {
         let (best, _) = history.best()?;
         for radius in [1, 2] {
-            let near: Vec<usize> = (0..space.dims())
-                .flat_map(|d| [-radius, radius].map(|delta| space.step(best, d, delta)))
-                .flatten()
-                .filter(|&p| history.is_free(p))
-                .collect();
+            let near: Vec<usize> =
+                (0..space.dims()).flat_map(|d| [-radius, radius].map(|delta| space.step(best, d, delta))).flatten().filter(|&p| history.is_free(p)).collect();
             if !near.is_empty() {
                 return Some(near[self.rng.below(near.len() as u64) as usize]);
             }
@@ -453,7 +450,10 @@ mod tests {
     use super::*;
 
     fn space() -> SearchSpace {
-        SearchSpace::build(IndexMap::new(), vec!["A".into(), "B".into(), "C".into()], vec![(0..8).collect(), (0..8).collect(), (0..4).collect()], |p| (p[0] + p[1]) % 3 != 0).unwrap()
+        SearchSpace::build(IndexMap::new(), vec!["A".into(), "B".into(), "C".into()], vec![(0..8).collect(), (0..8).collect(), (0..4).collect()], |p| {
+            (p[0] + p[1]) % 3 != 0
+        })
+        .unwrap()
     }
 
     fn drain(mut s: Box<dyn Strategy>, space: &SearchSpace) -> Vec<usize> {

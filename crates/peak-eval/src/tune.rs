@@ -500,7 +500,14 @@ impl<'a> State<'a> {
         let tuning = self.space.tuning(point);
         match outcome {
             Outcome::Measured(m) => {
-                let entry = Entry { tuning: tuning.clone(), median_ms: m.median_ms, min_ms: m.min_ms, repetitions: m.times_ms.len(), spread: Spread::of(&m.times_ms), kernels: m.kernels.clone() };
+                let entry = Entry {
+                    tuning: tuning.clone(),
+                    median_ms: m.median_ms,
+                    min_ms: m.min_ms,
+                    repetitions: m.times_ms.len(),
+                    spread: Spread::of(&m.times_ms),
+                    kernels: m.kernels.clone(),
+                };
                 let at = self.top.partition_point(|e| e.median_ms <= m.median_ms);
                 if at < self.options.top_k.max(1) {
                     self.top.insert(at, entry);

@@ -84,14 +84,14 @@ impl OutputValidator {
             .meta
             .arrays
             .iter()
-            .map(|a| ReferenceArray { name: a.name.clone(), path: reference.path(&a.name), tolerance: tolerance(candidate, &self.reference, a.dtype, &sample.params) })
+            .map(|a| ReferenceArray {
+                name: a.name.clone(),
+                path: reference.path(&a.name),
+                tolerance: tolerance(candidate, &self.reference, a.dtype, &sample.params),
+            })
             .collect();
         let options = RunOptions { warmup: 0, repetitions: 0, check_inputs: true, data_seed: sample.data_seed, ..RunOptions::default() };
-        Ok(Job {
-            outputs: OutputMode::Compare { references },
-            timeout: self.timeout,
-            ..Job::new(absolute(&candidate.dir), sample.params.clone(), options)
-        })
+        Ok(Job { outputs: OutputMode::Compare { references }, timeout: self.timeout, ..Job::new(absolute(&candidate.dir), sample.params.clone(), options) })
     }
 }
 
@@ -240,7 +240,10 @@ pub fn validate(
     reporter: &dyn ValidateReporter,
 ) -> Result<ValidationReport, EvalError> {
     if samples.is_empty() {
-        return Err(EvalError::Space { context: candidate.dir.display().to_string(), message: "no execution parameter to validate (the space is empty after constraints)".into() });
+        return Err(EvalError::Space {
+            context: candidate.dir.display().to_string(),
+            message: "no execution parameter to validate (the space is empty after constraints)".into(),
+        });
     }
     let backend = candidate.backend().name();
     let served_before = workers.served(backend);

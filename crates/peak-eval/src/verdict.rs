@@ -22,14 +22,26 @@ pub enum Verdict {
         options: String,
     },
     /// Pruned: this execution parameter cannot run on this device. Not a failure.
-    InvalidConfig { reason: String },
-    LaunchFailed { message: String },
-    Crashed { message: String },
-    TimedOut { message: String },
+    InvalidConfig {
+        reason: String,
+    },
+    LaunchFailed {
+        message: String,
+    },
+    Crashed {
+        message: String,
+    },
+    TimedOut {
+        message: String,
+    },
     WrongOutput(WrongOutput),
     /// Input arrays not marked `inout` changed during the run.
-    ModifiedInput { arrays: Vec<String> },
-    SanitizerFinding { findings: Vec<Finding> },
+    ModifiedInput {
+        arrays: Vec<String>,
+    },
+    SanitizerFinding {
+        findings: Vec<Finding>,
+    },
 }
 
 /// The worst output of a run that did not match its reference: the array, and how it

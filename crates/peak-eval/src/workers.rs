@@ -56,10 +56,12 @@ impl Workers {
             let variable = launcher::device_variable(backend);
             let commands = devices
                 .iter()
-                .map(|d| self.command(backend).map(|c| match variable {
-                    Some(var) => c.env(var, d),
-                    None => c,
-                }))
+                .map(|d| {
+                    self.command(backend).map(|c| match variable {
+                        Some(var) => c.env(var, d),
+                        None => c,
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let fleet = Fleet::start(backend, commands, self.options.clone())?;
             self.fleets.insert(backend.to_string(), fleet);

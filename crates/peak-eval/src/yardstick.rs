@@ -71,7 +71,17 @@ pub struct Baseline {
 
 impl Baseline {
     fn not_available(params: &ExecParams, reason: String) -> Baseline {
-        Baseline { kind: NOT_AVAILABLE.into(), time_ms: None, spread: None, inputs: params.inputs.clone(), what: None, bytes: None, flushed_bytes: None, reason: Some(reason), elapsed_s: 0.0 }
+        Baseline {
+            kind: NOT_AVAILABLE.into(),
+            time_ms: None,
+            spread: None,
+            inputs: params.inputs.clone(),
+            what: None,
+            bytes: None,
+            flushed_bytes: None,
+            reason: Some(reason),
+            elapsed_s: 0.0,
+        }
     }
 }
 
@@ -88,7 +98,9 @@ fn timed(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline 
     if !gemm && let Some(intensity) = flops_per_byte(ctx, params).filter(|i| *i > COMPUTE_BOUND_FLOPS_PER_BYTE) {
         return Baseline::not_available(
             params,
-            format!("kernel.flops makes it {intensity:.0} floating-point operations per byte moved, so it is compute-bound and a copy is no yardstick; peak times no vendor library for it"),
+            format!(
+                "kernel.flops makes it {intensity:.0} floating-point operations per byte moved, so it is compute-bound and a copy is no yardstick; peak times no vendor library for it"
+            ),
         );
     }
     let ask = if gemm { Ask::Vendor } else { Ask::Copy };

@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use peak_backend::harness::{Failed, Test, run_gated};
 use peak_backend::RunOptions;
+use peak_backend::harness::{Failed, Test, run_gated};
 use peak_backend::worker::{FailureKind, Job, PoolOptions, WorkerCommand, WorkerPool};
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::reference::ReferenceStore;
@@ -20,7 +20,6 @@ use peak_eval::{OutputValidator, Validator, Verdict, Workers, validate};
 use peak_spec::Context;
 
 const WORKER_ENV: &str = "PEAK_EVAL_TEST_WORKER";
-
 
 fn main() {
     if std::env::var_os(WORKER_ENV).is_some() {
@@ -73,7 +72,8 @@ fn context(device: &str, grid: &str) -> Ctx {
          [[arrays]]\nname = \"OUT\"\ntype = \"f32\"\nsize = \"n\"\ninit = \"zeros\"\noutput = true\n",
     )
     .unwrap();
-    std::fs::write(dir.path().join("k.cu"), format!("// @peak macros\n// @peak device\n{device}// @peak host\nlaunch(\"k\", {grid}, 64, 0, A, OUT, n);\n")).unwrap();
+    std::fs::write(dir.path().join("k.cu"), format!("// @peak macros\n// @peak device\n{device}// @peak host\nlaunch(\"k\", {grid}, 64, 0, A, OUT, n);\n"))
+        .unwrap();
     let ctx = Context::load(dir.path()).unwrap();
     Ctx { _dir: dir, ctx }
 }
@@ -130,7 +130,9 @@ fn racecheck_finds_a_shared_memory_race() -> Result<(), Failed> {
     let race = context(RACE, "n / 64");
     let Some(verdict) = sanitize(&race.ctx, vec![SanitizerTool::Racecheck])? else { return Ok(()) };
     match verdict {
-        Verdict::SanitizerFinding { findings } => ensure(findings.iter().any(|f| f.tool == "racecheck" && f.kernel.as_deref() == Some("k")), format!("{findings:?}")),
+        Verdict::SanitizerFinding { findings } => {
+            ensure(findings.iter().any(|f| f.tool == "racecheck" && f.kernel.as_deref() == Some("k")), format!("{findings:?}"))
+        }
         other => Err(format!("expected a race, got {other:?}").into()),
     }
 }

@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use peak_backend::harness::{Failed, Test, run_gated};
 use peak_backend::RunOptions;
+use peak_backend::harness::{Failed, Test, run_gated};
 use peak_backend::worker::{FailureKind, Job, OutputMode, PoolOptions, WorkerCommand, WorkerPool};
 use peak_eval::cache::{CacheIdentity, ResultsCache};
 use peak_eval::hash::{device_identity, source_hash};
@@ -111,7 +111,9 @@ const HOST: &str = "launch(\"vadd\", ceil_div(n, BS), BS, 0, A, B, C, n);\n";
 
 /// `C = A + 2B`, with a body given for element `i` (which is < n).
 fn vadd(body: &str) -> String {
-    format!("__kernel void vadd(__global float* a, __global float* b, __global float* out, int n) {{\n  int i = get_global_id(0);\n  if (i < n) {{ {body} }}\n}}\n")
+    format!(
+        "__kernel void vadd(__global float* a, __global float* b, __global float* out, int n) {{\n  int i = get_global_id(0);\n  if (i < n) {{ {body} }}\n}}\n"
+    )
 }
 
 const CORRECT: &str = "out[i] = a[i] + 2.0f * b[i];";
@@ -202,7 +204,11 @@ fn a_fleet_spreads_jobs_over_its_workers_and_a_crash_costs_only_its_own() -> Res
     // A worker runs jobs as their compiles end, so the crash (a module of its own) may have
     // been its lane's last job, and a lane replaces a dead worker only when it has work:
     // give each lane some more.
-    let more: Vec<u64> = points.iter().take(4).map(|params| fleet.submit(Job::new(good.ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() }))).collect();
+    let more: Vec<u64> = points
+        .iter()
+        .take(4)
+        .map(|params| fleet.submit(Job::new(good.ctx.dir.clone(), params.clone(), RunOptions { warmup: 0, repetitions: 1, ..RunOptions::default() })))
+        .collect();
     while let Some(answer) = fleet.next_answer()? {
         ensure(more.contains(&answer.id) && answer.result.is_ok(), format!("job {} got {:?}", answer.id, answer.result))?;
     }
@@ -303,7 +309,10 @@ fn jobs_run_and_answer_in_the_order_their_compiles_end() -> Result<(), Failed> {
         let report = answer.result.map_err(|f| format!("job {}: {f}", answer.id))?;
         // The answer is this job's: its output has this job's size.
         let n = usize::try_from(params.inputs["n"]).unwrap();
-        ensure(report.outputs.len() == 1 && report.outputs[0].elements == n, format!("job {} (n = {n}) got another job's outputs: {:?}", answer.id, report.outputs))?;
+        ensure(
+            report.outputs.len() == 1 && report.outputs[0].elements == n,
+            format!("job {} (n = {n}) got another job's outputs: {:?}", answer.id, report.outputs),
+        )?;
         order.push(answer.id);
         open_gate_when_only(&gate, &expect, first);
     }
@@ -340,7 +349,10 @@ fn a_crash_that_runs_before_an_earlier_job_is_blamed_on_its_own_job() -> Result<
         open_gate_when_only(&gate, &expect, first);
     }
     ensure(expect.is_empty(), format!("jobs never answered: {expect:?}"))?;
-    ensure(order.first() == Some(&crashing) && order.last() == Some(&first), format!("the crash runs (and is answered) first, the slow compile last: {order:?}"))?;
+    ensure(
+        order.first() == Some(&crashing) && order.last() == Some(&first),
+        format!("the crash runs (and is answered) first, the slow compile last: {order:?}"),
+    )?;
     ensure(pool.restarts() == 1, format!("the culprit is known at once: one restart expected, {} happened", pool.restarts()))
 }
 
@@ -349,7 +361,8 @@ fn a_crash_that_runs_before_an_earlier_job_is_blamed_on_its_own_job() -> Result<
 /// proves, through the timed runs on set 1, that neither leaves stale data behind.
 fn every_input_set_holds_the_inputs_even_in_recycled_buffers() -> Result<(), Failed> {
     let ones = ARRAYS.replacen("init = \"random\"\nseed = 1", "init = \"ones\"\nseed = 1", 1);
-    let fussy = context("n = { values = [4097] }", &ones, BLOCKS, &vadd("if (a[i] != 1.0f) { while (1) { out[i] += 1.0f; } }\n out[i] = a[i] + 2.0f * b[i];"), HOST);
+    let fussy =
+        context("n = { values = [4097] }", &ones, BLOCKS, &vadd("if (a[i] != 1.0f) { while (1) { out[i] += 1.0f; } }\n out[i] = a[i] + 2.0f * b[i];"), HOST);
     let noisy = candidate(CORRECT);
     let mut pool = pool(Duration::from_secs(10));
     let options = RunOptions { warmup: 1, repetitions: 3, input_sets: 2, ..RunOptions::default() };
@@ -396,7 +409,10 @@ fn a_kernel_that_ignores_its_inputs_fails_on_fresh_inputs() -> Result<(), Failed
     let mut plain = workers(Duration::from_secs(60));
     let pool = plain.pool("opencl")?;
     let report = pool
-        .run(Job { outputs: OutputMode::Bytes, ..Job::new(reference.ctx.dir.clone(), params, RunOptions { warmup: 0, repetitions: 0, ..RunOptions::default() }) })?
+        .run(Job {
+            outputs: OutputMode::Bytes,
+            ..Job::new(reference.ctx.dir.clone(), params, RunOptions { warmup: 0, repetitions: 0, ..RunOptions::default() })
+        })?
         .map_err(|f| f.to_string())?;
     let answer = report.outputs[0].array().ok_or("no bytes")?;
     let table: Vec<String> = (0..answer.len()).map(|i| format!("{:e}f", answer.get_f64(i) as f32)).collect();
@@ -555,7 +571,8 @@ fn tuning_finds_the_best_skips_wrong_variants_and_reuses_the_cache() -> Result<(
     let run = &first.runs[0];
     ensure(run.space == 12 && run.evaluations == 12 && run.measured == 12 && run.cached == 0, format!("{run:?}"))?;
     let spent = &run.time_breakdown;
-    let device_thread = [spent.request_wait_s, spent.compile_wait_s, spent.plan_s, spent.inputs_s, spent.check_run_s, spent.read_back_s, spent.timing_s, spent.release_s];
+    let device_thread =
+        [spent.request_wait_s, spent.compile_wait_s, spent.plan_s, spent.inputs_s, spent.check_run_s, spent.read_back_s, spent.timing_s, spent.release_s];
     let beside = [spent.compile_cpu_s, spent.timed_kernels_s, spent.compare_s, spent.cache_write_s, spent.strategy_s];
     ensure(device_thread.iter().chain(&beside).all(|s| s.is_finite() && *s >= 0.0), format!("a stage is negative: {spent:?}"))?;
     // Only wrong variants are run again (a failed check on kept inputs is not believed), once.
@@ -604,9 +621,7 @@ fn a_tuning_run_killed_with_sigkill_resumes_without_remeasuring() -> Result<(), 
     let mut child = std::process::Command::new(std::env::current_exe().unwrap()).env(TUNE_ENV, spec).spawn()?;
     let results = cache.path().join("results");
     let deadline = Instant::now() + Duration::from_secs(300);
-    let records = |dir: &Path| -> usize {
-        walk(dir).iter().filter_map(|p| std::fs::read_to_string(p).ok()).map(|t| t.lines().count().saturating_sub(1)).sum()
-    };
+    let records = |dir: &Path| -> usize { walk(dir).iter().filter_map(|p| std::fs::read_to_string(p).ok()).map(|t| t.lines().count().saturating_sub(1)).sum() };
     while records(&results) < 5 {
         if Instant::now() > deadline || child.try_wait()?.is_some() {
             let _ = child.kill();
@@ -643,13 +658,16 @@ fn a_corrupted_cache_is_rejected() -> Result<(), Failed> {
     let mut workers = workers(Duration::from_secs(60));
     tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, Some(3)), &())?;
     let device = workers.pool("opencl")?.device().clone();
-    let identity = CacheIdentity { source_hash: source_hash(&t.ctx), device: device_identity(&device), backend: "opencl".into(), reference: source_hash(&t.ctx) };
+    let identity =
+        CacheIdentity { source_hash: source_hash(&t.ctx), device: device_identity(&device), backend: "opencl".into(), reference: source_hash(&t.ctx) };
     let file = identity.file_in(&cache.path().join("results"));
     let mut text = std::fs::read_to_string(&file)?;
     text.insert_str(text.find('\n').unwrap() + 1, "this is not a record\n");
     std::fs::write(&file, &text)?;
     match tune_context(&mut workers, &setup(&t.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &()) {
-        Err(e @ EvalError::CacheCorrupt { line: 2, .. }) => ensure(e.to_string().contains(&file.display().to_string()), format!("the error must name the file: {e}"))?,
+        Err(e @ EvalError::CacheCorrupt { line: 2, .. }) => {
+            ensure(e.to_string().contains(&file.display().to_string()), format!("the error must name the file: {e}"))?
+        }
         Err(e) => return Err(format!("expected corruption at line 2, got {e}").into()),
         Ok(_) => return Err("a corrupted cache was used".into()),
     }
@@ -789,6 +807,9 @@ fn a_hang_on_damaged_kept_inputs_gets_a_second_chance() -> Result<(), Failed> {
     let report = tune_context(&mut workers, &setup(&fussy.ctx, &space, cache.path(), StrategyKind::Exhaustive, None), &())?;
     let run = &report.runs[0];
     ensure(marker.exists(), "the worker never damaged its kept inputs")?;
-    ensure(run.measured == 5 && run.failures.is_empty() && run.top.len() == 5, format!("no variant may be blamed for the damage: {:?} {:?}", run.failures, run.failure_examples))?;
+    ensure(
+        run.measured == 5 && run.failures.is_empty() && run.top.len() == 5,
+        format!("no variant may be blamed for the damage: {:?} {:?}", run.failures, run.failure_examples),
+    )?;
     ensure(report.worker_restarts == 1, format!("{} worker restarts, expected the one after the hang", report.worker_restarts))
 }

@@ -18,7 +18,11 @@ fn landscape() -> (SearchSpace, Vec<Outcome>) {
     let outcomes = (0..space.len())
         .map(|i| {
             let p: Vec<f64> = space.tuning(i).values().map(|&v| v as f64).collect();
-            let bowl = 0.08 * (p[0] - 4.0).powi(2) + 0.06 * (p[1] - 2.0).powi(2) + 0.2 * (p[2] - 2.0).powi(2) + 0.15 * (p[3] - 1.0).powi(2) + 0.1 * (p[4] - 1.0).powi(2);
+            let bowl = 0.08 * (p[0] - 4.0).powi(2)
+                + 0.06 * (p[1] - 2.0).powi(2)
+                + 0.2 * (p[2] - 2.0).powi(2)
+                + 0.15 * (p[3] - 1.0).powi(2)
+                + 0.1 * (p[4] - 1.0).powi(2);
             let coupling = 0.05 * (p[0] - 4.0) * (p[2] - 2.0);
             let basin = 0.4 * (-(p[0] - 1.0).powi(2) - (p[1] - 6.0).powi(2)).exp();
             let hash = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
@@ -68,7 +72,14 @@ fn auto_beats_random_on_a_synthetic_landscape() {
     let (space, outcomes) = landscape();
     let auto = quality(&space, &outcomes, StrategyKind::Auto, 0.10, 12);
     let random = quality(&space, &outcomes, StrategyKind::Random, 0.10, 12);
-    eprintln!("synthetic, {} points: auto {:.0}% within 2%, mean ratio {:.4}; random {:.0}%, {:.4}", space.len(), auto.success * 100.0, auto.mean_ratio, random.success * 100.0, random.mean_ratio);
+    eprintln!(
+        "synthetic, {} points: auto {:.0}% within 2%, mean ratio {:.4}; random {:.0}%, {:.4}",
+        space.len(),
+        auto.success * 100.0,
+        auto.mean_ratio,
+        random.success * 100.0,
+        random.mean_ratio
+    );
     assert!(auto.mean_ratio < random.mean_ratio, "auto {:.4} vs random {:.4}", auto.mean_ratio, random.mean_ratio);
     assert!(auto.success > random.success, "auto {} vs random {}", auto.success, random.success);
 }
@@ -97,7 +108,8 @@ fn a_recording_round_trips_through_the_cache_format() {
 
 fn recordings() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/recordings");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")).collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl")).collect();
     files.sort();
     files
 }
@@ -143,7 +155,10 @@ fn a_previous_top_k_is_evaluated_first_and_foreign_values_move_to_the_nearest_po
     use peak_eval::{TuneOptions, tune};
 
     let (space, outcomes) = landscape();
-    let best = (0..space.len()).filter(|&i| outcomes[i].cost().is_some()).min_by(|&a, &b| outcomes[a].cost().unwrap().total_cmp(&outcomes[b].cost().unwrap())).unwrap();
+    let best = (0..space.len())
+        .filter(|&i| outcomes[i].cost().is_some())
+        .min_by(|&a, &b| outcomes[a].cost().unwrap().total_cmp(&outcomes[b].cost().unwrap()))
+        .unwrap();
     // A top-K from an earlier transformation: the best point, and a point in the terms of
     // a space that had an extra parameter and a value this one lacks.
     let mut foreign = space.tuning(best);

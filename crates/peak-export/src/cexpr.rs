@@ -12,9 +12,50 @@
 /// C keywords and names the header itself uses: a manifest name equal to one is not
 /// translated (the C would not mean the same).
 const RESERVED: &[&str] = &[
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
-    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-    "true", "false", "new", "delete", "class", "template", "this", "namespace", "operator",
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "bool",
+    "true",
+    "false",
+    "new",
+    "delete",
+    "class",
+    "template",
+    "this",
+    "namespace",
+    "operator",
 ];
 
 const OPERATORS: &[&str] = &["==", "!=", "<=", ">=", "&&", "||", "<<", ">>", "+", "-", "*", "/", "%", "<", ">", "!", "&", "|", "^", "(", ")", ","];
@@ -78,7 +119,10 @@ mod tests {
     fn constraints_translate_where_c_reads_them_the_same() {
         let names = ["n", "BLOCK_X", "TILE_K"];
         assert_eq!(to_c("n % (BLOCK_X * 8) == 0", &names).as_deref(), Some("n % ( BLOCK_X * 8LL ) == 0LL"));
-        assert_eq!(to_c("ceil_div(n, TILE_K) >= 2 && min(BLOCK_X, 1_024) != 3", &names).as_deref(), Some("peak_ceil_div ( n , TILE_K ) >= 2LL && peak_min ( BLOCK_X , 1024LL ) != 3LL"));
+        assert_eq!(
+            to_c("ceil_div(n, TILE_K) >= 2 && min(BLOCK_X, 1_024) != 3", &names).as_deref(),
+            Some("peak_ceil_div ( n , TILE_K ) >= 2LL && peak_min ( BLOCK_X , 1024LL ) != 3LL")
+        );
         assert_eq!(to_c("!(n < 4) || BLOCK_X << 1 > TILE_K", &names).as_deref(), Some("! ( n < 4LL ) || BLOCK_X << 1LL > TILE_K"));
         // Not C, or not ours: refused rather than guessed.
         for text in ["n ** 2 > 4", "sqrt(n) > 2", "m > 2", "n > 2.5", "n > 0x10", "n.abs() > 2", "n > \"a\"", ""] {

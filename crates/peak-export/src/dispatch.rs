@@ -57,8 +57,12 @@ impl Table {
             let params: ExecParams = serde_json::from_value(v.get("params")?.clone()).ok()?;
             Some((params, v.get("time_ms").and_then(Value::as_f64)))
         };
-        let runs: Vec<(ExecParams, Option<f64>)> =
-            source.performance.get("runs").and_then(Value::as_array).map(|runs| runs.iter().filter_map(|r| r.get("best").and_then(point)).collect()).unwrap_or_default();
+        let runs: Vec<(ExecParams, Option<f64>)> = source
+            .performance
+            .get("runs")
+            .and_then(Value::as_array)
+            .map(|runs| runs.iter().filter_map(|r| r.get("best").and_then(point)).collect())
+            .unwrap_or_default();
         if runs.is_empty() {
             return Err(ExportError::Usage(match source.origin.kind.as_str() {
                 "context" => "--dispatch needs a checkpoint's performance record (tuned shapes); a context folder has none".to_string(),
@@ -69,7 +73,9 @@ impl Table {
         let mut shapes = Vec::new();
         for (params, time_ms) in runs {
             if inputs.iter().any(|n| !params.inputs.contains_key(n)) || manifest.tuning.keys().any(|n| !params.tuning.contains_key(n)) {
-                return Err(ExportError::Usage(format!("--dispatch: the record's tuned shape {params} does not name every input and tuning parameter of the manifest")));
+                return Err(ExportError::Usage(format!(
+                    "--dispatch: the record's tuned shape {params} does not name every input and tuning parameter of the manifest"
+                )));
             }
             let config = match configs.iter().position(|c| *c == params.tuning) {
                 Some(i) => i,
@@ -121,9 +127,18 @@ pub fn header(table: &Table) -> String {
     h.push_str(" * A launch's geometry (grid, block, shared memory) comes from the context's launch script;\n");
     h.push_str(" * the harness holds it for the tuned shapes only.\n */\n");
     h.push_str("#ifndef PEAK_DISPATCH_H\n#define PEAK_DISPATCH_H\n\n");
-    h.push_str(&format!("#define PEAK_N_INPUTS {}\n#define PEAK_N_CONFIGS {}\n#define PEAK_N_TUNED {}\n#define PEAK_FALLBACK_CONFIG {}\n", table.inputs.len().max(1), table.configs.len(), table.shapes.len(), table.fallback));
+    h.push_str(&format!(
+        "#define PEAK_N_INPUTS {}\n#define PEAK_N_CONFIGS {}\n#define PEAK_N_TUNED {}\n#define PEAK_FALLBACK_CONFIG {}\n",
+        table.inputs.len().max(1),
+        table.configs.len(),
+        table.shapes.len(),
+        table.fallback
+    ));
     let quoted: Vec<String> = table.inputs.iter().map(|n| format!("\"{n}\"")).collect();
-    h.push_str(&format!("static const char *const PEAK_INPUT_NAMES[PEAK_N_INPUTS] = {{ {} }};\n\n", if quoted.is_empty() { "0".to_string() } else { quoted.join(", ") }));
+    h.push_str(&format!(
+        "static const char *const PEAK_INPUT_NAMES[PEAK_N_INPUTS] = {{ {} }};\n\n",
+        if quoted.is_empty() { "0".to_string() } else { quoted.join(", ") }
+    ));
     h.push_str("/* Each configuration: its tuning parameters, and as compiler options (OpenCL builds each\n * configuration's program with them; CUDA and HIP harnesses use kernels.cuh instead). */\n");
     h.push_str("static const char *const PEAK_CONFIG_NAMES[PEAK_N_CONFIGS] = {\n");
     for c in 0..table.configs.len() {

@@ -37,13 +37,25 @@ pub struct ExportBuffer {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExportArg {
     /// Index into [`LaunchSequence::buffers`].
-    Buffer { buffer: usize },
-    I32 { value: i32 },
-    U32 { value: u32 },
-    I64 { value: i64 },
-    F32 { value: f32 },
+    Buffer {
+        buffer: usize,
+    },
+    I32 {
+        value: i32,
+    },
+    U32 {
+        value: u32,
+    },
+    I64 {
+        value: i64,
+    },
+    F32 {
+        value: f32,
+    },
     /// CUDA: a Hopper tensor map passed by value; index into [`LaunchSequence::tensor_maps`].
-    TensorMap { map: usize },
+    TensorMap {
+        map: usize,
+    },
 }
 
 /// `cuda_tensor_map(buffer, dtype, dims, strides, box, swizzle)`, as the harness encodes it
@@ -65,10 +77,24 @@ pub struct ExportTensorMap {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExportStep {
-    Launch { kernel: String, grid: [u32; 3], block: [u32; 3], shared_bytes: u32, args: Vec<ExportArg> },
+    Launch {
+        kernel: String,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        args: Vec<ExportArg>,
+    },
     /// Fill a buffer with one element's bytes, repeated.
-    Fill { buffer: usize, value: f64, pattern: Vec<u8> },
-    Copy { src: usize, dst: usize, bytes: usize },
+    Fill {
+        buffer: usize,
+        value: f64,
+        pattern: Vec<u8>,
+    },
+    Copy {
+        src: usize,
+        dst: usize,
+        bytes: usize,
+    },
 }
 
 /// Once, before any run.
@@ -222,7 +248,8 @@ fn convert(plan: &LaunchPlan, buffers: Vec<ExportBuffer>, n_arrays: usize) -> Re
 fn setup_op(op: &BackendOp) -> Result<ExportSetup> {
     match (op.name.as_str(), op.args.as_slice()) {
         ("cuda_max_dynamic_shared", [OpValue::Str(kernel), OpValue::Int(bytes)]) => {
-            let bytes = u32::try_from(*bytes).map_err(|_| ExportError::Unsupported(format!("line {}: cuda_max_dynamic_shared: {bytes} bytes is out of range", op.line)))?;
+            let bytes = u32::try_from(*bytes)
+                .map_err(|_| ExportError::Unsupported(format!("line {}: cuda_max_dynamic_shared: {bytes} bytes is out of range", op.line)))?;
             Ok(ExportSetup::MaxDynamicShared { kernel: kernel.clone(), bytes })
         }
         _ => Err(unsupported_op(op)),
@@ -234,7 +261,9 @@ fn tensor_map(op: &BackendOp, index: &dyn Fn(&BufRef) -> usize) -> Result<Export
     let bad = |m: &str| ExportError::Unsupported(format!("line {}: cuda_tensor_map: {m}", op.line));
     let ints = |v: &OpValue, what: &str| -> Result<Vec<i64>> {
         match v {
-            OpValue::List(items) => items.iter().map(|i| if let OpValue::Int(x) = i { Ok(*x) } else { Err(bad(&format!("`{what}` must hold integers"))) }).collect(),
+            OpValue::List(items) => {
+                items.iter().map(|i| if let OpValue::Int(x) = i { Ok(*x) } else { Err(bad(&format!("`{what}` must hold integers"))) }).collect()
+            }
             _ => Err(bad(&format!("`{what}` must be a list of integers"))),
         }
     };

@@ -37,12 +37,9 @@ impl Origin {
     /// One line for file headers.
     pub fn describe(&self) -> String {
         match (&self.checkpoint, &self.workflow) {
-            (Some(id), Some(wf)) => format!(
-                "checkpoint {} ({}) of workflow {}",
-                &id[..id.len().min(10)],
-                self.transformation.as_deref().unwrap_or("-"),
-                wf.display()
-            ),
+            (Some(id), Some(wf)) => {
+                format!("checkpoint {} ({}) of workflow {}", &id[..id.len().min(10)], self.transformation.as_deref().unwrap_or("-"), wf.display())
+            }
             _ => format!("context {}", self.context.display()),
         }
     }
@@ -77,14 +74,7 @@ impl Source {
 
     pub fn context(dir: &Path) -> Result<Source> {
         let ctx = Context::load(dir).map_err(|e| ExportError::Usage(e.to_string()))?;
-        let origin = Origin {
-            kind: "context".into(),
-            workflow: None,
-            checkpoint: None,
-            transformation: None,
-            context: dir.to_path_buf(),
-            measured_on: None,
-        };
+        let origin = Origin { kind: "context".into(), workflow: None, checkpoint: None, transformation: None, context: dir.to_path_buf(), measured_on: None };
         Ok(Source { ctx, origin, performance: Value::Null, _dir: None })
     }
 
@@ -101,7 +91,8 @@ impl Source {
                 workflow.display()
             ))
         })?;
-        let tmp = tempfile::Builder::new().prefix("peak-export-").tempdir().map_err(|e| ExportError::Io { path: std::env::temp_dir(), message: e.to_string() })?;
+        let tmp =
+            tempfile::Builder::new().prefix("peak-export-").tempdir().map_err(|e| ExportError::Io { path: std::env::temp_dir(), message: e.to_string() })?;
         let dir = tmp.path().join("context");
         wf.materialize(rev, &dir).map_err(|e| ExportError::Io { path: dir.clone(), message: e.to_string() })?;
         let ctx = Context::load(&dir).map_err(|e| ExportError::Usage(format!("checkpoint {rev}: its context does not load: {e}")))?;
@@ -124,13 +115,12 @@ impl Source {
         let manifest = &self.ctx.manifest;
         let mut overrides: IndexMap<String, i64> = IndexMap::new();
         for item in set {
-            let (name, value) = item
-                .split_once('=')
-                .ok_or_else(|| ExportError::Usage(format!("--set `{item}`: expected NAME=VALUE")))?;
+            let (name, value) = item.split_once('=').ok_or_else(|| ExportError::Usage(format!("--set `{item}`: expected NAME=VALUE")))?;
             let name = name.trim();
-            let value: i64 = value.trim().parse().map_err(|_| {
-                ExportError::Usage(format!("--set `{item}`: expected one integer value (export writes one configuration)"))
-            })?;
+            let value: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| ExportError::Usage(format!("--set `{item}`: expected one integer value (export writes one configuration)")))?;
             if !manifest.inputs.contains_key(name) && !manifest.tuning.contains_key(name) {
                 let known: Vec<&str> = manifest.inputs.keys().chain(manifest.tuning.keys()).map(String::as_str).collect();
                 return Err(ExportError::Usage(format!("--set {name}: not an input or tuning parameter of {}; it has: {}", self.ctx.name(), known.join(", "))));
@@ -152,9 +142,11 @@ impl Source {
             }
         }
         // Tuning: the best of the run at these inputs, else the overall best; then --set.
-        let run_best = self.performance.get("runs").and_then(Value::as_array).and_then(|runs| {
-            runs.iter().filter_map(|r| r.get("best").and_then(parse_point)).find(|(p, _)| p.inputs == params.inputs)
-        });
+        let run_best = self
+            .performance
+            .get("runs")
+            .and_then(Value::as_array)
+            .and_then(|runs| runs.iter().filter_map(|r| r.get("best").and_then(parse_point)).find(|(p, _)| p.inputs == params.inputs));
         let record = run_best.or(best);
         let mut recorded_time_ms = record.as_ref().and_then(|(p, t)| (p.inputs == params.inputs).then_some(*t).flatten());
         for name in manifest.tuning.keys() {
@@ -178,17 +170,11 @@ impl Source {
         if !missing.is_empty() {
             let why = match self.origin.kind.as_str() {
                 "context" => "a context folder has no performance record".to_string(),
-                _ if self.performance.get("best").is_none() => {
-                    "the checkpoint has no performance record (deferred or not measured)".to_string()
-                }
+                _ if self.performance.get("best").is_none() => "the checkpoint has no performance record (deferred or not measured)".to_string(),
                 _ => "the performance record does not give them".to_string(),
             };
             let example: Vec<String> = missing.iter().map(|n| format!("--set {n}=VALUE")).collect();
-            return Err(ExportError::Usage(format!(
-                "missing parameter(s) {}: {why}; give them with {}",
-                missing.join(", "),
-                example.join(" ")
-            )));
+            return Err(ExportError::Usage(format!("missing parameter(s) {}: {why}; give them with {}", missing.join(", "), example.join(" "))));
         }
         if !self.ctx.space().is_valid(&params) {
             return Err(ExportError::Usage(format!(

@@ -10,7 +10,8 @@ use peak_export::dispatch::{Table, TunedShape, header};
 use peak_spec::ExecParams;
 
 fn shape(m: i64, n: i64, tile: i64, config: usize) -> TunedShape {
-    let params = ExecParams { inputs: [("m".to_string(), m), ("n".to_string(), n)].into_iter().collect(), tuning: [("T".to_string(), tile)].into_iter().collect() };
+    let params =
+        ExecParams { inputs: [("m".to_string(), m), ("n".to_string(), n)].into_iter().collect(), tuning: [("T".to_string(), tile)].into_iter().collect() };
     TunedShape { params, config, time_ms: Some(0.5) }
 }
 

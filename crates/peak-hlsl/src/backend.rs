@@ -314,7 +314,13 @@ impl Backend for HlslBackend {
         }
         // vkCmdFillBuffer repeats one 32-bit word over a multiple of 4 bytes. A whole
         // buffer of odd length may spill into its padding (capacity rounds up to 4).
-        let size = if bytes.is_multiple_of(4) { Some(bytes) } else if bytes == target.len { Some(target.capacity) } else { None };
+        let size = if bytes.is_multiple_of(4) {
+            Some(bytes)
+        } else if bytes == target.len {
+            Some(target.capacity)
+        } else {
+            None
+        };
         let word = match pattern.len() {
             1 | 2 | 4 => Some(pattern.repeat(4 / pattern.len())),
             _ => None,
@@ -378,9 +384,9 @@ impl Backend for HlslBackend {
         let mut st = self.state()?;
         let mut bound = Vec::with_capacity(r.bindings.len());
         for b in &r.bindings {
-            let id = buffer_args.get(b.binding as usize).ok_or_else(|| {
-                fail(format!("`{}` has binding {} but the launch passes {} buffer(s); {BINDING_RULE}", b.name, b.binding, buffer_args.len()))
-            })?;
+            let id = buffer_args
+                .get(b.binding as usize)
+                .ok_or_else(|| fail(format!("`{}` has binding {} but the launch passes {} buffer(s); {BINDING_RULE}", b.name, b.binding, buffer_args.len())))?;
             let buffer = st.buffer(*id)?;
             if buffer.len as u64 > u64::from(self.gpu.limits.max_storage_buffer_range) {
                 return Err(BackendError::InvalidConfig(format!(

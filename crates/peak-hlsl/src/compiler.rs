@@ -92,11 +92,14 @@ impl Compiler {
         let program = kind.program();
         let hint = match kind {
             CompilerKind::Glslang => "install glslang (Debian/Ubuntu: `apt-get install glslang-tools`) or set PEAK_GLSLANG to glslangValidator's path",
-            CompilerKind::Dxc => "install the DirectX Shader Compiler (github.com/microsoft/DirectXShaderCompiler releases) or set PEAK_DXC to dxc's path; unset PEAK_HLSL_COMPILER to use glslang",
+            CompilerKind::Dxc => {
+                "install the DirectX Shader Compiler (github.com/microsoft/DirectXShaderCompiler releases) or set PEAK_DXC to dxc's path; unset PEAK_HLSL_COMPILER to use glslang"
+            }
         };
-        let output = Command::new(&program).arg(if kind == CompilerKind::Dxc { "--version" } else { "-v" }).output().map_err(|e| {
-            BackendError::Unavailable { what: format!("the HLSL compiler {}", program.display()), reason: e.to_string(), hint: hint.into() }
-        })?;
+        let output = Command::new(&program)
+            .arg(if kind == CompilerKind::Dxc { "--version" } else { "-v" })
+            .output()
+            .map_err(|e| BackendError::Unavailable { what: format!("the HLSL compiler {}", program.display()), reason: e.to_string(), hint: hint.into() })?;
         let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
         let version = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("unknown version").trim().to_string();
         Ok(Compiler { kind, program, version })
@@ -118,12 +121,10 @@ impl Compiler {
             // is Vulkan 1.1 (SPIR-V 1.3) because glslang 12 (Debian bookworm) decorates
             // HLSL storage buffers with BufferBlock, which SPIR-V 1.4+ (vulkan1.2) forbids:
             // spirv-val and the validation layers reject that module.
-            CompilerKind::Glslang => ["-D", "-V", "-e", entry, "-S", "comp", "--target-env", GLSLANG_TARGET, "--hlsl-enable-16bit-types"]
-                .map(String::from)
-                .to_vec(),
-            CompilerKind::Dxc => ["-spirv", "-T", "cs_6_2", "-E", entry, DXC_TARGET, "-enable-16bit-types", "-HV", "2021"]
-                .map(String::from)
-                .to_vec(),
+            CompilerKind::Glslang => {
+                ["-D", "-V", "-e", entry, "-S", "comp", "--target-env", GLSLANG_TARGET, "--hlsl-enable-16bit-types"].map(String::from).to_vec()
+            }
+            CompilerKind::Dxc => ["-spirv", "-T", "cs_6_2", "-E", entry, DXC_TARGET, "-enable-16bit-types", "-HV", "2021"].map(String::from).to_vec(),
         };
         for (name, value) in defines {
             args.push(format!("-D{name}={value}"));
@@ -163,12 +164,7 @@ impl Compiler {
 /// `#line` directive already names the context's file in every real message).
 fn clean_log(stdout: &str, stderr: &str, input: &Path) -> String {
     let temp = input.display().to_string();
-    stdout
-        .lines()
-        .chain(stderr.lines())
-        .filter(|l| l.trim() != temp && !l.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
+    stdout.lines().chain(stderr.lines()).filter(|l| l.trim() != temp && !l.trim().is_empty()).collect::<Vec<_>>().join("\n")
 }
 
 /// SPIR-V bytes as words (SPIR-V is a stream of little-endian 32-bit words).

@@ -56,8 +56,8 @@ fn load() -> Result<(ash::Entry, ash::Instance), BackendError> {
     let app = vk::ApplicationInfo::default().application_name(c"peak").engine_name(c"peak").api_version(vk::API_VERSION_1_2);
     let info = vk::InstanceCreateInfo::default().application_info(&app);
     // SAFETY: the create info and everything it points to outlive the call.
-    let instance = unsafe { entry.create_instance(&info, None) }
-        .map_err(|e| unavailable(format!("creating a Vulkan 1.2 instance failed: {e}"), LOADER_HINT))?;
+    let instance =
+        unsafe { entry.create_instance(&info, None) }.map_err(|e| unavailable(format!("creating a Vulkan 1.2 instance failed: {e}"), LOADER_HINT))?;
     Ok((entry, instance))
 }
 
@@ -163,15 +163,21 @@ impl Gpu {
 
     fn open_on(entry: ash::Entry, instance: ash::Instance) -> Result<Arc<Gpu>, BackendError> {
         // SAFETY: the instance is valid.
-        let physicals = unsafe { instance.enumerate_physical_devices() }.map_err(|e| unavailable(format!("listing Vulkan devices failed: {e}"), LOADER_HINT))?;
+        let physicals =
+            unsafe { instance.enumerate_physical_devices() }.map_err(|e| unavailable(format!("listing Vulkan devices failed: {e}"), LOADER_HINT))?;
         if physicals.is_empty() {
             return Err(unavailable("the Vulkan loader found no device (no driver / ICD)", LOADER_HINT));
         }
         let described: Vec<VulkanDevice> = physicals.iter().enumerate().map(|(i, p)| describe(&instance, i, *p)).collect();
         let index = match std::env::var(DEVICE_ENV) {
             Ok(spec) => {
-                let i: usize = spec.trim().parse().map_err(|_| unavailable(format!("{DEVICE_ENV}={spec} is not a device index"), "run `vulkaninfo --summary` to see the indices"))?;
-                let d = described.get(i).ok_or_else(|| unavailable(format!("{DEVICE_ENV}={i}, but there are {} devices", described.len()), "run `vulkaninfo --summary` to see the indices"))?;
+                let i: usize = spec
+                    .trim()
+                    .parse()
+                    .map_err(|_| unavailable(format!("{DEVICE_ENV}={spec} is not a device index"), "run `vulkaninfo --summary` to see the indices"))?;
+                let d = described.get(i).ok_or_else(|| {
+                    unavailable(format!("{DEVICE_ENV}={i}, but there are {} devices", described.len()), "run `vulkaninfo --summary` to see the indices")
+                })?;
                 if let Some(why) = &d.unusable {
                     return Err(unavailable(format!("device {i} ({}) {why}", d.name), "choose another device"));
                 }
@@ -259,7 +265,13 @@ impl Gpu {
             }
             instance.get_physical_device_properties2(physical, &mut p2);
             let properties = p2.properties;
-            (properties, c_str(driver.driver_name_as_c_str()), c_str(driver.driver_info_as_c_str()), subgroup.subgroup_size, has_sm.then_some(sm.shader_sm_count))
+            (
+                properties,
+                c_str(driver.driver_name_as_c_str()),
+                c_str(driver.driver_info_as_c_str()),
+                subgroup.subgroup_size,
+                has_sm.then_some(sm.shader_sm_count),
+            )
         };
         // SAFETY: as above.
         let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
@@ -295,13 +307,7 @@ impl Gpu {
 
     /// Bytes of the largest device-local heap.
     pub fn device_memory_bytes(&self) -> u64 {
-        self.memory
-            .memory_heaps_as_slice()
-            .iter()
-            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
-            .map(|h| h.size)
-            .max()
-            .unwrap_or(0)
+        self.memory.memory_heaps_as_slice().iter().filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)).map(|h| h.size).max().unwrap_or(0)
     }
 
     /// The first memory type allowed by `bits` that has every flag of `want` and none of

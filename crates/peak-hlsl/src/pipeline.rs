@@ -89,10 +89,7 @@ pub fn pack_push(r: &Reflection, scalars: &[&KernelArg]) -> Result<Vec<u8>, Stri
             }
         };
         let at = member.offset as usize;
-        bytes
-            .get_mut(at..at + value.len())
-            .ok_or_else(|| format!("push-constant member `{}` lies outside the block", member.name))?
-            .copy_from_slice(&value);
+        bytes.get_mut(at..at + value.len()).ok_or_else(|| format!("push-constant member `{}` lies outside the block", member.name))?.copy_from_slice(&value);
     }
     Ok(bytes)
 }
@@ -123,7 +120,8 @@ impl EntryPipeline {
     /// the pipeline.
     pub fn new(gpu: &Arc<Gpu>, compiled: &CompiledEntry) -> Result<EntryPipeline, BackendError> {
         let options = &compiled.options;
-        let compile_error = |message: String| BackendError::Compile { log: format!("{}\n{message}", compiled.log).trim_start().to_string(), options: options.clone() };
+        let compile_error =
+            |message: String| BackendError::Compile { log: format!("{}\n{message}", compiled.log).trim_start().to_string(), options: options.clone() };
         let reflection = reflect(&compiled.spirv).map_err(|m| compile_error(format!("peak cannot read the SPIR-V of `{}`: {m}", compiled.name)))?;
         check_interface(&reflection).map_err(|m| compile_error(format!("`{}`: {m}", compiled.name)))?;
         let device_name = gpu.name();
@@ -161,7 +159,10 @@ impl EntryPipeline {
         }
         let push_size = reflection.push.as_ref().map_or(0, |p| p.size);
         if push_size > limits.max_push_constants_size {
-            return Err(compile_error(format!("the push-constant block of `{}` is {push_size} bytes; the device allows {}", compiled.name, limits.max_push_constants_size)));
+            return Err(compile_error(format!(
+                "the push-constant block of `{}` is {push_size} bytes; the device allows {}",
+                compiled.name, limits.max_push_constants_size
+            )));
         }
 
         let d = &gpu.device;
@@ -188,7 +189,8 @@ impl EntryPipeline {
         // Each object is stored as soon as it exists, so Drop cleans up after a failure.
         // SAFETY: all create infos point at data that lives until the calls return.
         unsafe {
-            built.shader = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&compiled.spirv), None).map_err(check("creating the shader module"))?;
+            built.shader =
+                d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&compiled.spirv), None).map_err(check("creating the shader module"))?;
             built.set_layout = d
                 .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None)
                 .map_err(check("creating the descriptor set layout"))?;

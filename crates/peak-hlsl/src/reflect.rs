@@ -78,8 +78,13 @@ pub struct Binding {
 /// The type of one push-constant member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar {
-    Int { width: u32, signed: bool },
-    Float { width: u32 },
+    Int {
+        width: u32,
+        signed: bool,
+    },
+    Float {
+        width: u32,
+    },
     /// A vector, matrix, array or struct member: scalars from the launch cannot fill it.
     Aggregate,
 }

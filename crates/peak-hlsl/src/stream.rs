@@ -56,7 +56,9 @@ pub(crate) fn stream_barrier(d: &ash::Device, cmd: vk::CommandBuffer) {
         .src_access_mask(A::SHADER_WRITE | A::TRANSFER_WRITE)
         .dst_access_mask(A::SHADER_READ | A::SHADER_WRITE | A::TRANSFER_READ | A::TRANSFER_WRITE);
     // SAFETY: `cmd` is in the recording state (callers get it from `State::batch`).
-    unsafe { d.cmd_pipeline_barrier(cmd, S::COMPUTE_SHADER | S::TRANSFER, S::COMPUTE_SHADER | S::TRANSFER, vk::DependencyFlags::empty(), &[barrier], &[], &[]) };
+    unsafe {
+        d.cmd_pipeline_barrier(cmd, S::COMPUTE_SHADER | S::TRANSFER, S::COMPUTE_SHADER | S::TRANSFER, vk::DependencyFlags::empty(), &[barrier], &[], &[])
+    };
 }
 
 impl State {
@@ -70,7 +72,10 @@ impl State {
                 let cmd = match self.spare_cmds.pop() {
                     Some(c) => c,
                     None => {
-                        let info = vk::CommandBufferAllocateInfo::default().command_pool(self.command_pool).level(vk::CommandBufferLevel::PRIMARY).command_buffer_count(1);
+                        let info = vk::CommandBufferAllocateInfo::default()
+                            .command_pool(self.command_pool)
+                            .level(vk::CommandBufferLevel::PRIMARY)
+                            .command_buffer_count(1);
                         d.allocate_command_buffers(&info).map_err(check("allocating a command buffer"))?[0]
                     }
                 };
@@ -136,7 +141,15 @@ impl State {
         let to_host = vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::MEMORY_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ);
         // SAFETY: the command buffer is recording; the queue is used under the state lock.
         let submitted = unsafe {
-            d.cmd_pipeline_barrier(batch.cmd, vk::PipelineStageFlags::ALL_COMMANDS, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &[to_host], &[], &[]);
+            d.cmd_pipeline_barrier(
+                batch.cmd,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[to_host],
+                &[],
+                &[],
+            );
             d.end_command_buffer(batch.cmd).and_then(|()| {
                 let cmds = [batch.cmd];
                 let submit = vk::SubmitInfo::default().command_buffers(&cmds);

@@ -39,7 +39,8 @@ fn t_and_u_registers_share_one_numbering() {
     let Some(backend) = backend() else { return };
     // Direct3D habit: t and u registers each counted from 0. Both land on binding 0.
     let device = "StructuredBuffer<float> A : register(t0);\nRWStructuredBuffer<float> C : register(u0);\n[numthreads(64, 1, 1)]\nvoid k(uint3 id : SV_DispatchThreadID) { C[id.x] = A[id.x]; }\n";
-    let (_dir, ctx) = context(Language::Hlsl, device, "launch(\"k\", ceil_div(n, 64), 64, 0, A, C);\n", &arrays(&[("A", "random", false), ("C", "zeros", true)]), "");
+    let (_dir, ctx) =
+        context(Language::Hlsl, device, "launch(\"k\", ceil_div(n, 64), 64, 0, A, C);\n", &arrays(&[("A", "random", false), ("C", "zeros", true)]), "");
     let err = run(&backend, &ctx, &first(&ctx), &quick()).expect_err("two resources on binding 0 must not run");
     assert_eq!(err.category(), "compile-failed", "{err}");
     let text = err.to_string();
@@ -60,8 +61,10 @@ fn a_plain_push_constant_struct_is_explained() {
 #[test]
 fn compile_errors_name_the_context_file_and_options() {
     let Some(backend) = backend() else { return };
-    let device = "RWStructuredBuffer<float> C : register(u0);\n[numthreads(BLOCK, 1, 1)]\nvoid k(uint3 id : SV_DispatchThreadID) {\n  C[id.x] = undeclared_thing;\n}\n";
-    let (_dir, ctx) = context(Language::Hlsl, device, "launch(\"k\", 1, BLOCK, 0, C);\n", &arrays(&[("C", "zeros", true)]), "[tuning]\nBLOCK = { values = [32] }\n");
+    let device =
+        "RWStructuredBuffer<float> C : register(u0);\n[numthreads(BLOCK, 1, 1)]\nvoid k(uint3 id : SV_DispatchThreadID) {\n  C[id.x] = undeclared_thing;\n}\n";
+    let (_dir, ctx) =
+        context(Language::Hlsl, device, "launch(\"k\", 1, BLOCK, 0, C);\n", &arrays(&[("C", "zeros", true)]), "[tuning]\nBLOCK = { values = [32] }\n");
     let err = run(&backend, &ctx, &first(&ctx), &quick()).expect_err("must not compile");
     let text = err.to_string();
     // Line 6 of the file: two marker lines, then the fourth line of the device region.
@@ -72,7 +75,13 @@ fn compile_errors_name_the_context_file_and_options() {
 #[test]
 fn the_block_must_match_numthreads() {
     let Some(backend) = backend() else { return };
-    let (_dir, ctx) = context(Language::Hlsl, &scale_kernel(), "launch(\"scale\", ceil_div(n, 32), 32, 0, A, C, n, f32(2.0));\n", &arrays(&[("A", "random", false), ("C", "zeros", true)]), "");
+    let (_dir, ctx) = context(
+        Language::Hlsl,
+        &scale_kernel(),
+        "launch(\"scale\", ceil_div(n, 32), 32, 0, A, C, n, f32(2.0));\n",
+        &arrays(&[("A", "random", false), ("C", "zeros", true)]),
+        "",
+    );
     let err = run(&backend, &ctx, &first(&ctx), &quick()).expect_err("block 32 against numthreads(64)");
     assert_eq!(err.category(), "launch-failed", "{err}");
     assert!(err.to_string().contains("[numthreads(64, 1, 1)]"), "{err}");
@@ -81,7 +90,13 @@ fn the_block_must_match_numthreads() {
 #[test]
 fn dynamic_shared_memory_is_refused() {
     let Some(backend) = backend() else { return };
-    let (_dir, ctx) = context(Language::Hlsl, &scale_kernel(), "launch(\"scale\", ceil_div(n, 64), 64, 1024, A, C, n, f32(2.0));\n", &arrays(&[("A", "random", false), ("C", "zeros", true)]), "");
+    let (_dir, ctx) = context(
+        Language::Hlsl,
+        &scale_kernel(),
+        "launch(\"scale\", ceil_div(n, 64), 64, 1024, A, C, n, f32(2.0));\n",
+        &arrays(&[("A", "random", false), ("C", "zeros", true)]),
+        "",
+    );
     let err = run(&backend, &ctx, &first(&ctx), &quick()).expect_err("HLSL has no dynamic groupshared memory");
     assert!(err.to_string().contains("groupshared"), "{err}");
 }
@@ -143,7 +158,13 @@ fn dxc_runs_the_vector_add_where_installed() {
             return;
         }
     };
-    let (_dir, ctx) = context(Language::Hlsl, &scale_kernel(), "launch(\"scale\", ceil_div(n, 64), 64, 0, A, C, n, f32(2.0));\n", &arrays(&[("A", "arange", false), ("C", "zeros", true)]), "");
+    let (_dir, ctx) = context(
+        Language::Hlsl,
+        &scale_kernel(),
+        "launch(\"scale\", ceil_div(n, 64), 64, 0, A, C, n, f32(2.0));\n",
+        &arrays(&[("A", "arange", false), ("C", "zeros", true)]),
+        "",
+    );
     let result = run(&backend, &ctx, &first(&ctx), &quick()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(result.outputs[0].1.get_f64(10), 20.0);
 }

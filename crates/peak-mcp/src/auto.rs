@@ -208,7 +208,9 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
     let executor_spec: ExecutorSpec = options.executor.parse()?;
     let planner_spec: ExecutorSpec = options.planner.as_deref().unwrap_or(&options.executor).parse()?;
     if executor_spec == ExecutorSpec::Agent || planner_spec == ExecutorSpec::Agent {
-        bail!("the autonomous mode needs LLM executors (provider:model), not `agent`\nhint: to drive peak yourself, use `peak apply --executor agent` or the MCP server");
+        bail!(
+            "the autonomous mode needs LLM executors (provider:model), not `agent`\nhint: to drive peak yourself, use `peak apply --executor agent` or the MCP server"
+        );
     }
     let planner = planner_spec.build(&dir.join(".git/peak/unused-agent"), |var| std::env::var(var).ok())?;
     // Endpoints that are down fail here, in seconds, before the planner is asked anything
@@ -233,18 +235,33 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
         let at = wf.head()?.id.to_string();
         wf.branch(&branch, Some(&at))?;
         wf.checkout(&branch, false)?;
-        log.write(reporter, AutoEvent { event: "backtrack".into(), checkpoint: Some(at), branch: Some(branch), detail: Some("HEAD was detached; new checkpoints need a branch".into()), ..log.event(0, &wf)? })?;
+        log.write(
+            reporter,
+            AutoEvent {
+                event: "backtrack".into(),
+                checkpoint: Some(at),
+                branch: Some(branch),
+                detail: Some("HEAD was detached; new checkpoints need a branch".into()),
+                ..log.event(0, &wf)?
+            },
+        )?;
     }
 
     let mut applied = 0usize;
     let mut step = 0usize;
     let stopped = loop {
         if applied >= options.budget {
-            log.write(reporter, AutoEvent { event: "budget-spent".into(), detail: Some(format!("{applied} transformations applied")), ..log.event(step, &wf)? })?;
+            log.write(
+                reporter,
+                AutoEvent { event: "budget-spent".into(), detail: Some(format!("{applied} transformations applied")), ..log.event(step, &wf)? },
+            )?;
             break Stopped::Budget;
         }
         if options.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
-            log.write(reporter, AutoEvent { event: "time-up".into(), detail: Some(format!("{:.0} s elapsed", started.elapsed().as_secs_f64())), ..log.event(step, &wf)? })?;
+            log.write(
+                reporter,
+                AutoEvent { event: "time-up".into(), detail: Some(format!("{:.0} s elapsed", started.elapsed().as_secs_f64())), ..log.event(step, &wf)? },
+            )?;
             break Stopped::Time;
         }
         step += 1;
@@ -273,9 +290,15 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                 Ok(plan) => break plan,
                 Err(reason) => {
                     let shown: String = reply.chars().take(2000).collect();
-                    log.write(reporter, AutoEvent { event: "decision-failure".into(), detail: Some(format!("{reason}\nreply: {shown}")), ..log.event(step, &wf)? })?;
+                    log.write(
+                        reporter,
+                        AutoEvent { event: "decision-failure".into(), detail: Some(format!("{reason}\nreply: {shown}")), ..log.event(step, &wf)? },
+                    )?;
                     if tries > options.plan_retries {
-                        bail!("the planner gave {tries} unusable replies in a row; the last: {reason}\nhint: `{}` in the workflow's .git/peak has every reply", AUTO_LOG);
+                        bail!(
+                            "the planner gave {tries} unusable replies in a row; the last: {reason}\nhint: `{}` in the workflow's .git/peak has every reply",
+                            AUTO_LOG
+                        );
                     }
                     feedback = Some(reason);
                 }
@@ -285,7 +308,15 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
             log.write(reporter, AutoEvent { event: "stop".into(), reasoning: Some(plan.reasoning), ..log.event(step, &wf)? })?;
             break Stopped::Planner;
         }
-        log.write(reporter, AutoEvent { event: "plan".into(), transformation: Some(plan.transformation.clone()), reasoning: Some(plan.reasoning.clone()), ..log.event(step, &wf)? })?;
+        log.write(
+            reporter,
+            AutoEvent {
+                event: "plan".into(),
+                transformation: Some(plan.transformation.clone()),
+                reasoning: Some(plan.reasoning.clone()),
+                ..log.event(step, &wf)?
+            },
+        )?;
 
         applied += 1;
         let apply_options = ApplyOptions { transformation: plan.transformation.clone(), executor: options.executor.clone(), ..options.apply.clone() };
@@ -294,7 +325,10 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
             Err(e) => {
                 // Leave the workflow ready for the next command, not mid-apply.
                 let _ = peak_apply::abandon_in(&mut wf);
-                log.write(reporter, AutoEvent { event: "error".into(), transformation: Some(plan.transformation), detail: Some(format!("{e:#}")), ..log.event(step, &wf)? })?;
+                log.write(
+                    reporter,
+                    AutoEvent { event: "error".into(), transformation: Some(plan.transformation), detail: Some(format!("{e:#}")), ..log.event(step, &wf)? },
+                )?;
                 return Err(e.context("applying the planned transformation"));
             }
         };
@@ -309,12 +343,30 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                     _ => None,
                 };
                 let event = if regression.is_some() { "regression" } else { "checkpoint" };
-                log.write(reporter, from(AutoEvent { event: event.into(), transformation: Some(plan.transformation.clone()), checkpoint: Some(id.clone()), best_ms: *best_ms, detail: regression.clone(), ..log.event(step, &wf)? }))?;
+                log.write(
+                    reporter,
+                    from(AutoEvent {
+                        event: event.into(),
+                        transformation: Some(plan.transformation.clone()),
+                        checkpoint: Some(id.clone()),
+                        best_ms: *best_ms,
+                        detail: regression.clone(),
+                        ..log.event(step, &wf)?
+                    }),
+                )?;
                 regression
             }
             ApplyOutcome::Failed { attempts, last_outcome, last_error, .. } => {
                 let detail = format!("{last_outcome} after {attempts} attempts: {last_error}");
-                log.write(reporter, from(AutoEvent { event: "failed".into(), transformation: Some(plan.transformation.clone()), detail: Some(detail.clone()), ..log.event(step, &wf)? }))?;
+                log.write(
+                    reporter,
+                    from(AutoEvent {
+                        event: "failed".into(),
+                        transformation: Some(plan.transformation.clone()),
+                        detail: Some(detail.clone()),
+                        ..log.event(step, &wf)?
+                    }),
+                )?;
                 Some(detail)
             }
             ApplyOutcome::Waiting { .. } => {
@@ -335,9 +387,15 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
 /// Refuse a plan that repeats what already failed or regressed from this checkpoint in
 /// this run: the search must try something else (or stop).
 fn not_repeated(plan: Plan, events: &[AutoEvent], head: &str) -> Result<Plan, String> {
-    let repeated = events.iter().find(|e| matches!(e.event.as_str(), "failed" | "regression") && e.at == head && e.transformation.as_deref() == Some(plan.transformation.as_str()));
+    let repeated = events
+        .iter()
+        .find(|e| matches!(e.event.as_str(), "failed" | "regression") && e.at == head && e.transformation.as_deref() == Some(plan.transformation.as_str()));
     match repeated {
-        Some(e) => Err(format!("{} already {} from this checkpoint; choose another transformation, or stop", plan.transformation, if e.event == "failed" { "failed" } else { "made the kernel slower" })),
+        Some(e) => Err(format!(
+            "{} already {} from this checkpoint; choose another transformation, or stop",
+            plan.transformation,
+            if e.event == "failed" { "failed" } else { "made the kernel slower" }
+        )),
         None => Ok(plan),
     }
 }
@@ -453,10 +511,7 @@ impl State {
             peak_spec::Manifest::parse(peak_spec::MANIFEST_FILE, manifest).ok().map(|m| m.kernel.backend.name().to_string())
         });
         let backend = backend_name.ok_or_else(|| anyhow!("cannot tell the workflow's backend"))?.parse().map_err(|e: String| anyhow!(e))?;
-        let best = entries
-            .iter()
-            .filter_map(|e| e.best_time_ms.map(|ms| (e.id.to_string(), ms)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let best = entries.iter().filter_map(|e| e.best_time_ms.map(|ms| (e.id.to_string(), ms))).min_by(|a, b| a.1.total_cmp(&b.1));
         Ok(State { head, backend, entries, best })
     }
 
@@ -491,7 +546,13 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
     );
 
     let _ = writeln!(p, "## Current checkpoint {}\n", short(&state.head));
-    let line: Vec<String> = state.line().iter().map(|e| format!("{} ({})", e.transformation.as_deref().unwrap_or("?"), e.best_time_ms.map(|ms| format!("{ms:.4} ms")).unwrap_or_else(|| "not timed".into()))).collect();
+    let line: Vec<String> = state
+        .line()
+        .iter()
+        .map(|e| {
+            format!("{} ({})", e.transformation.as_deref().unwrap_or("?"), e.best_time_ms.map(|ms| format!("{ms:.4} ms")).unwrap_or_else(|| "not timed".into()))
+        })
+        .collect();
     let _ = writeln!(p, "Transformations applied from the root to here: {}", line.join(" -> "));
     let perf = &view.performance;
     match perf.get("best").filter(|b| !b.is_null()) {
@@ -529,9 +590,17 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
     let _ = writeln!(p, "\n## Transformations\n");
     for t in library.list().iter().filter(|t| t.applies_to(state.backend)) {
         let missing: Vec<&String> = t.requires.iter().filter(|r| !tuning_names.contains(r)).collect();
-        let params = if t.tuning.is_empty() { String::new() } else { format!(" Introduces {}.", t.tuning.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")) };
+        let params = if t.tuning.is_empty() {
+            String::new()
+        } else {
+            format!(" Introduces {}.", t.tuning.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", "))
+        };
         let regions: Vec<&str> = t.passes.iter().map(|x| x.region).collect::<std::collections::BTreeSet<Region>>().into_iter().map(Region::name).collect();
-        let usable = if missing.is_empty() { String::new() } else { format!(" NOT applicable now: needs {}.", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")) };
+        let usable = if missing.is_empty() {
+            String::new()
+        } else {
+            format!(" NOT applicable now: needs {}.", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+        };
         let _ = writeln!(p, "- {}: {} ({} passes over {}).{params}{usable}", t.name, t.description, t.passes.len(), regions.join(", "));
     }
 

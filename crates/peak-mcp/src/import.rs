@@ -50,7 +50,8 @@ mod tests {
 
     fn params(sizes: &[&str], inputs: &[&str], scalars: &[&str]) -> ImportKernelParams {
         let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        serde_json::from_value(serde_json::json!({ "file": "k.cu", "context": "ctx", "sizes": list(sizes), "inputs": list(inputs), "scalars": list(scalars) })).unwrap()
+        serde_json::from_value(serde_json::json!({ "file": "k.cu", "context": "ctx", "sizes": list(sizes), "inputs": list(inputs), "scalars": list(scalars) }))
+            .unwrap()
     }
 
     #[test]

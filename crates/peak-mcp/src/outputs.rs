@@ -14,11 +14,17 @@ pub(crate) fn schema(tool: &str) -> Option<JsonObject> {
     let schema = match tool {
         "list_contexts" => object(&[("dir", string("The folder searched.")), ("contexts", list("The contexts found.", context_found()))], &["dir", "contexts"]),
         "show_context" => show_context(),
-        "read_region" => object(&[("region", string("macros, device or host.")), ("target", string("The context or checkpoint read.")), ("text", string("The region's text."))], &["region", "target", "text"]),
+        "read_region" => object(
+            &[("region", string("macros, device or host.")), ("target", string("The context or checkpoint read.")), ("text", string("The region's text."))],
+            &["region", "target", "text"],
+        ),
         "list_transformations" => object(&[("transformations", list("One summary per transformation.", transformation()))], &["transformations"]),
         "show_transformation" => transformation(),
         "import_kernel" => import_kernel(),
-        "init_workflow" => object(&[("workflow", string("The workflow folder.")), ("root", string("The root checkpoint's id.")), ("log", log_entries())], &["workflow", "root", "log"]),
+        "init_workflow" => object(
+            &[("workflow", string("The workflow folder.")), ("root", string("The root checkpoint's id.")), ("log", log_entries())],
+            &["workflow", "root", "log"],
+        ),
         "start_transformation" | "submit_region" | "pending_pass" | "apply_transformation" | "retune" => outcome(),
         "abandon_transformation" => object(&[("abandoned", boolean("Whether a transformation was in progress."))], &["abandoned"]),
         "validate" => validation(),
@@ -26,12 +32,23 @@ pub(crate) fn schema(tool: &str) -> Option<JsonObject> {
         "profile" => profile(),
         "log" => object(&[("log", log_entries())], &["log"]),
         "attempts" => attempts(),
-        "report" => object(&[("workflows", list("One report per workflow or bundle: series of steps with speedups, success per executor, evaluation depth, time spent, convergence.", record("A workflow's report.")))], &["workflows"]),
+        "report" => object(
+            &[(
+                "workflows",
+                list(
+                    "One report per workflow or bundle: series of steps with speedups, success per executor, evaluation depth, time spent, convergence.",
+                    record("A workflow's report."),
+                ),
+            )],
+            &["workflows"],
+        ),
         "show_checkpoint" => checkpoint(),
         "diff" => diff(),
         "tag" => object(&[("tag", string("The tag.")), ("checkpoint", string("The checkpoint it names."))], &["tag", "checkpoint"]),
         "branch" => object(&[("branch", string("The branch.")), ("checkpoint", string("The checkpoint it starts at."))], &["branch", "checkpoint"]),
-        "checkout" => object(&[("id", string("The current checkpoint.")), ("branch", string("The checked-out branch; absent when detached (at a tag or id)."))], &["id"]),
+        "checkout" => {
+            object(&[("id", string("The current checkpoint.")), ("branch", string("The checked-out branch; absent when detached (at a tag or id)."))], &["id"])
+        }
         "compare" => compare(),
         _ => return None,
     };
@@ -113,7 +130,13 @@ fn transformation() -> Value {
             ("applies_to", strings("The backends it applies to.")),
             ("patterns", strings("The kinds of kernel it is written for.")),
             ("requires", strings("Macros the kernel must have.")),
-            ("tuning", list("The tuning parameters it introduces.", object(&[("name", string("The parameter.")), ("description", string("What it sets."))], &["name"]))),
+            (
+                "tuning",
+                list(
+                    "The tuning parameters it introduces.",
+                    object(&[("name", string("The parameter.")), ("description", string("What it sets."))], &["name"]),
+                ),
+            ),
             ("constraints", strings("The constraints it adds.")),
             ("passes", list("Its passes: the region each edits, and its title.", record("A pass."))),
         ],
@@ -148,7 +171,12 @@ fn log_entries() -> Value {
                 "baseline",
                 object(
                     &[
-                        ("kind", string("The yardstick at the best time's inputs: cublaslt (a GEMM on CUDA or HIP), copy (a device-to-device copy of the bytes the kernel moves), or n/a.")),
+                        (
+                            "kind",
+                            string(
+                                "The yardstick at the best time's inputs: cublaslt (a GEMM on CUDA or HIP), copy (a device-to-device copy of the bytes the kernel moves), or n/a.",
+                            ),
+                        ),
                         ("time_ms", number("The yardstick's median time in milliseconds; absent for n/a.")),
                         ("percent", number("The yardstick's time over the best time, in percent: 100 when the kernel is as fast.")),
                         ("reason", string("n/a: why nothing was timed.")),
@@ -163,10 +191,14 @@ fn log_entries() -> Value {
 }
 
 fn outcome() -> Value {
-    let failure = object(&[("outcome", string("compile-failed, wrong-output, ...")), ("detail", string("The compiler log or the verdict."))], &["outcome", "detail"]);
+    let failure =
+        object(&[("outcome", string("compile-failed, wrong-output, ...")), ("detail", string("The compiler log or the verdict."))], &["outcome", "detail"]);
     object(
         &[
-            ("status", json!({ "type": "string", "enum": ["checkpoint", "waiting", "failed", "idle"], "description": "checkpoint: a new checkpoint was recorded; waiting: a pass waits for submit_region; failed: retries exhausted; idle: nothing in progress." })),
+            (
+                "status",
+                json!({ "type": "string", "enum": ["checkpoint", "waiting", "failed", "idle"], "description": "checkpoint: a new checkpoint was recorded; waiting: a pass waits for submit_region; failed: retries exhausted; idle: nothing in progress." }),
+            ),
             ("id", string("checkpoint: the new checkpoint's id.")),
             ("transformation", string("The transformation carried out.")),
             ("verdict", string("checkpoint: passed, or deferred (compile-checked only).")),

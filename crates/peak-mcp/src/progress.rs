@@ -13,9 +13,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use peak_eval::TuneReporter;
 use peak_eval::tune::{Progress as TuneProgress, TuneStart};
 use peak_eval::validate::{SampleReport, ValidateReporter};
-use peak_eval::TuneReporter;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
@@ -160,9 +160,6 @@ mod tests {
         progress.counted(2, 4, "tune 2/4".into());
         progress.counted(2, 4, "the same count again is not sent".into());
         progress.counted(5, 4, "past the target".into());
-        assert_eq!(
-            drain(&mut rx),
-            [(1.0, None), (2.0, Some(4.0)), (4.0, Some(4.0)), (5.0, None), (6.0, Some(10.0)), (8.0, Some(10.0)), (11.0, Some(11.0))]
-        );
+        assert_eq!(drain(&mut rx), [(1.0, None), (2.0, Some(4.0)), (4.0, Some(4.0)), (5.0, None), (6.0, Some(10.0)), (8.0, Some(10.0)), (11.0, Some(11.0))]);
     }
 }

@@ -106,11 +106,11 @@ pub fn contexts_text(dir: &Path, found: &[FoundContext]) -> String {
     out
 }
 
-
 pub fn transformations_text(list: &[&Transformation]) -> String {
     let mut out = String::new();
     for t in list {
-        let params = if t.tuning.is_empty() { "no new tuning parameters".to_string() } else { t.tuning.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" ") };
+        let params =
+            if t.tuning.is_empty() { "no new tuning parameters".to_string() } else { t.tuning.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" ") };
         let requires = if t.requires.is_empty() { String::new() } else { format!("; requires {}", t.requires.join(" ")) };
         let _ = writeln!(out, "{}: {} ({} pass{}; {params}{requires})", t.name, t.description, t.passes.len(), if t.passes.len() == 1 { "" } else { "es" });
     }
@@ -248,7 +248,16 @@ pub fn tune_text(label: &str, ctx: &Context, report: &TuneReport) -> String {
     let _ = writeln!(out, "{label} on {}", report.device);
     for r in &report.runs {
         let inputs: Vec<String> = r.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(out, "inputs {}: searched {} of {} configurations ({} measured, {} cached), stopped: {:?}", inputs.join(" "), r.evaluations, r.space, r.measured, r.cached, r.stopped);
+        let _ = writeln!(
+            out,
+            "inputs {}: searched {} of {} configurations ({} measured, {} cached), stopped: {:?}",
+            inputs.join(" "),
+            r.evaluations,
+            r.space,
+            r.measured,
+            r.cached,
+            r.stopped
+        );
         if r.top.is_empty() {
             let _ = writeln!(out, "  no valid time: {}", r.why);
         }
@@ -289,7 +298,9 @@ pub fn profile_text(label: &str, params: &ExecParams, report: &ProfileReport) ->
 }
 
 pub fn compare_text(report: &CompareReport) -> String {
-    let side = |s: &peak_eval::compare::Side| format!("{}: {:.4} ms (interquartile {:.4}-{:.4} ms)  {}\n", s.checkpoint, s.median_ms, s.spread.q1_ms, s.spread.q3_ms, s.params);
+    let side = |s: &peak_eval::compare::Side| {
+        format!("{}: {:.4} ms (interquartile {:.4}-{:.4} ms)  {}\n", s.checkpoint, s.median_ms, s.spread.q1_ms, s.spread.q3_ms, s.params)
+    };
     format!("{}{}{}\n", side(&report.a), side(&report.b), report.summary())
 }
 

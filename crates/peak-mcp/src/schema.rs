@@ -60,7 +60,9 @@ mod tests {
                 "when": { "type": "string", "format": "date-time" },
                 "sizes": { "type": "array", "items": { "type": "integer", "format": "int64" } }
             }
-        }) else { unreachable!() };
+        }) else {
+            unreachable!()
+        };
         let out = Value::Object(portable(schema));
         assert_eq!(out["properties"]["budget"], json!({ "type": "integer", "minimum": 0 }));
         assert_eq!(out["properties"]["scale"], json!({ "type": "number" }));

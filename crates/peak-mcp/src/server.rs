@@ -14,7 +14,9 @@ use peak_apply::{ApplyOptions, InitOptions};
 use peak_backend::worker::PoolOptions;
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::validate::{Outcome as Validation, samples};
-use peak_eval::{OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, Validator, Workers, default_cache_dir, tune_context, tuning_run_options};
+use peak_eval::{
+    OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, Validator, Workers, default_cache_dir, tune_context, tuning_run_options,
+};
 use peak_spec::{Context, Region};
 use peak_transform::Library;
 use peak_workflow::Workflow;
@@ -134,7 +136,8 @@ impl Answer {
     }
 
     fn into_result(self) -> CallToolResult {
-        let mut result = if self.error { CallToolResult::error(vec![ContentBlock::text(self.text)]) } else { CallToolResult::success(vec![ContentBlock::text(self.text)]) };
+        let mut result =
+            if self.error { CallToolResult::error(vec![ContentBlock::text(self.text)]) } else { CallToolResult::success(vec![ContentBlock::text(self.text)]) };
         if !self.data.is_null() {
             result.structured_content = Some(without_nulls(self.data));
         }
@@ -168,7 +171,12 @@ impl PeakServer {
     }
 
     /// Run `job` on a blocking thread with a progress sender for this request.
-    async fn run(&self, meta: &RequestMetaObject, peer: &Peer<RoleServer>, job: impl FnOnce(&Settings, &Progress) -> Result<Answer> + Send + 'static) -> ToolResult {
+    async fn run(
+        &self,
+        meta: &RequestMetaObject,
+        peer: &Peer<RoleServer>,
+        job: impl FnOnce(&Settings, &Progress) -> Result<Answer> + Send + 'static,
+    ) -> ToolResult {
         let (progress, forward) = Progress::start(meta.get_progress_token(), peer.clone());
         let settings = Arc::clone(&self.settings);
         let outcome = tokio::task::spawn_blocking(move || {
@@ -304,7 +312,8 @@ impl PeakServer {
             let (ctx, notes) = peak_spec::import::import_file(Path::new(&p.file), Path::new(&p.context), None, &choices).map_err(|e| anyhow!(e))?;
             let launch = ctx.regions.get(Region::Host);
             let said: String = notes.iter().map(|n| format!("- {n}\n")).collect();
-            let text = format!("wrote context {} (kernel `{}`)\n\nfrom the file:\n{said}\nproposed launch script:\n{launch}", p.context, ctx.manifest.kernel.name);
+            let text =
+                format!("wrote context {} (kernel `{}`)\n\nfrom the file:\n{said}\nproposed launch script:\n{launch}", p.context, ctx.manifest.kernel.name);
             Ok(Answer::ok(text, json!({ "context": p.context, "manifest": ctx.manifest, "launch": launch, "notes": notes })))
         })
         .await
@@ -329,7 +338,8 @@ impl PeakServer {
             let wf = peak_apply::init_workflow(Path::new(&p.workflow), Path::new(&p.context), &options, &mut workers, progress)?;
             let entries = wf.log()?;
             let head = wf.head()?;
-            let text = format!("initialized workflow {} with root checkpoint {}\n\n{}", wf.dir().display(), head.id.short(), peak_workflow::render_log(&entries));
+            let text =
+                format!("initialized workflow {} with root checkpoint {}\n\n{}", wf.dir().display(), head.id.short(), peak_workflow::render_log(&entries));
             Ok(Answer::ok(text, json!({ "workflow": wf.dir(), "root": head.id, "log": entries })))
         })
         .await
@@ -459,7 +469,8 @@ impl PeakServer {
             space.at_validation_sizes(&target.ctx.manifest, &p.sampling.set)?;
             let chosen = samples(&space, p.samples.unwrap_or(16), p.sampling.seed.unwrap_or(1));
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
-            let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(reference.context().clone(), ReferenceStore::new(cache_dir.join("references"))))];
+            let mut validators: Vec<Box<dyn Validator>> =
+                vec![Box::new(OutputValidator::new(reference.context().clone(), ReferenceStore::new(cache_dir.join("references"))))];
             let mut workers = (settings.workers)();
             let report = peak_eval::validate(&mut workers, &target.ctx, &chosen, &mut validators, progress)?;
             let text = render::validation_text(&target.label, &report);
@@ -524,7 +535,8 @@ impl PeakServer {
         self.run(&meta, &peer, move |settings, progress| {
             let target = Target::resolve(&p.target)?;
             let space = restricted(&target.ctx, &p.set)?;
-            let params = target.best_params(&space).or_else(|| space.iter().next()).ok_or_else(|| anyhow!("no execution parameter satisfies the constraints"))?;
+            let params =
+                target.best_params(&space).or_else(|| space.iter().next()).ok_or_else(|| anyhow!("no execution parameter satisfies the constraints"))?;
             let mut options = ProfileOptions::locate()?;
             if !p.metrics.is_empty() {
                 options.metrics = p.metrics.clone();

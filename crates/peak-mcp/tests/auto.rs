@@ -82,10 +82,13 @@ fn setup(script: Vec<Scripted>) -> Setup {
 }
 
 fn kinds(events: &[AutoEvent]) -> Vec<String> {
-    events.iter().map(|e| match &e.transformation {
-        Some(t) => format!("{} {t}", e.event),
-        None => e.event.clone(),
-    }).collect()
+    events
+        .iter()
+        .map(|e| match &e.transformation {
+            Some(t) => format!("{} {t}", e.event),
+            None => e.event.clone(),
+        })
+        .collect()
 }
 
 fn checkpoint_of(wf: &Path, transformation: &str) -> String {
@@ -133,8 +136,16 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
     assert_eq!((backtrack.checkpoint.as_deref(), backtrack.branch.as_deref()), (Some(once.as_str()), Some("auto-1")));
     assert!(report.events[3].detail.as_deref().unwrap().contains("slower than the best"), "{:?}", report.events[3]);
     assert!(report.events[5].detail.as_deref().unwrap().contains("not the JSON object"), "{:?}", report.events[5]);
-    assert!(report.events[8].detail.as_deref().unwrap().contains("Unroll already failed from this checkpoint"), "a failed step is not repeated: {:?}", report.events[8]);
-    assert_eq!((report.events[3].at.as_str(), report.events[4].at.as_str()), (once.as_str(), more.as_str()), "the regression started at Once; the backtrack left Repeat-More");
+    assert!(
+        report.events[8].detail.as_deref().unwrap().contains("Unroll already failed from this checkpoint"),
+        "a failed step is not repeated: {:?}",
+        report.events[8]
+    );
+    assert_eq!(
+        (report.events[3].at.as_str(), report.events[4].at.as_str()),
+        (once.as_str(), more.as_str()),
+        "the regression started at Once; the backtrack left Repeat-More"
+    );
     assert_eq!(report.events[0].reasoning.as_deref(), Some("the product is computed 16 times; once is enough"), "decisions keep their reasoning");
 
     // The workflow: the slow line stays on main for the record; work continues on auto-1
@@ -145,7 +156,10 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
     assert_eq!(wf.resolve("main")?.to_string(), more);
     assert_eq!(report.best.as_ref().map(|b| b.0.as_str()), Some(once.as_str()));
     let attempts = wf.attempts()?;
-    assert!(attempts.records.iter().any(|r| r.attempt.transformation == "Unroll" && r.attempt.outcome == peak_workflow::AttemptOutcome::WrongOutput), "{attempts:?}");
+    assert!(
+        attempts.records.iter().any(|r| r.attempt.transformation == "Unroll" && r.attempt.outcome == peak_workflow::AttemptOutcome::WrongOutput),
+        "{attempts:?}"
+    );
 
     // The log on disk is the report's events.
     assert_eq!(read_log(&s.wf)?, report.events);
@@ -164,7 +178,8 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
 }
 
 fn a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run() -> Result<(), Failed> {
-    let mut s = setup(vec![plan("Repeat-More", "more work per thread"), region("#define REPEAT 64"), plan("Unroll", "fewer loop branches"), region(WRONG_DEVICE)]);
+    let mut s =
+        setup(vec![plan("Repeat-More", "more work per thread"), region("#define REPEAT 64"), plan("Unroll", "fewer loop branches"), region(WRONG_DEVICE)]);
     s.options.budget = 2;
     // Slower than the root but within this threshold: the run continues from it.
     s.options.regression = 100.0;
@@ -237,7 +252,9 @@ fn an_endpoint_that_is_down_fails_the_run_at_once() -> Result<(), Failed> {
     // A port nothing listens on: the one a listener had a moment ago.
     let down = format!("http://{}/v1", std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?);
     let head = Workflow::open(&s.wf)?.head()?.id.to_string();
-    for (planner, executor) in [(format!("openai-compat:{down}:fake-planner"), s.options.executor.clone()), (s.options.executor.clone(), format!("openai-compat:{down}:fake-coder"))] {
+    for (planner, executor) in
+        [(format!("openai-compat:{down}:fake-planner"), s.options.executor.clone()), (s.options.executor.clone(), format!("openai-compat:{down}:fake-coder"))]
+    {
         let options = AutoOptions { planner: Some(planner), executor, ..s.options.clone() };
         let started = std::time::Instant::now();
         let err = run(&s.wf, &options, &mut (s.settings.workers)(), &()).err().ok_or("a run with an endpoint down went on")?;

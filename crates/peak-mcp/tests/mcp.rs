@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 
 use common::Failed;
 use peak_mcp::PeakServer;
+use peak_transform::testing::{FakeLlmServer, Scripted};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
-use peak_transform::testing::{FakeLlmServer, Scripted};
 use serde_json::{Value, json};
 
 fn main() {
@@ -271,7 +271,10 @@ fn an_agent_imports_a_kernel_file_as_a_context() -> Result<(), Failed> {
     let ctx = dir.path().join("scale");
     let (error, text) = session.call("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": ["x=n"], "inputs": ["n=1024"] }));
     assert!(error && text.contains("--size y=EXPR") && text.contains("--scalar k=VALUE"), "what is missing is named: {text}");
-    let text = session.ok("import_kernel", json!({ "file": s(&file), "context": s(&ctx), "sizes": ["x=n", "y=n"], "inputs": ["n=1024"], "scalars": ["k=2"], "domain": "elementwise" }));
+    let text = session.ok(
+        "import_kernel",
+        json!({ "file": s(&file), "context": s(&ctx), "sizes": ["x=n", "y=n"], "inputs": ["n=1024"], "scalars": ["k=2"], "domain": "elementwise" }),
+    );
     assert!(text.contains("launch(\"scale\", ceil_div(n, BLOCK_X), BLOCK_X, 0, x, y, n, 2.0);"), "{text}");
     assert!(text.contains("left out #include <stdio.h>"), "what the import left out is said: {text}");
     let loaded = peak_spec::Context::load(&ctx).expect("the imported context loads");
@@ -301,7 +304,10 @@ fn agent_carries_refactor_through_to_a_checkpoint() -> Result<(), Failed> {
     assert!(error && twice.contains("already in progress"), "{twice}");
 
     let second = session.ok("submit_region", json!({ "workflow": wf, "text": MACROS }));
-    assert!(second.contains("pass 2 of 2") && second.contains("`device` region") && second.contains("#define A_AT"), "the device prompt shows the new macros: {second}");
+    assert!(
+        second.contains("pass 2 of 2") && second.contains("`device` region") && second.contains("#define A_AT"),
+        "the device prompt shows the new macros: {second}"
+    );
 
     // A device region that does not compile: a tool error with the log and a repair prompt.
     let broken = DEVICE.replace("float acc = 0.0f;", "float acc = UNDECLARED_START;");

@@ -127,8 +127,8 @@ impl OpenClBackend {
         let ids = platforms[entry.platform].get_devices(CL_DEVICE_TYPE_ALL).map_err(|e| unavailable(e.to_string()))?;
         let device = Device::new(ids[entry.device]);
         let context = Context::from_device(&device).map_err(|e| internal("creating a context", e))?;
-        let queue = CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0)
-            .map_err(|e| internal("creating a profiling queue", e))?;
+        let queue =
+            CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0).map_err(|e| internal("creating a profiling queue", e))?;
         let is_cpu = device.dev_type().map(|t| t & CL_DEVICE_TYPE_CPU != 0).unwrap_or(false);
         let info = DeviceInfo {
             backend: "opencl".into(),
@@ -209,14 +209,10 @@ impl Backend for OpenClBackend {
         let options = request.defines.iter().map(|(k, v)| format!("-D {k}={v}")).collect::<Vec<_>>().join(" ");
         // `#line` makes the compiler's messages name the context's file, with its line numbers.
         let source = format!("#line 1 \"{}\"\n{}", request.file_name.replace('"', "'"), request.source);
-        let program = Program::create_and_build_from_source(&self.context, &source, &options)
-            .map_err(|log| BackendError::Compile { log, options: options.clone() })?;
-        let kernels = program
-            .kernel_names()
-            .split(';')
-            .filter(|n| !n.is_empty())
-            .map(|name| KernelResources { name: name.to_string(), ..Default::default() })
-            .collect();
+        let program =
+            Program::create_and_build_from_source(&self.context, &source, &options).map_err(|log| BackendError::Compile { log, options: options.clone() })?;
+        let kernels =
+            program.kernel_names().split(';').filter(|n| !n.is_empty()).map(|name| KernelResources { name: name.to_string(), ..Default::default() }).collect();
         let log = program.get_build_log(self.device.id()).unwrap_or_default();
         Ok(Module { handle: std::sync::Arc::new(ClModule { program, kernels: Mutex::new(HashMap::new()) }), log, kernels })
     }
@@ -235,9 +231,7 @@ impl Backend for OpenClBackend {
     }
 
     fn write(&self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
-        self.with_buffer(buffer, |b| {
-            unsafe { self.queue.enqueue_write_buffer(b, CL_BLOCKING, 0, data, &[]) }.map(drop).map_err(|e| internal("write", e))
-        })
+        self.with_buffer(buffer, |b| unsafe { self.queue.enqueue_write_buffer(b, CL_BLOCKING, 0, data, &[]) }.map(drop).map_err(|e| internal("write", e)))
     }
 
     fn read(&self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
@@ -308,13 +302,11 @@ impl Backend for OpenClBackend {
         }
         let global: Vec<usize> = launch.grid.iter().zip(&launch.block).map(|(&g, &b)| g as usize * b as usize).collect();
         let local: Vec<usize> = launch.block.iter().map(|&b| b as usize).collect();
-        unsafe { self.queue.enqueue_nd_range_kernel(kernel.get(), 3, ptr::null(), global.as_ptr(), local.as_ptr(), &[]) }
-            .map(drop)
-            .map_err(|e| match e.0 {
-                // CL_INVALID_WORK_GROUP_SIZE, CL_OUT_OF_RESOURCES, CL_INVALID_WORK_ITEM_SIZE
-                -54 | -5 | -55 => BackendError::InvalidConfig(format!("`{}` cannot launch this way: {e}", launch.kernel)),
-                _ => BackendError::Launch { kernel: launch.kernel.clone(), message: e.to_string() },
-            })
+        unsafe { self.queue.enqueue_nd_range_kernel(kernel.get(), 3, ptr::null(), global.as_ptr(), local.as_ptr(), &[]) }.map(drop).map_err(|e| match e.0 {
+            // CL_INVALID_WORK_GROUP_SIZE, CL_OUT_OF_RESOURCES, CL_INVALID_WORK_ITEM_SIZE
+            -54 | -5 | -55 => BackendError::InvalidConfig(format!("`{}` cannot launch this way: {e}", launch.kernel)),
+            _ => BackendError::Launch { kernel: launch.kernel.clone(), message: e.to_string() },
+        })
     }
 
     fn record_event(&self) -> Result<EventId, BackendError> {

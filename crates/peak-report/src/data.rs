@@ -265,12 +265,8 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
         let Some(view) = view_of(&step.id) else { continue };
         for run in view.performance["runs"].as_array().into_iter().flatten() {
             tuned += 1;
-            let curve: Vec<(u64, f64)> = run["curve"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| Some((p["evaluations"].as_u64()?, p["best_ms"].as_f64()?)))
-                .collect();
+            let curve: Vec<(u64, f64)> =
+                run["curve"].as_array().into_iter().flatten().filter_map(|p| Some((p["evaluations"].as_u64()?, p["best_ms"].as_f64()?))).collect();
             if !curve.is_empty() {
                 convergence.push(Convergence {
                     id: step.id.clone(),
@@ -292,7 +288,9 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
         let reason = entries.iter().filter_map(|e| e.baseline.as_ref()?.reason.clone()).next();
         missing.push(match reason {
             Some(reason) => format!("% of vendor library: no checkpoint has a yardstick timed ({reason})"),
-            None => "% of vendor library: no checkpoint records a yardstick (`baseline` in performance.json, recorded with every tuning since it was added)".into(),
+            None => {
+                "% of vendor library: no checkpoint records a yardstick (`baseline` in performance.json, recorded with every tuning since it was added)".into()
+            }
         });
     }
     if ordered.iter().any(|s| s.best_time_ms.is_some()) && ordered.iter().all(|s| s.tflops.is_none()) {
@@ -342,9 +340,11 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
             best_time_ms: step.best_time_ms,
         })
     });
-    let root_manifest = series.first().and_then(|s| s.steps.first()).and_then(|r| view_of(&r.id)).and_then(|v| {
-        v.files.get(peak_spec::MANIFEST_FILE).and_then(|t| Manifest::parse(peak_spec::MANIFEST_FILE, t).ok())
-    });
+    let root_manifest = series
+        .first()
+        .and_then(|s| s.steps.first())
+        .and_then(|r| view_of(&r.id))
+        .and_then(|v| v.files.get(peak_spec::MANIFEST_FILE).and_then(|t| Manifest::parse(peak_spec::MANIFEST_FILE, t).ok()));
     let device = ordered.iter().rev().find_map(|s| view_of(&s.id)?.performance["device"].as_str().map(str::to_string));
     let name = path.file_name().map(|n| n.to_string_lossy().trim_end_matches(".bundle").to_string()).unwrap_or_else(|| path.display().to_string());
     Ok(WorkflowReport {
@@ -411,7 +411,13 @@ fn time_breakdown<'a>(steps: &[&Step], view_of: &dyn Fn(&str) -> Option<&'a Chec
         out.validation_s += validation.unwrap_or(0.0);
         out.tuning_s += tuning.unwrap_or(0.0);
         out.transformation_s += transformation.unwrap_or(0.0);
-        out.rows.push(TimeRow { id: step.id.clone(), transformation: step.transformation.clone(), validation_s: validation, transformation_s: transformation, tuning_s: tuning });
+        out.rows.push(TimeRow {
+            id: step.id.clone(),
+            transformation: step.transformation.clone(),
+            validation_s: validation,
+            transformation_s: transformation,
+            tuning_s: tuning,
+        });
     }
     out
 }
@@ -537,7 +543,14 @@ mod tests {
         AttemptRecord {
             id: format!("{t}{outcome}{retry}"),
             time: String::new(),
-            attempt: Attempt { transformation: t.into(), executor: "openai".into(), outcome: outcome.into(), retry, parent: Some("p".into()), ..Default::default() },
+            attempt: Attempt {
+                transformation: t.into(),
+                executor: "openai".into(),
+                outcome: outcome.into(),
+                retry,
+                parent: Some("p".into()),
+                ..Default::default()
+            },
         }
     }
 

@@ -61,10 +61,9 @@ pub fn empty(id: &str, title: &str, why: &str) -> Result<Figure> {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 120)).into_drawing_area();
         root.fill(&RGBColor(0xf7, 0xf8, 0xfa))?;
         let grey = INK.mix(0.8);
-        let style = TextStyle::from((FONT, 15).into_font()).color(&grey).pos(plotters::style::text_anchor::Pos::new(
-            plotters::style::text_anchor::HPos::Center,
-            plotters::style::text_anchor::VPos::Center,
-        ));
+        let style = TextStyle::from((FONT, 15).into_font())
+            .color(&grey)
+            .pos(plotters::style::text_anchor::Pos::new(plotters::style::text_anchor::HPos::Center, plotters::style::text_anchor::VPos::Center));
         root.draw(&Text::new(why.to_string(), (WIDTH as i32 / 2, 60), style))?;
         root.present()?;
     }
@@ -83,7 +82,13 @@ fn count_label(v: &f64) -> String {
 
 fn ratio_label(v: &f64) -> String {
     let x = 2f64.powf(*v);
-    if x >= 10.0 { format!("{x:.0}x") } else if x >= 1.0 { format!("{x:.1}x") } else { format!("{x:.2}x") }
+    if x >= 10.0 {
+        format!("{x:.0}x")
+    } else if x >= 1.0 {
+        format!("{x:.1}x")
+    } else {
+        format!("{x:.2}x")
+    }
 }
 
 /// Figure 2: speedup over the root per step, one line per series.
@@ -103,7 +108,8 @@ pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
     let (lo, hi) = (ys.iter().copied().fold(0.0f64, f64::min), ys.iter().copied().fold(0.0f64, f64::max));
     let pad = ((hi - lo) * 0.08).max(0.25);
     // Step names along the x axis, from the longest series.
-    let longest = w.series.iter().max_by_key(|s| s.steps.len()).map(|s| s.steps.iter().map(|st| st.transformation.clone()).collect::<Vec<_>>()).unwrap_or_default();
+    let longest =
+        w.series.iter().max_by_key(|s| s.steps.len()).map(|s| s.steps.iter().map(|st| st.transformation.clone()).collect::<Vec<_>>()).unwrap_or_default();
     let label_len = longest.iter().map(|n| n.len() + 4).max().unwrap_or(4) as u32;
     // Step names lie flat when they fit side by side, else they stand on end.
     let flat = (max_step as u32 + 1) * (label_len * 7 + 12) < WIDTH - 120;
@@ -142,7 +148,9 @@ pub fn speedup_per_step(w: &WorkflowReport) -> Result<Figure> {
         }
         // The last point of each series carries its value, drawn on the whole figure (not
         // clipped by the plot) and ending at the point, so the rightmost stays in view.
-        let value_style = |i: usize| TextStyle::from((FONT, 14).into_font().style(FontStyle::Bold)).color(&PALETTE[i % PALETTE.len()]).pos(Pos::new(HPos::Right, VPos::Bottom));
+        let value_style = |i: usize| {
+            TextStyle::from((FONT, 14).into_font().style(FontStyle::Bold)).color(&PALETTE[i % PALETTE.len()]).pos(Pos::new(HPos::Right, VPos::Bottom))
+        };
         for (i, (_, pts)) in lines.iter().enumerate() {
             if let Some(last) = pts.last() {
                 let (x, y) = chart.backend_coord(&(last.0 as f64, log2(last.1)));
@@ -185,7 +193,15 @@ where
 
 /// Horizontal bars, one per labelled row (the first on top); `segments` are (value,
 /// colour) stacked from `origin`. Row labels are drawn beside the plot, one per row.
-fn bars(rows: &[Row], origin: f64, x_range: (f64, f64), x_desc: &str, x_fmt: &dyn Fn(&f64) -> String, legend: &[(&str, RGBColor)], baseline: Option<f64>) -> Result<String> {
+fn bars(
+    rows: &[Row],
+    origin: f64,
+    x_range: (f64, f64),
+    x_desc: &str,
+    x_fmt: &dyn Fn(&f64) -> String,
+    legend: &[(&str, RGBColor)],
+    baseline: Option<f64>,
+) -> Result<String> {
     let n = rows.len().max(1);
     let label_len = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8) as u32;
     let height = 100 + 32 * n as u32 + if legend.is_empty() { 0 } else { 36 };
@@ -193,7 +209,9 @@ fn bars(rows: &[Row], origin: f64, x_range: (f64, f64), x_desc: &str, x_fmt: &dy
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE)?;
-        let (plot, legend_area) = if legend.is_empty() { (root.clone(), None) } else {
+        let (plot, legend_area) = if legend.is_empty() {
+            (root.clone(), None)
+        } else {
             let (a, b) = root.split_vertically(height - 36);
             (a, Some(b))
         };
@@ -351,10 +369,8 @@ pub fn depth(w: &WorkflowReport) -> Result<Figure> {
     let color_of = |v: &str| legend.iter().find(|(n, _)| *n == v).map(|c| c.1).unwrap_or(INK);
     let (rows, note): (Vec<Row>, String) = if known.is_empty() {
         // The sample is not recorded: show which validator caught what.
-        let rows = validators
-            .iter()
-            .map(|v| (format!("caught by {v}"), vec![(w.depth.iter().filter(|d| d.validator == *v).count() as f64, color_of(v))]))
-            .collect();
+        let rows =
+            validators.iter().map(|v| (format!("caught by {v}"), vec![(w.depth.iter().filter(|d| d.validator == *v).count() as f64, color_of(v))])).collect();
         (rows, "The attempts log does not record which sampled execution parameter failed first, so only the validator is shown.".into())
     } else {
         let max = known.iter().map(|k| k.0).max().unwrap_or(1);
@@ -378,7 +394,10 @@ pub fn time(w: &WorkflowReport) -> Result<Figure> {
         .iter()
         .filter(|r| r.validation_s.is_some() || r.tuning_s.is_some() || r.transformation_s.is_some_and(|t| t > 0.0))
         .map(|r| {
-            (r.transformation.clone(), vec![(r.validation_s.unwrap_or(0.0), legend[0].1), (r.transformation_s.unwrap_or(0.0), legend[1].1), (r.tuning_s.unwrap_or(0.0), legend[2].1)])
+            (
+                r.transformation.clone(),
+                vec![(r.validation_s.unwrap_or(0.0), legend[0].1), (r.transformation_s.unwrap_or(0.0), legend[1].1), (r.tuning_s.unwrap_or(0.0), legend[2].1)],
+            )
         })
         .collect();
     if rows.is_empty() {
@@ -400,12 +419,8 @@ pub fn convergence(w: &WorkflowReport) -> Result<Figure> {
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 420)).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(18)
-            .margin_right(30)
-            .x_label_area_size(44)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..max_eval, 0f64..1.05)?;
+        let mut chart =
+            ChartBuilder::on(&root).margin(18).margin_right(30).x_label_area_size(44).y_label_area_size(64).build_cartesian_2d(0f64..max_eval, 0f64..1.05)?;
         chart
             .configure_mesh()
             .x_desc("evaluations")

@@ -158,7 +158,9 @@ pub fn render(report: &Report) -> Result<String> {
     for w in &report.workflows {
         workflow(&mut out, w)?;
     }
-    out.push_str("<footer>Written by <code>peak report</code>. Figures drawn with plotters; nothing on this page is loaded from elsewhere.</footer>\n</body>\n</html>\n");
+    out.push_str(
+        "<footer>Written by <code>peak report</code>. Figures drawn with plotters; nothing on this page is loaded from elsewhere.</footer>\n</body>\n</html>\n",
+    );
     Ok(out)
 }
 
@@ -166,10 +168,20 @@ pub fn render(report: &Report) -> Result<String> {
 /// named (the fastest checkpoint, by its speedup over the root).
 fn cards(out: &mut String, s: &Series) {
     let last = s.steps.last();
-    let best = s.steps.iter().skip(1).filter(|st| st.speedup_over_root.is_some()).max_by(|a, b| a.speedup_over_root.partial_cmp(&b.speedup_over_root).unwrap_or(std::cmp::Ordering::Equal));
+    let best = s
+        .steps
+        .iter()
+        .skip(1)
+        .filter(|st| st.speedup_over_root.is_some())
+        .max_by(|a, b| a.speedup_over_root.partial_cmp(&b.speedup_over_root).unwrap_or(std::cmp::Ordering::Equal));
     out.push_str("<div class=\"cards\">");
-    let _ = write!(out, "<div class=\"card\"><div class=\"k\">steps on {}</div><div class=\"v\">{}</div></div>", escape(&s.name), s.steps.len().saturating_sub(1));
-    let _ = write!(out, "<div class=\"card\"><div class=\"k\">final speedup</div><div class=\"v\">{} <small>vs root</small></div></div>", speedup(last.and_then(|l| l.speedup_over_root)));
+    let _ =
+        write!(out, "<div class=\"card\"><div class=\"k\">steps on {}</div><div class=\"v\">{}</div></div>", escape(&s.name), s.steps.len().saturating_sub(1));
+    let _ = write!(
+        out,
+        "<div class=\"card\"><div class=\"k\">final speedup</div><div class=\"v\">{} <small>vs root</small></div></div>",
+        speedup(last.and_then(|l| l.speedup_over_root))
+    );
     match best {
         Some(st) => {
             let _ = write!(
@@ -182,8 +194,16 @@ fn cards(out: &mut String, s: &Series) {
         }
         None => out.push_str("<div class=\"card\"><div class=\"k\">best step</div><div class=\"v\">-</div><small>no step timed</small></div>"),
     }
-    let at = last.filter(|l| l.best_time_ms.is_some()).and_then(|l| l.best_inputs.as_ref()).map(|i| format!("<small>at {}</small>", escape(&peak_workflow::format_inputs(i)))).unwrap_or_default();
-    let _ = write!(out, "<div class=\"card\"><div class=\"k\">final time</div><div class=\"v\">{}</div>{at}</div>", last.and_then(|l| l.best_time_ms).map(format_ms).unwrap_or_else(|| "-".into()));
+    let at = last
+        .filter(|l| l.best_time_ms.is_some())
+        .and_then(|l| l.best_inputs.as_ref())
+        .map(|i| format!("<small>at {}</small>", escape(&peak_workflow::format_inputs(i))))
+        .unwrap_or_default();
+    let _ = write!(
+        out,
+        "<div class=\"card\"><div class=\"k\">final time</div><div class=\"v\">{}</div>{at}</div>",
+        last.and_then(|l| l.best_time_ms).map(format_ms).unwrap_or_else(|| "-".into())
+    );
     if let Some(t) = last.and_then(|l| l.tflops) {
         let _ = write!(out, "<div class=\"card\"><div class=\"k\">throughput</div><div class=\"v\">{} <small>TFLOP/s</small></div></div>", tflops(Some(t)));
     }
@@ -197,7 +217,16 @@ fn attempts(out: &mut String, w: &WorkflowReport) {
         return;
     }
     out.push_str("<div class=\"panel scroll\"><h3>Attempts</h3><table>");
-    out.push_str(&head(&[("executor", false), ("transformation", false), ("applies", true), ("tries", true), ("first try", true), ("after repair", true), ("failed", true), ("failures by kind", false)]));
+    out.push_str(&head(&[
+        ("executor", false),
+        ("transformation", false),
+        ("applies", true),
+        ("tries", true),
+        ("first try", true),
+        ("after repair", true),
+        ("failed", true),
+        ("failures by kind", false),
+    ]));
     out.push_str("<tbody>");
     for r in &w.success {
         out.push_str("<tr>");
@@ -216,7 +245,14 @@ fn attempts(out: &mut String, w: &WorkflowReport) {
 fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
     let _ = write!(out, "<section class=\"workflow wrap\" id=\"{}\">", slug(&w.name));
     let what = [w.kernel.as_deref(), w.backend.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" · ");
-    let _ = write!(out, "<h2>{}</h2><p class=\"sub\">{} — {}{}</p>", escape(&w.name), escape(&what), escape(&w.source.display().to_string()), w.device.as_ref().map(|d| format!("<br>{}", escape(d))).unwrap_or_default());
+    let _ = write!(
+        out,
+        "<h2>{}</h2><p class=\"sub\">{} — {}{}</p>",
+        escape(&w.name),
+        escape(&what),
+        escape(&w.source.display().to_string()),
+        w.device.as_ref().map(|d| format!("<br>{}", escape(d))).unwrap_or_default()
+    );
 
     if let Some(s) = w.series.first() {
         cards(out, s);
@@ -281,7 +317,15 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
     fig(out, "fig-depth");
     if !w.depth.is_empty() {
         out.push_str("<div class=\"panel scroll\"><h3>Failed validation tries</h3><table>");
-        out.push_str(&head(&[("executor", false), ("transformation", false), ("retry", true), ("outcome", false), ("caught by", false), ("first failing sample", true), ("message", false)]));
+        out.push_str(&head(&[
+            ("executor", false),
+            ("transformation", false),
+            ("retry", true),
+            ("outcome", false),
+            ("caught by", false),
+            ("first failing sample", true),
+            ("message", false),
+        ]));
         out.push_str("<tbody>");
         for d in &w.depth {
             out.push_str("<tr>");
@@ -305,10 +349,30 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
     out.push_str(&head(&[("checkpoint", false), ("transformation", false), ("validation s", true), ("transformation s", true), ("performance s", true)]));
     out.push_str("<tbody>");
     for r in &t.rows {
-        let _ = write!(out, "<tr><td><code>{}</code></td>{}{}{}{}</tr>", escape(&r.id), cell(&r.transformation, false), cell(seconds(r.validation_s), true), cell(seconds(r.transformation_s), true), cell(seconds(r.tuning_s), true));
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td>{}{}{}{}</tr>",
+            escape(&r.id),
+            cell(&r.transformation, false),
+            cell(seconds(r.validation_s), true),
+            cell(seconds(r.transformation_s), true),
+            cell(seconds(r.tuning_s), true)
+        );
     }
-    let _ = write!(out, "<tr class=\"total\"><td>total</td><td>seconds</td>{}{}{}</tr>", cell(format!("{:.1}", t.validation_s), true), cell(format!("{:.1}", t.transformation_s), true), cell(format!("{:.1}", t.tuning_s), true));
-    let _ = write!(out, "<tr><td></td><td>share</td>{}{}{}</tr>", cell(pct(t.validation_s), true), cell(pct(t.transformation_s), true), cell(pct(t.tuning_s), true));
+    let _ = write!(
+        out,
+        "<tr class=\"total\"><td>total</td><td>seconds</td>{}{}{}</tr>",
+        cell(format!("{:.1}", t.validation_s), true),
+        cell(format!("{:.1}", t.transformation_s), true),
+        cell(format!("{:.1}", t.tuning_s), true)
+    );
+    let _ = write!(
+        out,
+        "<tr><td></td><td>share</td>{}{}{}</tr>",
+        cell(pct(t.validation_s), true),
+        cell(pct(t.transformation_s), true),
+        cell(pct(t.tuning_s), true)
+    );
     out.push_str("</tbody></table></div>");
     fig(out, "fig-time");
     fig(out, "fig-convergence");

@@ -28,7 +28,12 @@ pub(crate) fn other_sizes(entry: &LogEntry, view: &CheckpointView, tflops: impl 
         .filter(|s| s.inputs.is_some() && s.inputs != entry.best_inputs)
         .filter_map(|s| {
             let inputs = s.inputs.clone()?;
-            let params = view.performance["runs"].as_array().into_iter().flatten().find(|run| run.get("inputs") == Some(&inputs)).and_then(|run| run.pointer("/best/params"));
+            let params = view.performance["runs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|run| run.get("inputs") == Some(&inputs))
+                .and_then(|run| run.pointer("/best/params"));
             Some(StepSize {
                 tflops: params.and_then(|p| tflops(p, s.best_time_ms)),
                 inputs,

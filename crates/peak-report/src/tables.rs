@@ -115,7 +115,18 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
             // Every other size tuned, a row each, its speedups taken at that size.
             for size in &st.sizes {
                 let blank = || String::new();
-                rows.push(vec![blank(), blank(), blank(), blank(), format_ms(size.best_time_ms), speedup(size.speedup_over_root), speedup(size.speedup_over_previous), tflops(size.tflops), blank(), peak_workflow::format_inputs(&size.inputs)]);
+                rows.push(vec![
+                    blank(),
+                    blank(),
+                    blank(),
+                    blank(),
+                    format_ms(size.best_time_ms),
+                    speedup(size.speedup_over_root),
+                    speedup(size.speedup_over_previous),
+                    tflops(size.tflops),
+                    blank(),
+                    peak_workflow::format_inputs(&size.inputs),
+                ]);
             }
         }
         out.push_str(&table(&["step", "checkpoint", "transformation", "verdict", "best time", "x root", "x previous", "TFLOP/s", "% vendor", "inputs"], &rows));
@@ -177,8 +188,11 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
     let _ = writeln!(out, "\ntime breakdown (validation, transformation = executor latency, performance = tuning)");
     let total = t.validation_s + t.transformation_s + t.tuning_s;
     let pct = |x: f64| if total > 0.0 && t.unrecorded < t.rows.len() { format!("{:.1}%", 100.0 * x / total) } else { "-".into() };
-    let mut rows: Vec<Vec<String>> =
-        t.rows.iter().map(|r| vec![r.id.clone(), r.transformation.clone(), seconds(r.validation_s), seconds(r.transformation_s), seconds(r.tuning_s)]).collect();
+    let mut rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| vec![r.id.clone(), r.transformation.clone(), seconds(r.validation_s), seconds(r.transformation_s), seconds(r.tuning_s)])
+        .collect();
     rows.push(vec!["total".into(), "seconds".into(), format!("{:.1}", t.validation_s), format!("{:.1}", t.transformation_s), format!("{:.1}", t.tuning_s)]);
     rows.push(vec!["".into(), "share".into(), pct(t.validation_s), pct(t.transformation_s), pct(t.tuning_s)]);
     out.push_str(&table(&["checkpoint", "transformation", "validation s", "transformation s", "performance s"], &rows));
@@ -215,7 +229,14 @@ pub fn render_workflow(w: &WorkflowReport) -> String {
     }
 
     if let Some(k) = &w.final_kernel {
-        let _ = writeln!(out, "\nfinal kernel: {} {} (series {}), {}", k.id, k.transformation, k.series, k.best_time_ms.map(format_ms).unwrap_or_else(|| "not timed".into()));
+        let _ = writeln!(
+            out,
+            "\nfinal kernel: {} {} (series {}), {}",
+            k.id,
+            k.transformation,
+            k.series,
+            k.best_time_ms.map(format_ms).unwrap_or_else(|| "not timed".into())
+        );
         if let Some(p) = &k.best_params {
             let _ = writeln!(out, "  best configuration {p}");
         }
@@ -237,7 +258,8 @@ pub(crate) fn measured_at(st: &crate::data::Step) -> String {
     fn elsewhere<'a>(s: Option<f64>, i: &'a Option<serde_json::Value>, at: &serde_json::Value) -> Option<&'a serde_json::Value> {
         i.as_ref().filter(|i| s.is_some() && *i != at)
     }
-    let (root, previous) = (elsewhere(st.speedup_over_root, &st.speedup_over_root_inputs, at), elsewhere(st.speedup_over_previous, &st.speedup_over_previous_inputs, at));
+    let (root, previous) =
+        (elsewhere(st.speedup_over_root, &st.speedup_over_root_inputs, at), elsewhere(st.speedup_over_previous, &st.speedup_over_previous_inputs, at));
     match (root, previous) {
         (Some(r), Some(p)) if r == p => cell.push_str(&format!(" (x root, x previous @{})", peak_workflow::format_inputs(r))),
         (r, p) => {

@@ -67,7 +67,14 @@ fn the_page_is_self_contained() {
         }
     }
     assert!(!page.contains("@import") && !page.contains("url("), "the CSS must load nothing");
-    for title in ["Speedup over the root per step", "Speedup over the previous step", "Success per executor and transformation", "Evaluation depth", "Time per step", "Tuning convergence"] {
+    for title in [
+        "Speedup over the root per step",
+        "Speedup over the previous step",
+        "Success per executor and transformation",
+        "Evaluation depth",
+        "Time per step",
+        "Tuning convergence",
+    ] {
         assert_eq!(page.matches(&format!("<title>{title}")).count(), paths.len(), "figure {title:?} in every workflow's section");
     }
     // The final kernel and the per-step diffs are there to expand.

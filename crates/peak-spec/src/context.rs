@@ -123,8 +123,7 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 impl Manifest {
     /// Parse and validate manifest text. `file` names the file in errors.
     pub fn parse(file: &str, text: &str) -> Result<Manifest, SpecError> {
-        let mut manifest: Manifest =
-            toml::from_str(text).map_err(|e| SpecError::Manifest { file: file.to_string(), message: e.to_string() })?;
+        let mut manifest: Manifest = toml::from_str(text).map_err(|e| SpecError::Manifest { file: file.to_string(), message: e.to_string() })?;
         crate::shapes::derive_inputs(&mut manifest);
         manifest.validate(file)?;
         Ok(manifest)
@@ -202,7 +201,10 @@ impl Manifest {
         if let Some(domain) = &self.kernel.domain
             && !is_identifier(domain)
         {
-            return Err(field_err("kernel.domain".into(), format!("'{domain}' is not a kind of kernel: expected one word such as matmul, softmax, reduction, stencil or transpose")));
+            return Err(field_err(
+                "kernel.domain".into(),
+                format!("'{domain}' is not a kind of kernel: expected one word such as matmul, softmax, reduction, stencil or transpose"),
+            ));
         }
         for (name, domain) in &self.validation.inputs {
             let field = format!("validation.inputs.{name}");
@@ -217,17 +219,31 @@ impl Manifest {
                 return Err(field_err(format!("kernel.roles.{role}"), format!("role '{role}' is not an identifier")));
             }
             if !all_names.contains(&name.as_str()) {
-                return Err(field_err(format!("kernel.roles.{role}"), format!("'{name}' is not an input or tuning parameter of this context (it has: {})", all_names.join(", "))));
+                return Err(field_err(
+                    format!("kernel.roles.{role}"),
+                    format!("'{name}' is not an input or tuning parameter of this context (it has: {})", all_names.join(", ")),
+                ));
             }
             if all_names.contains(&role.as_str()) {
-                return Err(field_err(format!("kernel.roles.{role}"), format!("the context already has a parameter named '{role}'; a role maps a name the context lacks")));
+                return Err(field_err(
+                    format!("kernel.roles.{role}"),
+                    format!("the context already has a parameter named '{role}'; a role maps a name the context lacks"),
+                ));
             }
         }
         if let Some(flops) = &self.kernel.flops {
             Expr::compile(&engine, flops, &input_names).map_err(|m| field_err("kernel.flops".into(), format!("`{flops}`: {m}")))?;
         }
         if let Some(mm) = &self.kernel.matmul {
-            let optional = [("lda", &mm.lda), ("ldb", &mm.ldb), ("ldc", &mm.ldc), ("batch", &mm.batch), ("stride_a", &mm.stride_a), ("stride_b", &mm.stride_b), ("stride_c", &mm.stride_c)];
+            let optional = [
+                ("lda", &mm.lda),
+                ("ldb", &mm.ldb),
+                ("ldc", &mm.ldc),
+                ("batch", &mm.batch),
+                ("stride_a", &mm.stride_a),
+                ("stride_b", &mm.stride_b),
+                ("stride_c", &mm.stride_c),
+            ];
             let given = optional.iter().filter_map(|(key, expr)| expr.as_ref().map(|e| (*key, e)));
             for (key, expr) in [("m", &mm.m), ("n", &mm.n), ("k", &mm.k)].into_iter().chain(given) {
                 Expr::compile(&engine, expr, &input_names).map_err(|m| field_err(format!("kernel.matmul.{key}"), format!("`{expr}`: {m}")))?;
@@ -239,7 +255,7 @@ impl Manifest {
                 match spec {
                     None => return Err(field_err(format!("kernel.matmul.{key}"), format!("no array named '{array}'"))),
                     Some(s) if !s.dtype.is_float() => {
-                        return Err(field_err(format!("kernel.matmul.{key}"), format!("array '{array}' is {}; a GEMM's arrays are f32, f16 or bf16", s.dtype)))
+                        return Err(field_err(format!("kernel.matmul.{key}"), format!("array '{array}' is {}; a GEMM's arrays are f32, f16 or bf16", s.dtype)));
                     }
                     Some(_) => {}
                 }

@@ -295,7 +295,13 @@ fn compare_decoded<const S: usize>(out: &[u8], reference: &[u8], tolerance: f64,
         worst = i;
         max_err = f64::INFINITY;
     }
-    let relative_error = if ref_sq > 0.0 { (diff_sq / ref_sq).sqrt() } else if diff_sq > 0.0 { f64::INFINITY } else { 0.0 };
+    let relative_error = if ref_sq > 0.0 {
+        (diff_sq / ref_sq).sqrt()
+    } else if diff_sq > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
     let passed = non_finite == 0 && relative_error <= tolerance;
     Comparison {
         relative_error,

@@ -49,9 +49,7 @@ impl Expr {
         for name in names {
             scope.push(*name, 0_i64);
         }
-        let ast = engine
-            .compile_expression_with_scope(&scope, text)
-            .map_err(|e| describe_parse_error(&e.to_string()))?;
+        let ast = engine.compile_expression_with_scope(&scope, text).map_err(|e| describe_parse_error(&e.to_string()))?;
         Ok(Expr { text: text.to_string(), ast })
     }
 

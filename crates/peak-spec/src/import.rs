@@ -96,7 +96,8 @@ pub fn import_file(file: &Path, to: &Path, backend: Option<Backend>, choices: &I
     let shown = file.display();
     let source = std::fs::read_to_string(file).map_err(|e| format!("{shown}: {e}"))?;
     let file_name = file.file_name().and_then(|n| n.to_str()).ok_or_else(|| format!("{shown}: not a file name"))?;
-    let backend = backend.or_else(|| backend_of(file_name)).ok_or_else(|| format!("{shown}: the extension does not say the backend (.cu, .hip, .cl): give it"))?;
+    let backend =
+        backend.or_else(|| backend_of(file_name)).ok_or_else(|| format!("{shown}: the extension does not say the backend (.cu, .hip, .cl): give it"))?;
     if to.exists() && std::fs::read_dir(to).map(|mut d| d.next().is_some()).unwrap_or(true) {
         return Err(format!("{} exists and is not empty: choose a new folder", to.display()));
     }
@@ -167,9 +168,12 @@ impl Parsed {
             (_, []) => Err(format!("{file_name} holds no kernel function")),
             (None, [(at, one)]) => Ok((*at, one)),
             (None, _) => Err(format!("{file_name} holds several kernels ({}): choose one with --kernel", names())),
-            (Some(w), _) => {
-                self.kernels.iter().find(|(_, n)| n == w).map(|(at, n)| (*at, n.as_str())).ok_or_else(|| format!("{file_name} has no kernel `{w}` (it has: {})", names()))
-            }
+            (Some(w), _) => self
+                .kernels
+                .iter()
+                .find(|(_, n)| n == w)
+                .map(|(at, n)| (*at, n.as_str()))
+                .ok_or_else(|| format!("{file_name} has no kernel `{w}` (it has: {})", names())),
         }
     }
 
@@ -185,7 +189,9 @@ pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeade
     let (at, name) = parsed.choose(choices.kernel.as_deref(), file_name)?;
     let code = &parsed.pre.pieces[at].code;
     if code.trim_start().starts_with("template") {
-        return Err(format!("kernel `{name}` is a template: peak launches kernels by their C name, which a template has not; add a kernel that calls it with its template arguments, and bring that one in"));
+        return Err(format!(
+            "kernel `{name}` is a template: peak launches kernels by their C name, which a template has not; add a kernel that calls it with its template arguments, and bring that one in"
+        ));
     }
     let params = parsed.parameters(at, name)?;
     check_choices(name, &params, choices)?;
@@ -351,7 +357,8 @@ fn describe(params: &[Param], name: &str) -> &'static str {
 /// read from, the float values, the outputs that start from an input, the launch.
 fn host_region(kernel: &str, code: &str, params: &[Param], choices: &ImportChoices, proposal: &launch::Proposal, starts: &[(String, String)]) -> String {
     let mut lines: Vec<String> = proposal.comment.iter().map(|c| format!("// {c}")).collect();
-    let floats: Vec<String> = params.iter().filter(|p| matches!(p, Param::Float { .. })).map(|p| format!("{} = {}", p.name(), float_literal(choices.scalars[p.name()]))).collect();
+    let floats: Vec<String> =
+        params.iter().filter(|p| matches!(p, Param::Float { .. })).map(|p| format!("{} = {}", p.name(), float_literal(choices.scalars[p.name()]))).collect();
     if !floats.is_empty() {
         lines.push(format!("// Float parameters, fixed at the values given with --scalar: {}.", floats.join(", ")));
     }

@@ -213,7 +213,10 @@ impl Init {
     pub fn check(&self, dtype: DType, compile: &dyn Fn(&str) -> Result<(), String>) -> Result<(), KeyError> {
         let s = self.settings();
         if s.kind.is_distribution() && !dtype.is_float() {
-            return Err(("init", format!("`{}` draws floats and the array is {dtype}: for integers use `init = \"random\"` with `range = [lo, hi]`", s.kind.name())));
+            return Err((
+                "init",
+                format!("`{}` draws floats and the array is {dtype}: for integers use `init = \"random\"` with `range = [lo, hi]`", s.kind.name()),
+            ));
         }
         check_spread(&s)?;
         if let Some(range) = &s.range {
@@ -364,10 +367,19 @@ pub enum Values {
     Ones,
     Random,
     Arange,
-    Uniform { scale: f64, offset: f64 },
-    Normal { scale: f64, offset: f64 },
+    Uniform {
+        scale: f64,
+        offset: f64,
+    },
+    Normal {
+        scale: f64,
+        offset: f64,
+    },
     /// `random` with `range`: integers drawn from `[lo, hi)`.
-    Integers { lo: i64, hi: i64 },
+    Integers {
+        lo: i64,
+        hi: i64,
+    },
 }
 
 /// In every row of `row` elements, `count` distinct entries multiplied by `scale`.

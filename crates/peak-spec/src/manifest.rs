@@ -227,7 +227,13 @@ impl Manifest {
                 .arrays
                 .iter()
                 .map(|a| {
-                    let role = if a.output { "output" } else if a.inout { "read and written" } else { "input" };
+                    let role = if a.output {
+                        "output"
+                    } else if a.inout {
+                        "read and written"
+                    } else {
+                        "input"
+                    };
                     format!("{} ({}, {} elements, {role})", a.name, a.dtype, a.size)
                 })
                 .collect();
@@ -392,8 +398,15 @@ impl MatmulShape {
             "It computes a GEMM of M = {m}, N = {n}, K = {k}: for every m < M and n < N, acc = sum over k < K of A[m, k] * B[k, n], where A[m, k] is {a_at} and B[k, n] is {b_at}; then {c_at} = {value}."
         );
         if let Some(batch) = &self.batch {
-            let stride = |s: &Option<String>, name: &str| s.clone().map_or(format!("{name} holds one problem after another"), |s| format!("{name} advances {s} elements per problem"));
-            text.push_str(&format!(" There are {batch} independent problems: {}, {}, {}.", stride(&self.stride_a, a), stride(&self.stride_b, b), stride(&self.stride_c, c)));
+            let stride = |s: &Option<String>, name: &str| {
+                s.clone().map_or(format!("{name} holds one problem after another"), |s| format!("{name} advances {s} elements per problem"))
+            };
+            text.push_str(&format!(
+                " There are {batch} independent problems: {}, {}, {}.",
+                stride(&self.stride_a, a),
+                stride(&self.stride_b, b),
+                stride(&self.stride_c, c)
+            ));
         }
         if self.activation == Activation::GeluTanh {
             text.push_str(" gelu_tanh(x) = 0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x^3))).");
@@ -437,10 +450,7 @@ impl fmt::Display for Backend {
 impl FromStr for Backend {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Backend::ALL
-            .into_iter()
-            .find(|b| b.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown backend '{s}': expected cuda, hip, opencl or hlsl"))
+        Backend::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(s)).ok_or_else(|| format!("unknown backend '{s}': expected cuda, hip, opencl or hlsl"))
     }
 }
 

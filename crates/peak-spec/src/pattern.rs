@@ -75,8 +75,8 @@ impl Pattern {
         let pattern = match kind.as_str() {
             "map" | "gelu" | "relu" | "silu" | "swiglu" | "sigmoid" | "tanh" | "scale" | "add" | "residual" | "bias" | "cast" | "dropout" | "encoder"
             | "embedding" | "adamw" | "axpy" => Pattern::Elementwise,
-            "softmax" | "log-softmax" | "logsoftmax" | "layernorm" | "layer-norm" | "rmsnorm" | "rms-norm" | "groupnorm" | "crossentropy"
-            | "cross-entropy" | "normalization" | "normalize" => Pattern::RowReduction,
+            "softmax" | "log-softmax" | "logsoftmax" | "layernorm" | "layer-norm" | "rmsnorm" | "rms-norm" | "groupnorm" | "crossentropy" | "cross-entropy"
+            | "normalization" | "normalize" => Pattern::RowReduction,
             "sum" | "norm" | "max" | "argmax" | "dot" | "mean" | "histogram" => Pattern::Reduction,
             "permute" => Pattern::Transpose,
             "conv" | "conv1d" | "conv2d" | "conv3d" | "convolution" | "pooling" | "maxpool" | "avgpool" | "blur" => Pattern::Stencil,
@@ -295,7 +295,8 @@ mod tests {
         assert_eq!(inferred(norm), Pattern::RowReduction);
         let sum = "__global__ void k(float* out, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) atomicAdd(out, x[i]); }";
         assert_eq!(inferred(sum), Pattern::Reduction);
-        let blur = "__kernel void k(__global float* y, __global const float* x, int w) { int i = get_global_id(0); y[i] = (x[i - 1] + x[i] + x[i + 1]) / 3.0f; }";
+        let blur =
+            "__kernel void k(__global float* y, __global const float* x, int w) { int i = get_global_id(0); y[i] = (x[i - 1] + x[i] + x[i + 1]) / 3.0f; }";
         assert_eq!(inferred(blur), Pattern::Stencil);
         let map = "__global__ void k(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }";
         assert_eq!(inferred(map), Pattern::Elementwise);

@@ -88,11 +88,7 @@ impl Regions {
             let line_no = line_idx + 1;
             let trimmed = line.trim_end_matches(['\n', '\r']);
             if let Some(name) = trimmed.strip_prefix(MARKER_PREFIX) {
-                let region: Region = name.trim().parse().map_err(|msg| SpecError::Source {
-                    file: file.to_string(),
-                    line: line_no,
-                    message: msg,
-                })?;
+                let region: Region = name.trim().parse().map_err(|msg| SpecError::Source { file: file.to_string(), line: line_no, message: msg })?;
                 let idx = region as usize;
                 let expected = current.map_or(0, |c| c + 1);
                 if idx != expected {
@@ -117,14 +113,14 @@ impl Regions {
                         file: file.to_string(),
                         line: line_no,
                         message: format!("blank line before the first marker; the file must start with '{}'", Region::Macros.marker()),
-                    })
+                    });
                 }
                 None => {
                     return Err(SpecError::Source {
                         file: file.to_string(),
                         line: line_no,
                         message: format!("text before the first region marker; the file must start with '{}'", Region::Macros.marker()),
-                    })
+                    });
                 }
             }
         }

@@ -82,13 +82,19 @@ pub fn check(manifest: &Manifest) -> Result<(), (String, String)> {
             if !manifest.inputs_from_shapes && !domain.contains(value) {
                 return Err((
                     field,
-                    format!("{value} is not among the values [inputs] declares for {name} ({}); widen it, or leave [inputs] out to take the inputs from the shapes", manifest.inputs[name.as_str()]),
+                    format!(
+                        "{value} is not among the values [inputs] declares for {name} ({}); widen it, or leave [inputs] out to take the inputs from the shapes",
+                        manifest.inputs[name.as_str()]
+                    ),
                 ));
             }
         }
         let missing: Vec<&str> = inputs.iter().copied().filter(|n| !shape.contains_key(*n)).collect();
         if !missing.is_empty() {
-            return Err((format!("shapes[{i}]"), format!("({}) gives no value for {}; every shape gives every input ({})", describe(shape), missing.join(", "), inputs.join(", "))));
+            return Err((
+                format!("shapes[{i}]"),
+                format!("({}) gives no value for {}; every shape gives every input ({})", describe(shape), missing.join(", "), inputs.join(", ")),
+            ));
         }
         // IndexMap's equality ignores the order the keys were written in.
         if let Some(j) = manifest.shapes[..i].iter().position(|other| other == shape) {

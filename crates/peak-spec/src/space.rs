@@ -25,7 +25,6 @@ pub struct ExecParams {
     pub tuning: IndexMap<String, i64>,
 }
 
-
 impl ExecParams {
     /// Every name with its value, inputs first.
     pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
@@ -288,9 +287,7 @@ impl Space {
     pub fn apply_overrides<S: AsRef<str>>(&mut self, overrides: &[S]) -> Result<(), SpecError> {
         for item in overrides {
             let item = item.as_ref();
-            let (name, values) = item.split_once('=').ok_or_else(|| SpecError::Override {
-                message: format!("`{item}` is not NAME=VALUE"),
-            })?;
+            let (name, values) = item.split_once('=').ok_or_else(|| SpecError::Override { message: format!("`{item}` is not NAME=VALUE") })?;
             let values = values
                 .split(',')
                 .map(|v| v.trim().parse::<i64>())
@@ -306,10 +303,7 @@ impl Space {
     /// are not among the named shapes may still be valid (a sanitizer's small size).
     pub fn is_valid(&self, params: &ExecParams) -> bool {
         let mut scope = params.scope();
-        self.input_constraints
-            .iter()
-            .chain(&self.tuning_constraints)
-            .all(|c| c.eval_bool(&self.engine, &mut scope).unwrap_or(false))
+        self.input_constraints.iter().chain(&self.tuning_constraints).all(|c| c.eval_bool(&self.engine, &mut scope).unwrap_or(false))
     }
 
     /// Every input configuration (the named shapes, or the product of the inputs' values)

@@ -78,10 +78,7 @@ fn writing_back_is_lossless() {
     // A second trip reproduces the first one's bytes exactly.
     let out2 = tempfile::tempdir().unwrap();
     again.save(out2.path()).unwrap();
-    assert_eq!(
-        std::fs::read_to_string(out.path().join("peak.toml")).unwrap(),
-        std::fs::read_to_string(out2.path().join("peak.toml")).unwrap()
-    );
+    assert_eq!(std::fs::read_to_string(out.path().join("peak.toml")).unwrap(), std::fs::read_to_string(out2.path().join("peak.toml")).unwrap());
 }
 
 #[test]
@@ -185,8 +182,14 @@ fn a_space_too_large_to_enumerate_is_sampled_without_walking_it() {
     // 6 tuning parameters of 32 values: ~10^9 points, far past what sampling enumerates.
     let tuning: String = (0..6).map(|i| format!("P{i} = {{ range = [1, 32] }}\n")).collect();
     let manifest = MANIFEST
-        .replace("BLOCK_X = { pow2 = [1, 32] }\nBLOCK_Y = { range = [2, 8], step = 2 }\n", &format!("BLOCK_X = {{ pow2 = [1, 32] }}\nBLOCK_Y = {{ range = [2, 8], step = 2 }}\n{tuning}"))
-        .replace("tuning = [\"BLOCK_X * BLOCK_Y <= 64\", \"n % BLOCK_X == 0\"]", "tuning = [\"BLOCK_X * BLOCK_Y <= 64\", \"n % BLOCK_X == 0\", \"P0 + P1 <= 40\"]");
+        .replace(
+            "BLOCK_X = { pow2 = [1, 32] }\nBLOCK_Y = { range = [2, 8], step = 2 }\n",
+            &format!("BLOCK_X = {{ pow2 = [1, 32] }}\nBLOCK_Y = {{ range = [2, 8], step = 2 }}\n{tuning}"),
+        )
+        .replace(
+            "tuning = [\"BLOCK_X * BLOCK_Y <= 64\", \"n % BLOCK_X == 0\"]",
+            "tuning = [\"BLOCK_X * BLOCK_Y <= 64\", \"n % BLOCK_X == 0\", \"P0 + P1 <= 40\"]",
+        );
     let dir = write_context(&manifest, SOURCE);
     let ctx = Context::load(dir.path()).unwrap();
     let space = ctx.space();
@@ -248,7 +251,9 @@ fn a_gemm_describes_its_layouts_and_epilogue() {
     let text = m.kernel.matmul.as_ref().unwrap().describe();
     assert!(text.contains("B[k, n] is A[n * (n) + k]"), "a transposed B is read along k: {text}");
     assert!(text.contains("C[m * (2 * n) + n] = gelu_tanh(0.5 * acc + A[n])"), "the epilogue, in order: {text}");
-    let text = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", &shape.replace("b_layout = \"col\"", "b_layout = \"diagonal\""), 1)).unwrap_err().to_string();
+    let text = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", &shape.replace("b_layout = \"col\"", "b_layout = \"diagonal\""), 1))
+        .unwrap_err()
+        .to_string();
     assert!(text.contains("b_layout") || text.contains("diagonal"), "{text}");
     let err = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", &shape.replace("bias = \"A\"", "bias = \"nope\""), 1)).unwrap_err().to_string();
     assert!(err.contains("kernel.matmul.bias") && err.contains("no array named 'nope'"), "{err}");

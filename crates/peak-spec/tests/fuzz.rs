@@ -230,9 +230,7 @@ fn expression() -> impl Strategy<Value = String> {
         1 => "\\PC{0,4}",
     ];
     leaf.prop_recursive(4, 24, 3, |inner| {
-        let op = proptest::sample::select(&[
-            "+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^", "==", "!=", "<", "<=", ">", ">=", "&&", "||",
-        ][..]);
+        let op = proptest::sample::select(&["+", "-", "*", "/", "%", "**", "<<", ">>", "&", "|", "^", "==", "!=", "<", "<=", ">", ">=", "&&", "||"][..]);
         let func = proptest::sample::select(&["ceil_div", "min", "max"][..]);
         prop_oneof![
             4 => (inner.clone(), op, inner.clone()).prop_map(|(a, op, b)| format!("{a} {op} {b}")),

@@ -106,7 +106,10 @@ fn layernorm_gets_one_thread_per_row_and_its_eps_from_a_flag() {
     assert_device_only(&ctx, "layernorm_rows_forward");
     let macros = ctx.region(Region::Macros);
     assert!(macros.starts_with(HEADER), "the file's leading comment stays at the top:\n{macros}");
-    assert!(macros.contains("\n#define ENABLE_BF16\n") && macros.contains("#define GELU_TANH_SCALE sqrtf(2.0f / M_PI)"), "the file's own macros are kept: {macros}");
+    assert!(
+        macros.contains("\n#define ENABLE_BF16\n") && macros.contains("#define GELU_TANH_SCALE sqrtf(2.0f / M_PI)"),
+        "the file's own macros are kept: {macros}"
+    );
     assert!(!ctx.region(Region::Device).contains("floatX"), "{}", ctx.region(Region::Device));
     let notes = notes.join("\n");
     assert!(notes.contains("read helpers.h: the kernel uses nothing of it"), "{notes}");
@@ -160,11 +163,18 @@ fn gelu_follows_floatx_through_the_header_to_bf16() {
     let (ctx, notes, _dir) = import(TRAINING, choices);
     assert!(ctx.manifest.arrays.iter().all(|a| a.dtype == DType::Bf16), "#define ENABLE_BF16 picks helpers.h's bf16 floatX: {:?}", ctx.manifest.arrays);
     assert_eq!(launch_line(&ctx), "launch(\"gelu_bf16_forward\", ceil_div(n, BLOCK_X), BLOCK_X, 0, out, inp, n);");
-    assert!(ctx.region(Region::Host).contains("i = blockIdx.x * blockDim.x + threadIdx.x, guarded by `i >= n`"), "an early return is a bound: {}", ctx.region(Region::Host));
+    assert!(
+        ctx.region(Region::Host).contains("i = blockIdx.x * blockDim.x + threadIdx.x, guarded by `i >= n`"),
+        "an early return is a bound: {}",
+        ctx.region(Region::Host)
+    );
     let macros = ctx.region(Region::Macros);
     assert!(macros.contains("\n#include <cuda_bf16.h>\n") && macros.contains("#define GELU_TANH_SCALE sqrtf(2.0f / M_PI)"), "{macros}");
     let device = ctx.region(Region::Device);
-    assert!(device.starts_with("typedef __nv_bfloat16 floatX;\n\n__device__ inline float gelu_tanh(float x) {"), "the header's typedef, then the helper the kernel calls:\n{device}");
+    assert!(
+        device.starts_with("typedef __nv_bfloat16 floatX;\n\n__device__ inline float gelu_tanh(float x) {"),
+        "the header's typedef, then the helper the kernel calls:\n{device}"
+    );
     assert!(!device.contains("typedef float floatX") && !device.contains("lane_sum") && !device.contains("ceil_div"), "{device}");
     let notes = notes.join("\n");
     for said in ["added #include <cuda_bf16.h>: the kernel uses __nv_bfloat16", "took from helpers.h what the kernel uses: floatX"] {
@@ -209,14 +219,22 @@ fn a_gemm_header_takes_alpha_and_beta_and_starts_c_from_an_input() {
     );
     let host = ctx.region(Region::Host);
     assert!(host.contains("copy(C_in, C);") && host.contains("alpha = 1.0, beta = 0.5"), "C = alpha A B + beta C reads C: {host}");
-    assert!(host.contains("col = blockIdx.x * blockDim.x + threadIdx.x, guarded by `col < N`") && host.contains("row = blockIdx.y * blockDim.y + threadIdx.y, guarded by `row < M`"), "{host}");
+    assert!(
+        host.contains("col = blockIdx.x * blockDim.x + threadIdx.x, guarded by `col < N`")
+            && host.contains("row = blockIdx.y * blockDim.y + threadIdx.y, guarded by `row < M`"),
+        "{host}"
+    );
     let roles: Vec<(&str, bool)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output)).collect();
     assert_eq!(roles, [("A", false), ("B", false), ("C", true), ("C_in", false)]);
     assert_device_only(&ctx, "gemm_naive_alpha_beta");
     assert!(ctx.region(Region::Device).contains("const uint col"), "uint is the prelude's to define");
     assert!(ctx.region(Region::Macros).starts_with(HEADER));
     let notes = notes.join("\n");
-    assert!(notes.contains("left out #include <cstdio>, <cstdlib>, <cuda_runtime.h>, <cublas_v2.h>: NVRTC") && notes.contains("host functions (run_gemm_naive_alpha_beta)"), "{notes}");
+    assert!(
+        notes.contains("left out #include <cstdio>, <cstdlib>, <cuda_runtime.h>, <cublas_v2.h>: NVRTC")
+            && notes.contains("host functions (run_gemm_naive_alpha_beta)"),
+        "{notes}"
+    );
 }
 
 #[test]
@@ -246,7 +264,10 @@ fn a_linear_layer_takes_its_gemm_shaping_and_tolerance_from_the_import() {
         shaping: [("inp".to_string(), peak_spec::import::array_shaping(shaping).unwrap())].into_iter().collect(),
         tolerance: Some(peak_spec::import::tolerance(&[("f32".into(), "1e-4".into())]).unwrap()),
         matmul: Some(
-            peak_spec::import::matmul_shape("m = \"tokens\", n = \"out_dim\", k = \"in_dim\", a = \"inp\", b = \"weight\", c = \"out\", b_layout = \"col\", bias = \"bias\"").unwrap(),
+            peak_spec::import::matmul_shape(
+                "m = \"tokens\", n = \"out_dim\", k = \"in_dim\", a = \"inp\", b = \"weight\", c = \"out\", b_layout = \"col\", bias = \"bias\"",
+            )
+            .unwrap(),
         ),
         ..ImportChoices::default()
     };

@@ -42,10 +42,12 @@ fn the_original_inits_give_the_bytes_they_always_gave() {
         assert_eq!(HostArray::init(*dtype, 4099, *values, *seed).digest(), *digest, "{dtype} {values:?} seed {seed}");
     }
     // Read from a manifest, they are still the plain variants and fill the same way.
-    let manifest = parse(&manifest_with(r#"name = "X"
+    let manifest = parse(&manifest_with(
+        r#"name = "X"
 type = "bf16"
 size = "n"
-init = "random""#))
+init = "random""#,
+    ))
     .unwrap();
     assert_eq!(manifest.arrays[1].init, Init::Random);
     assert_eq!(fill(&manifest, 1, 4099), Fill::from(Values::Random));
@@ -222,7 +224,11 @@ fn bad_settings_are_errors_naming_the_field() {
     assert_refused(&(head("i32", "random") + "range = [0, \"W\"]"), "arrays[1].range[1]", "Undefined variable: W");
     assert_refused(&(head("i32", "random") + "outliers = { row = 4, count = 1, scale = 2.0 }"), "arrays[1].outliers", "float arrays and the array is i32");
     assert_refused(&(head("f32", "zeros") + "outliers = { row = 4, count = 1, scale = 2.0 }"), "arrays[1].outliers", "zeros stay zero");
-    assert_refused(&(head("f32", "normal") + "outliers = { row = 4, count = 5, scale = 2.0 }"), "arrays[1].outliers.count", "5 entries per row, but a row has 4 elements");
+    assert_refused(
+        &(head("f32", "normal") + "outliers = { row = 4, count = 5, scale = 2.0 }"),
+        "arrays[1].outliers.count",
+        "5 entries per row, but a row has 4 elements",
+    );
     assert_refused(&(head("f32", "normal") + "outliers = { row = 4, count = 0, scale = 2.0 }"), "arrays[1].outliers.count", "at least 1");
     assert_refused(&(head("f32", "normal") + "outliers = { row = 0, count = 1, scale = 2.0 }"), "arrays[1].outliers.row", "at least 1, got 0");
     assert_refused(&(head("f32", "normal") + "outliers = { row = \"rows\", count = 1, scale = 2.0 }"), "arrays[1].outliers.row", "Undefined variable: rows");
@@ -237,7 +243,9 @@ fn bad_settings_are_errors_naming_the_field() {
 #[test]
 fn values_the_inputs_give_are_checked_when_the_array_is_sized() {
     let eval = |v: i64| move |_: &str| -> Result<i64, String> { Ok(v) };
-    let manifest = parse(&manifest_with("name = \"X\"\ntype = \"f32\"\nsize = \"n * cols\"\ninit = \"ones\"\noutliers = { row = \"cols\", count = 3, scale = 2.0 }")).unwrap();
+    let manifest =
+        parse(&manifest_with("name = \"X\"\ntype = \"f32\"\nsize = \"n * cols\"\ninit = \"ones\"\noutliers = { row = \"cols\", count = 3, scale = 2.0 }"))
+            .unwrap();
     let init = manifest.arrays[1].init;
     assert!(init.fill(DType::F32, 64, &mut eval(16)).is_ok());
     let err = init.fill(DType::F32, 64, &mut eval(2)).unwrap_err();

@@ -74,7 +74,10 @@ fn set_keeps_the_shapes_with_that_value_and_names_them_when_none_has_it() {
 
     let mut space = Space::new(&m).unwrap();
     let e = space.apply_overrides(&["N=1000"]).unwrap_err().to_string();
-    assert!(e.contains("no named shape has N = 1000") && e.contains("(K=768 M=8192 N=3072), (K=3072 M=8192 N=768), (K=768 M=8192 N=2304), (K=4096 M=16 N=4096)"), "{e}");
+    assert!(
+        e.contains("no named shape has N = 1000") && e.contains("(K=768 M=8192 N=3072), (K=3072 M=8192 N=768), (K=768 M=8192 N=2304), (K=4096 M=16 N=4096)"),
+        "{e}"
+    );
     assert!(e.contains("[[shapes]]"), "{e}");
     // A tuning parameter is still restricted to whatever it is given.
     space.apply_overrides(&["B=16"]).unwrap();
@@ -106,7 +109,10 @@ fn validation_sizes_replace_the_named_inputs_and_keep_the_others_combinations() 
 #[test]
 fn bad_shapes_are_errors_naming_the_field() {
     let missing = err("[[shapes]]\nM = 1\nN = 2\nK = 3\n\n[[shapes]]\nM = 4\nN = 5\n");
-    assert!(missing.contains("field `shapes[1]`") && missing.contains("(M=4 N=5) gives no value for K") && missing.contains("every input (K, M, N)"), "{missing}");
+    assert!(
+        missing.contains("field `shapes[1]`") && missing.contains("(M=4 N=5) gives no value for K") && missing.contains("every input (K, M, N)"),
+        "{missing}"
+    );
     let unknown = err("[[shapes]]\nM = 1\nN = 2\nK = 3\n\n[[shapes]]\nM = 4\nN = 5\nk = 6\n");
     assert!(unknown.contains("field `shapes[1].k`") && unknown.contains("'k' is not a scalar input") && unknown.contains("K, M, N"), "{unknown}");
     let twice = err("[[shapes]]\nM = 1\nN = 2\nK = 3\n\n[[shapes]]\nK = 3\nM = 1\nN = 2\n");
@@ -132,7 +138,11 @@ fn bad_shapes_are_errors_naming_the_field() {
 fn a_saved_context_keeps_its_shapes_and_leaves_inputs_out() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("peak.toml"), format!("{HEAD}\n{SHAPES}")).unwrap();
-    std::fs::write(dir.path().join("kernel.cl"), "// @peak macros\n// @peak device\n__kernel void gemm() {}\n// @peak host\nlaunch(\"gemm\", [M], [B], 0, C);\n").unwrap();
+    std::fs::write(
+        dir.path().join("kernel.cl"),
+        "// @peak macros\n// @peak device\n__kernel void gemm() {}\n// @peak host\nlaunch(\"gemm\", [M], [B], 0, C);\n",
+    )
+    .unwrap();
     let ctx = Context::load(dir.path()).unwrap();
     let text = ctx.manifest.to_toml();
     assert!(text.contains("[[shapes]]") && !text.contains("[inputs]"), "{text}");

@@ -39,16 +39,23 @@ pub enum PromptError {
     #[error("'{transformation}' does not apply to the {backend} backend (it applies to {applies_to})")]
     NotApplicable { transformation: String, backend: Backend, applies_to: String },
 
-    #[error("'{transformation}' requires '{name}' in the kernel context, which has no tuning parameter or input of that name (if the context calls it something else, say so in peak.toml: [kernel.roles] {name} = \"YOUR_NAME\")")]
+    #[error(
+        "'{transformation}' requires '{name}' in the kernel context, which has no tuning parameter or input of that name (if the context calls it something else, say so in peak.toml: [kernel.roles] {name} = \"YOUR_NAME\")"
+    )]
     MissingRequirement { transformation: String, name: String },
 
-    #[error("'{transformation}' uses the name '{name}' itself, so the context's [kernel.roles] cannot map its role '{role}' to '{name}'; rename the context's parameter")]
+    #[error(
+        "'{transformation}' uses the name '{name}' itself, so the context's [kernel.roles] cannot map its role '{role}' to '{name}'; rename the context's parameter"
+    )]
     RoleClash { transformation: String, role: String, name: String },
 
     #[error("'{transformation}' is written for {patterns} kernels, and this context's kernel is {} ({pattern}: [kernel] pattern in peak.toml); {}", pattern.meaning(), Fitting(fitting))]
     WrongPattern { transformation: String, pattern: Pattern, patterns: String, fitting: Vec<String> },
 
-    #[error("'{transformation}' is written for {patterns} kernels, and peak cannot tell what this context's kernel does; declare it in peak.toml ([kernel] pattern = \"...\", one of {})", peak_spec::pattern::names())]
+    #[error(
+        "'{transformation}' is written for {patterns} kernels, and peak cannot tell what this context's kernel does; declare it in peak.toml ([kernel] pattern = \"...\", one of {})",
+        peak_spec::pattern::names()
+    )]
     UnknownPattern { transformation: String, patterns: String },
 
     #[error("'{transformation}' introduces tuning parameter '{name}', but the kernel context already has one of that name; was it applied already?")]

@@ -184,7 +184,11 @@ impl Transformation {
             tuning: self.tuning.iter().map(|p| TuningParam { name: rename(&p.name), description: p.description.as_deref().map(rename), ..p.clone() }).collect(),
             constraints: rename_all(&self.constraints),
             passes: self.passes.iter().map(|p| Pass { title: rename(&p.title), instructions: rename(&p.instructions), ..p.clone() }).collect(),
-            translations: self.translations.iter().map(|(b, table)| (*b, table.iter().map(|(term, spelling)| (term.clone(), rename(spelling))).collect())).collect(),
+            translations: self
+                .translations
+                .iter()
+                .map(|(b, table)| (*b, table.iter().map(|(term, spelling)| (term.clone(), rename(spelling))).collect()))
+                .collect(),
             roles: roles.clone(),
             ..self.clone()
         })
@@ -258,11 +262,7 @@ impl Transformation {
 }
 
 fn syntax_error(file: &Path, text: &str, e: &toml::de::Error) -> LibraryError {
-    LibraryError::Syntax {
-        file: file.to_path_buf(),
-        line: e.span().map(|s| line_of(text, s.start)),
-        message: e.message().trim().to_string(),
-    }
+    LibraryError::Syntax { file: file.to_path_buf(), line: e.span().map(|s| line_of(text, s.start)), message: e.message().trim().to_string() }
 }
 
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
@@ -498,9 +498,9 @@ impl RawTransformation {
             scope.push_constant(name.as_str(), 0_i64);
         }
         for (i, text) in self.constraints.tuning.iter().enumerate() {
-            engine
-                .compile_expression_with_scope(&scope, text)
-                .map_err(|e| invalid(format!("constraints.tuning[{i}]"), format!("`{text}`: {e} (names must be introduced in [tuning] or listed in `requires`)")))?;
+            engine.compile_expression_with_scope(&scope, text).map_err(|e| {
+                invalid(format!("constraints.tuning[{i}]"), format!("`{text}`: {e} (names must be introduced in [tuning] or listed in `requires`)"))
+            })?;
         }
 
         if self.passes.is_empty() {
@@ -619,7 +619,11 @@ instructions = "Pad each {{shared}} tile."
         assert!(matches!(err, PromptError::RoleClash { ref role, ref name, .. } if role == "TILE_K" && name == "BX"), "{err}");
         let unused: indexmap::IndexMap<String, String> = [("BLOCK_X".to_string(), "BX".to_string())].into_iter().collect();
         let same = t.with_roles(&unused, Backend::Cuda).unwrap();
-        assert_eq!((&same.passes, &same.requires, &same.constraints), (&t.passes, &t.requires, &t.constraints), "a role the transformation does not use changes none of its texts");
+        assert_eq!(
+            (&same.passes, &same.requires, &same.constraints),
+            (&t.passes, &t.requires, &t.constraints),
+            "a role the transformation does not use changes none of its texts"
+        );
     }
 
     #[test]

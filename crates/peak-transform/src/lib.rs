@@ -27,8 +27,8 @@ pub mod testing;
 
 pub use error::{LibraryError, PromptError};
 pub use executor::{
-    AGENT_PRODUCER, AgentExecutor, Executor, ExecutorError, ExecutorSpec, LlmConfig, LlmExecutor, Outcome, PassRequest, Pending, Protocol, Provider, ReplayExecutor, Response,
-    RetryPolicy, Transcript, TranscriptEntry,
+    AGENT_PRODUCER, AgentExecutor, Executor, ExecutorError, ExecutorSpec, LlmConfig, LlmExecutor, Outcome, PassRequest, Pending, Protocol, Provider,
+    ReplayExecutor, Response, RetryPolicy, Transcript, TranscriptEntry,
 };
 pub use format::{Backend, Domain, Pass, Transformation, TuningParam};
 pub use library::{Library, Snippet};

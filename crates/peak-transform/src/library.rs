@@ -293,7 +293,12 @@ fn parse_translations(path: &Path, text: &str) -> Result<BTreeMap<Backend, Trans
     let tables: BTreeMap<Backend, TranslationTable> = serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
-        LibraryError::Invalid { file: path.to_path_buf(), line: inner.span().map(|s| line_of(text, s.start)), field, message: inner.message().trim().to_string() }
+        LibraryError::Invalid {
+            file: path.to_path_buf(),
+            line: inner.span().map(|s| line_of(text, s.start)),
+            field,
+            message: inner.message().trim().to_string(),
+        }
     })?;
     for (backend, table) in &tables {
         if let Some(term) = table.keys().find(|t| !is_term(t)) {

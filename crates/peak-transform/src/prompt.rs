@@ -130,15 +130,29 @@ impl Library {
     /// The repair prompt for pass `pass` when the fault lies in `region`, a region no pass
     /// of this transformation edits (macros an earlier step wrote, say): the repair goes
     /// where the fault is, with the pass's instructions kept as the goal.
-    pub fn repair_prompt_in(&self, transformation: &Transformation, pass: usize, ctx: &PromptContext<'_>, feedback: &Feedback, region: Region) -> Result<PassPrompt, PromptError> {
+    pub fn repair_prompt_in(
+        &self,
+        transformation: &Transformation,
+        pass: usize,
+        ctx: &PromptContext<'_>,
+        feedback: &Feedback,
+        region: Region,
+    ) -> Result<PassPrompt, PromptError> {
         self.build(transformation, pass, ctx, Some((feedback, Some(region))))
     }
 
-    fn build(&self, t: &Transformation, pass_no: usize, ctx: &PromptContext<'_>, repair: Option<(&Feedback, Option<Region>)>) -> Result<PassPrompt, PromptError> {
-        let pass = pass_no
-            .checked_sub(1)
-            .and_then(|i| t.passes.get(i))
-            .ok_or_else(|| PromptError::NoSuchPass { transformation: t.name.clone(), pass: pass_no, count: t.passes.len() })?;
+    fn build(
+        &self,
+        t: &Transformation,
+        pass_no: usize,
+        ctx: &PromptContext<'_>,
+        repair: Option<(&Feedback, Option<Region>)>,
+    ) -> Result<PassPrompt, PromptError> {
+        let pass = pass_no.checked_sub(1).and_then(|i| t.passes.get(i)).ok_or_else(|| PromptError::NoSuchPass {
+            transformation: t.name.clone(),
+            pass: pass_no,
+            count: t.passes.len(),
+        })?;
         let feedback = repair.map(|(f, _)| f);
         // The region this prompt asks for: the pass's own, or the one a repair must fix.
         let moved = repair.and_then(|(_, r)| r).filter(|r| *r != pass.region);
@@ -151,7 +165,12 @@ impl Library {
         if !t.fits(ctx.kernel.pattern) {
             let patterns = t.patterns.iter().map(|p| p.name()).collect::<Vec<_>>().join(" or ");
             return Err(match ctx.kernel.pattern {
-                Some(pattern) => PromptError::WrongPattern { transformation: t.name.clone(), pattern, patterns, fitting: self.fitting(Some(pattern), backend, ctx.regions.launched_kernels().len()) },
+                Some(pattern) => PromptError::WrongPattern {
+                    transformation: t.name.clone(),
+                    pattern,
+                    patterns,
+                    fitting: self.fitting(Some(pattern), backend, ctx.regions.launched_kernels().len()),
+                },
                 None => PromptError::UnknownPattern { transformation: t.name.clone(), patterns },
             });
         }
@@ -167,7 +186,10 @@ impl Library {
         let table = self.translation_table(t, backend);
         let lang = backend.fence_language();
         let mut s = String::new();
-        let _ = writeln!(s, "You are an expert GPU performance engineer. You are applying one pass of a code transformation to a GPU kernel; you answer with the new code of one region of its source.\n");
+        let _ = writeln!(
+            s,
+            "You are an expert GPU performance engineer. You are applying one pass of a code transformation to a GPU kernel; you answer with the new code of one region of its source.\n"
+        );
 
         if !ctx.kernel.description.trim().is_empty() {
             let _ = writeln!(s, "# The kernel\n\n{}\n", ctx.kernel.description.trim_end());
@@ -283,7 +305,11 @@ impl Library {
             let _ = writeln!(s, "# The previous attempt failed\n");
             match feedback {
                 Feedback::CompileError(log) => {
-                    let _ = writeln!(s, "The source above, produced by this transformation, does not compile. The compiler said:\n\n{}", fenced("text", &clip(log)));
+                    let _ = writeln!(
+                        s,
+                        "The source above, produced by this transformation, does not compile. The compiler said:\n\n{}",
+                        fenced("text", &clip(log))
+                    );
                 }
                 Feedback::RuntimeError(log) => {
                     let _ = writeln!(s, "The source above, produced by this transformation, compiles but fails when run:\n\n{}", fenced("text", &clip(log)));
@@ -301,7 +327,10 @@ impl Library {
             }
             match moved {
                 Some(_) => {
-                    let _ = writeln!(s, "The fault is in the {region} region, which an earlier step wrote and this pass does not edit. Fix it by rewriting the {region} region so that the code this pass produced works.\n");
+                    let _ = writeln!(
+                        s,
+                        "The fault is in the {region} region, which an earlier step wrote and this pass does not edit. Fix it by rewriting the {region} region so that the code this pass produced works.\n"
+                    );
                 }
                 None => {
                     let _ = writeln!(s, "Fix it by rewriting the {region} region, while still carrying out this pass.\n");
@@ -334,11 +363,7 @@ impl Library {
 
 /// A fenced block that cannot be closed early by backticks inside `text`.
 fn fenced(lang: &str, text: &str) -> String {
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let body = text.trim_end_matches('\n');
     format!("{fence}{lang}\n{body}\n{fence}\n")

@@ -236,7 +236,9 @@ mod tests {
         assert!(err.to_string().contains("macros region"), "{err}");
 
         // A one-line region counts when it is distinctive: here the whole launch script.
-        let err = parse("```c\n__global__ void k() {}\nlaunch(\"matmul\", [ceil_div(n, BLOCK_X), ceil_div(n, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, n);\n```").unwrap_err();
+        let err =
+            parse("```c\n__global__ void k() {}\nlaunch(\"matmul\", [ceil_div(n, BLOCK_X), ceil_div(n, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, n);\n```")
+                .unwrap_err();
         assert!(err.to_string().contains("host region"), "{err}");
         // A short one (`#define X 1`) would not be: regions below the threshold are never matched.
         let short = Regions::new("#define X 1\n", "", "");

@@ -200,12 +200,8 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
     let request = RecordedRequest { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
-    let sent_key = request
-        .header("authorization")
-        .map(|v| v.trim_start_matches("Bearer").trim())
-        .or_else(|| request.header("x-api-key"))
-        .unwrap_or_default()
-        .to_string();
+    let sent_key =
+        request.header("authorization").map(|v| v.trim_start_matches("Bearer").trim()).or_else(|| request.header("x-api-key")).unwrap_or_default().to_string();
 
     let anthropic = request.path.ends_with("/messages");
     let known = anthropic || request.path.ends_with("/chat/completions");
@@ -226,17 +222,16 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<(
         answer = *then;
     }
     let (status, content_type, body, retry_after) = match answer {
-        Scripted::Reply { text, tokens_in, tokens_out } => (200, "application/json".to_string(), success_body(anthropic, &model, &text, tokens_in, tokens_out), None),
+        Scripted::Reply { text, tokens_in, tokens_out } => {
+            (200, "application/json".to_string(), success_body(anthropic, &model, &text, tokens_in, tokens_out), None)
+        }
         Scripted::Status { status, retry_after } => (status, "application/json".to_string(), error_body(anthropic, status), retry_after),
         Scripted::Raw { status, content_type, body } => (status, content_type, body, None),
         Scripted::EchoKey => (401, "application/json".to_string(), key_error_body(anthropic, &sent_key), None),
         Scripted::Delayed { .. } => unreachable!("delays are unwrapped above"),
     };
-    let mut response = format!(
-        "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n",
-        reason(status),
-        body.len()
-    );
+    let mut response =
+        format!("HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n", reason(status), body.len());
     if let Some(seconds) = retry_after {
         response.push_str(&format!("retry-after: {seconds}\r\n"));
     }

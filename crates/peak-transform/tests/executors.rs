@@ -8,8 +8,8 @@ use peak_transform::testing::{FakeLlmServer, Scripted};
 /// A GEMM, the pattern the matmul transformations are written for.
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
 use peak_transform::{
-    Backend, ContextParam, Executor, ExecutorError, ExecutorSpec, KernelBrief, Library, LlmConfig, LlmExecutor, Outcome, PassRequest, PromptContext, Protocol, ReplyError, Response,
-    RetryPolicy, Transcript,
+    Backend, ContextParam, Executor, ExecutorError, ExecutorSpec, KernelBrief, Library, LlmConfig, LlmExecutor, Outcome, PassRequest, PromptContext, Protocol,
+    ReplyError, Response, RetryPolicy, Transcript,
 };
 
 const KEY: &str = "sk-test-0123456789";
@@ -23,7 +23,8 @@ fn openai(server: &FakeLlmServer) -> LlmExecutor {
 }
 
 fn anthropic(server: &FakeLlmServer) -> LlmExecutor {
-    LlmExecutor::new(LlmConfig::new(Protocol::AnthropicMessages, server.anthropic_base_url(), "claude-test").with_api_key(KEY).with_retry(fast_retries(3))).unwrap()
+    LlmExecutor::new(LlmConfig::new(Protocol::AnthropicMessages, server.anthropic_base_url(), "claude-test").with_api_key(KEY).with_retry(fast_retries(3)))
+        .unwrap()
 }
 
 fn request(prompt: &str) -> PassRequest {

@@ -86,8 +86,7 @@ fn every_pass_builds_a_complete_prompt_on_every_backend_it_claims() {
     let regions = sample_regions();
     for t in library.list() {
         // A context that has exactly what the transformation requires or redefines.
-        let tuning: Vec<ContextParam> =
-            t.requires.iter().chain(&t.redefines).filter(|n| *n != "n").map(|n| ContextParam::new(n.as_str(), "4, 8")).collect();
+        let tuning: Vec<ContextParam> = t.requires.iter().chain(&t.redefines).filter(|n| *n != "n").map(|n| ContextParam::new(n.as_str(), "4, 8")).collect();
         let inputs = [ContextParam::new("n", "1024, 2048")];
         for backend in &t.applies_to {
             let kernel = KernelBrief { pattern: t.patterns.first().copied(), description: "" };

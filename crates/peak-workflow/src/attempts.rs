@@ -156,12 +156,9 @@ pub(crate) fn parse(text: &str, source: &str) -> Parsed {
         }
         match serde_json::from_str::<AttemptRecord>(line) {
             Ok(r) => records.push(r),
-            Err(e) => damaged.push(DamagedLine {
-                source: source.to_string(),
-                line: i + 1,
-                torn: i + 1 == lines.len() && !ends_with_newline,
-                reason: e.to_string(),
-            }),
+            Err(e) => {
+                damaged.push(DamagedLine { source: source.to_string(), line: i + 1, torn: i + 1 == lines.len() && !ends_with_newline, reason: e.to_string() })
+            }
         }
     }
     (records, damaged)
@@ -175,8 +172,7 @@ pub(crate) fn render(records: &[AttemptRecord]) -> String {
 /// Merge several sources: first copy of each record wins, then a stable sort by time.
 pub(crate) fn merge(sources: impl IntoIterator<Item = Vec<AttemptRecord>>) -> Vec<AttemptRecord> {
     let mut seen = HashSet::new();
-    let mut out: Vec<AttemptRecord> =
-        sources.into_iter().flatten().filter(|r| seen.insert((r.id.clone(), r.is_start()))).collect();
+    let mut out: Vec<AttemptRecord> = sources.into_iter().flatten().filter(|r| seen.insert((r.id.clone(), r.is_start()))).collect();
     out.sort_by(|a, b| a.time.cmp(&b.time));
     out
 }
@@ -227,11 +223,7 @@ mod tests {
     use super::*;
 
     fn rec(id: &str, time: &str, outcome: &str) -> AttemptRecord {
-        AttemptRecord {
-            id: id.into(),
-            time: time.into(),
-            attempt: Attempt { transformation: "T".into(), outcome: outcome.into(), ..Attempt::default() },
-        }
+        AttemptRecord { id: id.into(), time: time.into(), attempt: Attempt { transformation: "T".into(), outcome: outcome.into(), ..Attempt::default() } }
     }
 
     #[test]

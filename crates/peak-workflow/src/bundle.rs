@@ -72,10 +72,8 @@ impl Workflow {
 /// Run `git` and return its stdout; a failure keeps git's own message.
 fn git(args: &[&OsStr]) -> Result<String> {
     let command = || format!("git {}", args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" "));
-    let out = Command::new("git")
-        .args(args)
-        .output()
-        .map_err(|e| WorkflowError::GitCommand { command: command(), message: format!("{e} (is git installed?)") })?;
+    let out =
+        Command::new("git").args(args).output().map_err(|e| WorkflowError::GitCommand { command: command(), message: format!("{e} (is git installed?)") })?;
     if !out.status.success() {
         return Err(WorkflowError::GitCommand { command: command(), message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }

@@ -27,10 +27,10 @@ pub(crate) fn read_dir(dir: &Path) -> Result<Files> {
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
             let path = entry.path();
-            let name = entry.file_name().into_string().map_err(|_| WorkflowError::InvalidContext {
-                path: path.clone(),
-                message: "file name is not valid UTF-8".to_string(),
-            })?;
+            let name = entry
+                .file_name()
+                .into_string()
+                .map_err(|_| WorkflowError::InvalidContext { path: path.clone(), message: "file name is not valid UTF-8".to_string() })?;
             let rel = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
             let kind = entry.file_type().at(&path)?;
             if kind.is_dir() {
@@ -109,11 +109,7 @@ pub(crate) struct Tuning {
 /// diff then shows the manifest's text change instead).
 pub(crate) fn tuning(manifest: &str) -> Tuning {
     let Ok(table) = manifest.parse::<toml::Table>() else { return Tuning::default() };
-    let params = table
-        .get("tuning")
-        .and_then(|t| t.as_table())
-        .map(|t| t.iter().map(|(k, v)| (k.clone(), v.to_string())).collect())
-        .unwrap_or_default();
+    let params = table.get("tuning").and_then(|t| t.as_table()).map(|t| t.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()).unwrap_or_default();
     let constraints = table
         .get("constraints")
         .and_then(|c| c.get("tuning"))

@@ -160,12 +160,7 @@ fn file_diffs(a: &Files, b: &Files) -> Vec<FileDiff> {
                     .filter(|r| ra.get(*r) != rb.get(*r))
                     .map(|r| RegionDiff {
                         region: r,
-                        unified: unified(
-                            ra.get(r),
-                            rb.get(r),
-                            &format!("a/{CONTEXT_DIR}/{path} ({r})"),
-                            &format!("b/{CONTEXT_DIR}/{path} ({r})"),
-                        ),
+                        unified: unified(ra.get(r), rb.get(r), &format!("a/{CONTEXT_DIR}/{path} ({r})"), &format!("b/{CONTEXT_DIR}/{path} ({r})")),
                     })
                     .collect(),
             },
@@ -252,14 +247,7 @@ impl Workflow {
 
 impl fmt::Display for WorkflowDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "checkpoint {} ({}) -> {} ({})",
-            self.a.id.short(),
-            self.a.transformation,
-            self.b.id.short(),
-            self.b.transformation
-        )?;
+        writeln!(f, "checkpoint {} ({}) -> {} ({})", self.a.id.short(), self.a.transformation, self.b.id.short(), self.b.transformation)?;
         let p = &self.performance;
         let time = |t: Option<f64>| t.map(fmt_ms).unwrap_or_else(|| "no timing".to_string());
         let at = |i: Option<&Value>| i.map(|i| format!(" at {}", format_inputs(i))).unwrap_or_default();

@@ -214,14 +214,13 @@ impl Workflow {
             push(FindingKind::SecretInTranscript, format!("transcript.json {pointer} holds what looks like a {kind}"));
         }
         match snap.parents.as_slice() {
-            [] if root.is_some_and(|r| r != id) => push(FindingKind::BrokenHistory, format!("a second root (the workflow's root is {})", root.map(|r| r.to_string()).unwrap_or_default())),
+            [] if root.is_some_and(|r| r != id) => {
+                push(FindingKind::BrokenHistory, format!("a second root (the workflow's root is {})", root.map(|r| r.to_string()).unwrap_or_default()))
+            }
             [] => {}
             [parent] => {
                 if snap.meta.parent.as_deref() != Some(parent.to_string().as_str()) {
-                    push(
-                        FindingKind::BrokenHistory,
-                        format!("checkpoint.json names parent {:?} but the commit's parent is {parent}", snap.meta.parent),
-                    );
+                    push(FindingKind::BrokenHistory, format!("checkpoint.json names parent {:?} but the commit's parent is {parent}", snap.meta.parent));
                 }
             }
             many => push(FindingKind::BrokenHistory, format!("a merge of {} commits; checkpoints have one parent", many.len())),

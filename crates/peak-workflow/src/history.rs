@@ -11,11 +11,11 @@ use crate::attempts::{AttemptRecord, MIRROR_BRANCH};
 use crate::context::Files;
 use crate::error::{GitContext, Result, WorkflowError};
 use crate::speedup::{BestTimes, SpeedupAt, format_inputs};
-use crate::yardstick::Yardstick;
 use crate::workflow::{
-    CHECKPOINT_FILE, CONTEXT_DIR, CheckpointId, CheckpointMeta, Head, PERFORMANCE_FILE, REFERENCE_FILE, TRANSCRIPT_FILE,
-    VALIDATION_FILE, Workflow, fmt_ms, read_tree_dir, read_tree_file,
+    CHECKPOINT_FILE, CONTEXT_DIR, CheckpointId, CheckpointMeta, Head, PERFORMANCE_FILE, REFERENCE_FILE, TRANSCRIPT_FILE, VALIDATION_FILE, Workflow, fmt_ms,
+    read_tree_dir, read_tree_file,
 };
+use crate::yardstick::Yardstick;
 
 /// One checkpoint in [`Workflow::log`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -203,10 +203,8 @@ impl Workflow {
             .map(|id| {
                 let commit = self.repo.find_commit(id).git(format!("read commit {id}"))?;
                 let tree = commit.tree().git(format!("read tree of {id}"))?;
-                let meta = read_tree_file(&self.repo, &tree, CHECKPOINT_FILE)
-                    .ok()
-                    .flatten()
-                    .and_then(|bytes| serde_json::from_slice::<CheckpointMeta>(&bytes).ok());
+                let meta =
+                    read_tree_file(&self.repo, &tree, CHECKPOINT_FILE).ok().flatten().and_then(|bytes| serde_json::from_slice::<CheckpointMeta>(&bytes).ok());
                 Ok(Node {
                     id,
                     parents: commit.parent_ids().collect(),
@@ -416,7 +414,11 @@ fn render(entries: &[LogEntry], all_sizes: bool) -> String {
             time,
             at,
             ratio(e.speedup_over_root, e.speedup_over_root_inputs.as_ref(), e.best_inputs.as_ref(), "root"),
-            format!("{}{}", ratio(e.speedup_over_parent, e.speedup_over_parent_inputs.as_ref(), e.best_inputs.as_ref(), "parent"), spread_note(e.within_spread_of_parent)),
+            format!(
+                "{}{}",
+                ratio(e.speedup_over_parent, e.speedup_over_parent_inputs.as_ref(), e.best_inputs.as_ref(), "parent"),
+                spread_note(e.within_spread_of_parent)
+            ),
             yardstick_cell(e),
             rest,
         ]);

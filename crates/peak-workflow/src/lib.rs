@@ -116,20 +116,17 @@ mod workflow;
 mod yardstick;
 
 pub use attempts::{Attempt, AttemptRecord, AttemptsLog, DamagedLine};
-pub use outcome::AttemptOutcome;
 pub use bundle::{BundleSummary, clone_bundle, is_bundle};
 pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, PerformanceDelta, RegionDiff, SizeDelta, TuningDiff, WorkflowDiff};
 pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
 pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, WITHIN_SPREAD, render_log, render_log_sizes};
 pub use lock::{LockHolder, LockMode};
+pub use outcome::AttemptOutcome;
 pub use secrets::{is_key_var, redact as redact_secrets};
 pub use speedup::{format_inputs, speedup};
-pub use yardstick::{NOT_AVAILABLE, Yardstick, yardstick};
 /// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.
 pub use time::now_rfc3339;
 pub use workflow::fmt_ms as format_ms;
-pub use workflow::{
-    CONTEXT_DIR, CheckpointId, CheckpointInput, CheckpointMeta, DEFAULT_BRANCH, Head, INIT_TRANSFORMATION, ROOT_TAG, RootInput,
-    Workflow,
-};
+pub use workflow::{CONTEXT_DIR, CheckpointId, CheckpointInput, CheckpointMeta, DEFAULT_BRANCH, Head, INIT_TRANSFORMATION, ROOT_TAG, RootInput, Workflow};
+pub use yardstick::{NOT_AVAILABLE, Yardstick, yardstick};

@@ -70,11 +70,7 @@ impl fmt::Display for LockHolder {
                 "pid {} on {} (`{}`), running {session} (now: {}), holding the lock since {}",
                 self.pid, self.host, self.command, self.operation, self.started
             ),
-            None => write!(
-                f,
-                "pid {} on {} (`{}`), doing {}, holding the lock since {}",
-                self.pid, self.host, self.command, self.operation, self.started
-            ),
+            None => write!(f, "pid {} on {} (`{}`), doing {}, holding the lock since {}", self.pid, self.host, self.command, self.operation, self.started),
         }
     }
 }

@@ -69,7 +69,14 @@ impl BestTimes {
             .unwrap_or_default();
         let headline_inputs_value = performance.pointer("/best/params/inputs").filter(|v| v.is_object()).cloned();
         let headline_iqr = performance.get("best").and_then(iqr);
-        let mut times = BestTimes { headline: best_time(performance), headline_inputs: headline_inputs_value.as_ref().and_then(canonical), headline_inputs_value, headline_iqr, at, yardstick: None };
+        let mut times = BestTimes {
+            headline: best_time(performance),
+            headline_inputs: headline_inputs_value.as_ref().and_then(canonical),
+            headline_inputs_value,
+            headline_iqr,
+            at,
+            yardstick: None,
+        };
         times.yardstick = Yardstick::of(performance, &times);
         times
     }

@@ -13,8 +13,8 @@ mod record;
 mod refs;
 mod worktree;
 
-pub use checkpoint::{CheckpointInput, CheckpointMeta, fmt_ms};
 pub(crate) use checkpoint::best_time;
+pub use checkpoint::{CheckpointInput, CheckpointMeta, fmt_ms};
 pub use init::RootInput;
 pub(crate) use objects::{read_tree_dir, read_tree_file};
 pub use refs::Head;

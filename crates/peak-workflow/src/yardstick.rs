@@ -105,11 +105,16 @@ mod tests {
     #[test]
     fn older_records_have_none_and_a_record_without_a_time_says_why() {
         assert_eq!(yardstick(&json!({"best": {"time_ms": 1.0}})), None);
-        let none = yardstick(&json!({"best": {"params": {"inputs": {"n": 8}}, "time_ms": 1.0}, "baseline": {"kind": "n/a", "inputs": {"n": 8}, "reason": "no vendor GEMM"}})).unwrap();
+        let none = yardstick(
+            &json!({"best": {"params": {"inputs": {"n": 8}}, "time_ms": 1.0}, "baseline": {"kind": "n/a", "inputs": {"n": 8}, "reason": "no vendor GEMM"}}),
+        )
+        .unwrap();
         assert_eq!((none.kind.as_str(), none.percent), (NOT_AVAILABLE, None));
         assert_eq!(none.cell(), "     - vendor");
         assert_eq!(none.describe(|t| format!("{t} ms")), "n/a at n=8: no vendor GEMM");
-        let lt = yardstick(&json!({"best": {"params": {"inputs": {"n": 8}}, "time_ms": 4.0}, "baseline": {"kind": "cublaslt", "time_ms": 1.0, "inputs": {"n": 8}}})).unwrap();
+        let lt =
+            yardstick(&json!({"best": {"params": {"inputs": {"n": 8}}, "time_ms": 4.0}, "baseline": {"kind": "cublaslt", "time_ms": 1.0, "inputs": {"n": 8}}}))
+                .unwrap();
         assert_eq!(lt.cell(), " 25.0% cuBLASLt");
         assert_eq!(lt.describe(|t| format!("{t} ms")), "cuBLASLt 1 ms at n=8 (kernel at 25.0% of cuBLASLt)");
     }

@@ -10,8 +10,13 @@ fn git_clone_carries_history_names_and_attempts() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path();
     let mut wf = new_workflow(base);
-    wf.record_attempt(Attempt { transformation: "TB-Tiling".into(), outcome: AttemptOutcome::WrongOutput, error: Some("max rel err 0.3".into()), ..Attempt::default() })
-        .unwrap();
+    wf.record_attempt(Attempt {
+        transformation: "TB-Tiling".into(),
+        outcome: AttemptOutcome::WrongOutput,
+        error: Some("max rel err 0.3".into()),
+        ..Attempt::default()
+    })
+    .unwrap();
     let c1 = add(&mut wf, base, "TB-Tiling", DEVICE_1, 2.0);
     wf.tag("tiled", None).unwrap();
     wf.branch("alt", Some("root")).unwrap();

@@ -26,17 +26,22 @@ fn write_step(wf: &mut Workflow, staging: &Path, who: &str, i: u32) {
     write_context(&ctx, &device, &format!("TILE = {{ values = [{}] }}\n", i + 1));
     let transformation = format!("{who}-step");
     let id = wf.start_attempt(Attempt { transformation: transformation.clone(), executor: who.into(), ..Attempt::default() }).unwrap();
-    let made = wf
-        .checkpoint(CheckpointInput {
-            attempt: Some(id.clone()),
-            ..input(&ctx, &transformation, 1.0 + f64::from(i % 7), json!({"TILE": i + 1}))
+    let made =
+        wf.checkpoint(CheckpointInput { attempt: Some(id.clone()), ..input(&ctx, &transformation, 1.0 + f64::from(i % 7), json!({"TILE": i + 1})) }).unwrap();
+    wf.finish_attempt(
+        &id,
+        Attempt { transformation, executor: who.into(), outcome: AttemptOutcome::Passed, checkpoint: Some(made.to_string()), ..Attempt::default() },
+    )
+    .unwrap();
+    if i % 3 == 2 {
+        wf.record_attempt(Attempt {
+            transformation: "Split-K".into(),
+            executor: who.into(),
+            outcome: AttemptOutcome::CompileFailed,
+            error: Some("boom".into()),
+            ..Attempt::default()
         })
         .unwrap();
-    wf.finish_attempt(&id, Attempt { transformation, executor: who.into(), outcome: AttemptOutcome::Passed, checkpoint: Some(made.to_string()), ..Attempt::default() })
-        .unwrap();
-    if i % 3 == 2 {
-        wf.record_attempt(Attempt { transformation: "Split-K".into(), executor: who.into(), outcome: AttemptOutcome::CompileFailed, error: Some("boom".into()), ..Attempt::default() })
-            .unwrap();
         wf.tag(&format!("{who}-t{i}"), None).unwrap();
         wf.sync_attempts().unwrap();
     }

@@ -94,7 +94,10 @@ fn init_checkpoints_tag_branch_checkout_diff_and_log() {
 
     // Plain git sees the same history, and the working folder is clean.
     let subjects = git(wf.dir(), &["log", "--format=%s", "main"]);
-    assert_eq!(subjects.lines().collect::<Vec<_>>(), ["Warp-Tiling: 1.00 ms (4.00x over root)", "TB-Tiling: 2.00 ms (2.00x over root)", "init: kernel k (4.00 ms)"]);
+    assert_eq!(
+        subjects.lines().collect::<Vec<_>>(),
+        ["Warp-Tiling: 1.00 ms (4.00x over root)", "TB-Tiling: 2.00 ms (2.00x over root)", "init: kernel k (4.00 ms)"]
+    );
     assert_eq!(git(wf.dir(), &["status", "--porcelain"]), "");
     assert!(wf.fsck(false).unwrap().is_empty());
 }

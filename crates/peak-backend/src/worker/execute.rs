@@ -34,12 +34,7 @@ type HostInputs = (Vec<SizedArray>, Vec<HostArray>);
 
 impl InputCache {
     fn key(ctx: &Context, params: &ExecParams, data_seed: u64) -> String {
-        format!(
-            "{}\0{}\0{:?}\0{data_seed}",
-            ctx.source_path().display(),
-            serde_json::to_string(&ctx.manifest.arrays).unwrap_or_default(),
-            params.inputs
-        )
+        format!("{}\0{}\0{:?}\0{data_seed}", ctx.source_path().display(), serde_json::to_string(&ctx.manifest.arrays).unwrap_or_default(), params.inputs)
     }
 
     /// Whether a run of `job` would take its inputs from device copies an earlier run made.

@@ -42,7 +42,11 @@ pub trait Dispatch {
                 results[slot] = Some(answer.result);
             }
         }
-        results.into_iter().enumerate().map(|(slot, r)| r.ok_or_else(|| WorkerError::Protocol { message: format!("job {slot} of {count} was never answered") })).collect()
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(slot, r)| r.ok_or_else(|| WorkerError::Protocol { message: format!("job {slot} of {count} was never answered") }))
+            .collect()
     }
 }
 
@@ -113,7 +117,14 @@ impl Fleet {
         let lanes = started
             .into_iter()
             .zip(devices)
-            .map(|((jobs, thread), device)| Lane { jobs: Some(jobs), pending: 0, served: 0, restarts: 0, device: device.expect("every lane reported"), thread: Some(thread) })
+            .map(|((jobs, thread), device)| Lane {
+                jobs: Some(jobs),
+                pending: 0,
+                served: 0,
+                restarts: 0,
+                device: device.expect("every lane reported"),
+                thread: Some(thread),
+            })
             .collect();
         let max_in_flight = options.max_in_flight.max(1);
         Ok(Fleet { lanes, reports, next_id: 1, holder: HashMap::new(), max_in_flight })

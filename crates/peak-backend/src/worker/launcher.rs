@@ -69,7 +69,13 @@ pub fn devices(backend: &str) -> Vec<String> {
     let gpu = matches!(backend, "cuda" | "hip");
     let named = CHOSEN_DEVICES.get().cloned().or_else(|| std::env::var(DEVICES_ENV).ok().map(|v| v.split(',').map(|d| d.trim().to_string()).collect()));
     match named {
-        Some(list) if list.len() == 1 && list[0] == "all" => if gpu { all_gpus() } else { Vec::new() },
+        Some(list) if list.len() == 1 && list[0] == "all" => {
+            if gpu {
+                all_gpus()
+            } else {
+                Vec::new()
+            }
+        }
         Some(list) => list,
         None if gpu => match std::env::var("CUDA_VISIBLE_DEVICES") {
             Ok(visible) => visible.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect(),
@@ -89,7 +95,11 @@ pub fn device_variable(backend: &str) -> Option<&'static str> {
 fn all_gpus() -> Vec<String> {
     static GPUS: OnceLock<Vec<String>> = OnceLock::new();
     GPUS.get_or_init(|| {
-        let listed = std::process::Command::new("nvidia-smi").arg("-L").output().map(|o| String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("GPU ")).count()).unwrap_or(0);
+        let listed = std::process::Command::new("nvidia-smi")
+            .arg("-L")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("GPU ")).count())
+            .unwrap_or(0);
         (0..listed).map(|i| i.to_string()).collect()
     })
     .clone()

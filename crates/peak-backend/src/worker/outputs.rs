@@ -18,7 +18,8 @@ pub(super) fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<R
     let Executed { result, compiled, start, .. } = executed;
     let mut outputs = Vec::with_capacity(result.outputs.len());
     for (name, array) in result.outputs {
-        let mut report = OutputReport { name: name.clone(), dtype: array.dtype, elements: array.len(), digest: None, hex: None, comparison: None, compare_error: None };
+        let mut report =
+            OutputReport { name: name.clone(), dtype: array.dtype, elements: array.len(), digest: None, hex: None, comparison: None, compare_error: None };
         match mode {
             OutputMode::Digest => report.digest = Some(array.digest()),
             OutputMode::Bytes => {
@@ -38,12 +39,8 @@ pub(super) fn finish(executed: Executed, mode: &OutputMode, references: &Mutex<R
                     match loaded {
                         Err(e) => report.compare_error = Some(e),
                         Ok(bytes) if bytes.len() != array.bytes.len() => {
-                            report.compare_error = Some(format!(
-                                "reference {} holds {} bytes, the output {name} has {}",
-                                r.path.display(),
-                                bytes.len(),
-                                array.bytes.len()
-                            ))
+                            report.compare_error =
+                                Some(format!("reference {} holds {} bytes, the output {name} has {}", r.path.display(), bytes.len(), array.bytes.len()))
                         }
                         // The reference is borrowed from the cache: every variant compares with it.
                         Ok(bytes) => report.comparison = Some(compare_bytes(array.dtype, &array.bytes, &bytes, r.tolerance)),

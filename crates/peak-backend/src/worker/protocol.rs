@@ -88,8 +88,14 @@ pub struct Request {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum Message {
-    Ready { protocol: u32, pid: u32, device: DeviceInfo },
-    Unavailable { message: String },
+    Ready {
+        protocol: u32,
+        pid: u32,
+        device: DeviceInfo,
+    },
+    Unavailable {
+        message: String,
+    },
     Started {
         id: u64,
         /// The job's inputs come from device copies the worker kept from an earlier job,
@@ -98,7 +104,10 @@ pub enum Message {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         kept_inputs: bool,
     },
-    Done { id: u64, result: Result<RunReport, Failure> },
+    Done {
+        id: u64,
+        result: Result<RunReport, Failure>,
+    },
 }
 
 /// A successful run, as data.
@@ -210,12 +219,9 @@ impl From<&RunError> for Failure {
             _ => FailureKind::LaunchFailed,
         };
         match err {
-            RunError::Compile(BackendError::Compile { log, options }) => Failure {
-                category,
-                message: "compilation failed".into(),
-                log: Some(log.clone()),
-                options: Some(options.clone()),
-            },
+            RunError::Compile(BackendError::Compile { log, options }) => {
+                Failure { category, message: "compilation failed".into(), log: Some(log.clone()), options: Some(options.clone()) }
+            }
             RunError::Invalid(reason) => Failure::new(category, reason.clone()),
             other => Failure::new(category, other.to_string()),
         }
@@ -257,7 +263,12 @@ mod tests {
         assert_eq!(back.job.params, params);
         assert_eq!(back.job.outputs, request.job.outputs);
 
-        let failure = Failure { category: FailureKind::CompileFailed, message: "compilation failed".into(), log: Some("x.cl:3: error".into()), options: Some("-D BX=16".into()) };
+        let failure = Failure {
+            category: FailureKind::CompileFailed,
+            message: "compilation failed".into(),
+            log: Some("x.cl:3: error".into()),
+            options: Some("-D BX=16".into()),
+        };
         let done = Message::Done { id: 3, result: Err(failure.clone()) };
         let line = serde_json::to_string(&done).unwrap();
         assert!(line.contains("\"category\":\"compile-failed\""), "{line}");
@@ -292,7 +303,15 @@ mod tests {
     #[test]
     fn output_bytes_decode_back() {
         let array = HostArray::init(DType::F32, 10, peak_spec::Values::Arange, 0);
-        let report = OutputReport { name: "C".into(), dtype: DType::F32, elements: 10, digest: Some(array.digest()), hex: Some(hex::encode(&array.bytes)), comparison: None, compare_error: None };
+        let report = OutputReport {
+            name: "C".into(),
+            dtype: DType::F32,
+            elements: 10,
+            digest: Some(array.digest()),
+            hex: Some(hex::encode(&array.bytes)),
+            comparison: None,
+            compare_error: None,
+        };
         let back: OutputReport = serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
         assert_eq!(back.array().unwrap(), array);
     }

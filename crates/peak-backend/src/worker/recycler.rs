@@ -103,7 +103,12 @@ impl Backend for Recycler<'_> {
     fn run_op(&self, module: &Module, op: &crate::plan::BackendOp, buffers: &crate::backend::BufferLookup) -> Result<(), BackendError> {
         self.inner.run_op(module, op, buffers)
     }
-    fn op_argument(&self, module: &Module, op: &crate::plan::BackendOp, buffers: &crate::backend::BufferLookup) -> Result<crate::backend::KernelArg, BackendError> {
+    fn op_argument(
+        &self,
+        module: &Module,
+        op: &crate::plan::BackendOp,
+        buffers: &crate::backend::BufferLookup,
+    ) -> Result<crate::backend::KernelArg, BackendError> {
         self.inner.op_argument(module, op, buffers)
     }
     fn cache_bytes(&self) -> Option<u64> {

@@ -65,7 +65,8 @@ mod tests {
     #[test]
     fn compile_reports_prune_oversized_blocks_shared_memory_and_spills() {
         let dev = device();
-        let mut k = KernelResources { name: "k".into(), registers: Some(128), max_threads_per_block: Some(512), shared_bytes: Some(16384), ..Default::default() };
+        let mut k =
+            KernelResources { name: "k".into(), registers: Some(128), max_threads_per_block: Some(512), shared_bytes: Some(16384), ..Default::default() };
         assert!(check_resources(std::slice::from_ref(&k), &[launch("k", [16, 16, 1], 0)], &dev, false).is_ok());
         let err = check_resources(std::slice::from_ref(&k), &[launch("k", [32, 32, 1], 0)], &dev, false).unwrap_err();
         assert!(err.contains("1024 threads") && err.contains("128 registers"), "{err}");

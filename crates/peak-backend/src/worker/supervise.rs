@@ -103,14 +103,14 @@ impl WorkerPool {
         }
     }
 
-
-
     pub(super) fn respawn(&mut self) -> Result<(), WorkerError> {
         let (worker, device) = Worker::spawn(&self.backend, &self.command, &self.options)?;
         // Free-memory figures may differ between starts; the identity must not.
         let identity = |d: &DeviceInfo| (d.backend.clone(), d.name.clone(), d.driver.clone(), d.arch.clone());
         if identity(&device) != identity(&self.device) {
-            return Err(WorkerError::Protocol { message: format!("the restarted worker reports another device: {} instead of {}", device.name, self.device.name) });
+            return Err(WorkerError::Protocol {
+                message: format!("the restarted worker reports another device: {} instead of {}", device.name, self.device.name),
+            });
         }
         self.worker = Some(worker);
         self.restarts += 1;
@@ -195,9 +195,10 @@ impl Worker {
         match worker.events.recv_timeout(options.startup_timeout) {
             Ok(Event::Message(message)) => match *message {
                 Message::Ready { protocol, device, .. } if protocol == PROTOCOL_VERSION => Ok((worker, device)),
-                Message::Ready { protocol, .. } => {
-                    Err(startup_failure(&mut worker, format!("it speaks protocol {protocol}, this peak speaks {PROTOCOL_VERSION}; use one peak binary for both")))
-                }
+                Message::Ready { protocol, .. } => Err(startup_failure(
+                    &mut worker,
+                    format!("it speaks protocol {protocol}, this peak speaks {PROTOCOL_VERSION}; use one peak binary for both"),
+                )),
                 Message::Unavailable { message } => {
                     let _ = worker.kill();
                     Err(WorkerError::Unavailable { backend: backend.to_string(), message })

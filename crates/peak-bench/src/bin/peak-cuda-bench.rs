@@ -150,7 +150,11 @@ fn find_nvcc(given: Option<PathBuf>) -> Result<PathBuf, String> {
 
 fn compile_time(contexts: &[PathBuf], set: &[String], nvcc: Option<PathBuf>) -> Outcome {
     let nvcc = find_nvcc(nvcc)?;
-    let nvcc_version = Command::new(&nvcc).arg("--version").output().map(|o| String::from_utf8_lossy(&o.stdout).lines().last().unwrap_or_default().to_string()).unwrap_or_default();
+    let nvcc_version = Command::new(&nvcc)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().last().unwrap_or_default().to_string())
+        .unwrap_or_default();
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut device = Value::Null;
     let mut results = Vec::new();

@@ -226,7 +226,14 @@ fn label(ctx: &Context) -> String {
 }
 
 /// Search `ctx` at size `n`; returns the result and the best configuration's output.
-fn tune(backend: &HlslBackend, ctx: &Context, n: i64, reference: Option<&HostArray>, max_configs: usize, args: &Args) -> Result<(StageResult, Option<HostArray>), String> {
+fn tune(
+    backend: &HlslBackend,
+    ctx: &Context,
+    n: i64,
+    reference: Option<&HostArray>,
+    max_configs: usize,
+    args: &Args,
+) -> Result<(StageResult, Option<HostArray>), String> {
     let started = Instant::now();
     let mut space = ctx.space();
     space.restrict("n", vec![n]).map_err(|e| e.to_string())?;
@@ -238,7 +245,10 @@ fn tune(backend: &HlslBackend, ctx: &Context, n: i64, reference: Option<&HostArr
     // are the slow part, and they use one core each.
     let threads = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1).min(candidates.len().max(1));
     let modules: Vec<Result<Module, RunError>> = std::thread::scope(|s| {
-        let chunks: Vec<_> = candidates.chunks(candidates.len().div_ceil(threads).max(1)).map(|chunk| s.spawn(move || chunk.iter().map(|p| compile(backend, ctx, p)).collect::<Vec<_>>())).collect();
+        let chunks: Vec<_> = candidates
+            .chunks(candidates.len().div_ceil(threads).max(1))
+            .map(|chunk| s.spawn(move || chunk.iter().map(|p| compile(backend, ctx, p)).collect::<Vec<_>>()))
+            .collect();
         chunks.into_iter().flat_map(|h| h.join().expect("a compile thread panicked")).collect()
     });
 
@@ -332,7 +342,11 @@ fn check(result: &RunResult, reference: Option<&HostArray>, tolerance: f64) -> R
         return Err(format!("output is {} x {}, the reference {} x {}", out.dtype, out.len(), reference.dtype, reference.len()));
     }
     let cmp = compare(out, reference, tolerance);
-    if cmp.passed { Ok(()) } else { Err(format!("relative error {:.3e} over tolerance {:.3e} ({} non-finite)", cmp.relative_error, cmp.tolerance, cmp.non_finite)) }
+    if cmp.passed {
+        Ok(())
+    } else {
+        Err(format!("relative error {:.3e} over tolerance {:.3e} ({} non-finite)", cmp.relative_error, cmp.tolerance, cmp.non_finite))
+    }
 }
 
 fn params_map(params: &ExecParams) -> BTreeMap<String, i64> {

@@ -38,7 +38,8 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { out: "bench/results/search-quality.json".into(), seeds: 100, fraction: 0.10, within: 0.02, device: None, commit: None, caches: Vec::new() };
+    let mut args =
+        Args { out: "bench/results/search-quality.json".into(), seeds: 100, fraction: 0.10, within: 0.02, device: None, commit: None, caches: Vec::new() };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));

@@ -29,9 +29,16 @@ impl AutoReporter for Progress {
         let line = match e.event.as_str() {
             "plan" => format!("[{}] plan: apply {what}: {}", e.step, e.reasoning.as_deref().unwrap_or("")),
             "stop" => format!("[{}] plan: stop: {}", e.step, e.reasoning.as_deref().unwrap_or("")),
-            "checkpoint" => format!("[{}] {what}: checkpoint {} ({})", e.step, short(e.checkpoint.as_deref()), e.best_ms.map(format_ms).unwrap_or_else(|| "-".into())),
+            "checkpoint" => {
+                format!("[{}] {what}: checkpoint {} ({})", e.step, short(e.checkpoint.as_deref()), e.best_ms.map(format_ms).unwrap_or_else(|| "-".into()))
+            }
             "backtrack" => format!("[{}] backtrack to {} on branch {}", e.step, short(e.checkpoint.as_deref()), e.branch.as_deref().unwrap_or("?")),
-            other => format!("[{}] {other}{}: {}", e.step, if what.is_empty() { String::new() } else { format!(" {what}") }, e.detail.as_deref().unwrap_or("").lines().next().unwrap_or("")),
+            other => format!(
+                "[{}] {other}{}: {}",
+                e.step,
+                if what.is_empty() { String::new() } else { format!(" {what}") },
+                e.detail.as_deref().unwrap_or("").lines().next().unwrap_or("")
+            ),
         };
         self.apply.println(line);
     }
@@ -48,7 +55,11 @@ fn short(id: Option<&str>) -> &str {
 pub fn run(args: AutoArgs) -> Result<()> {
     for spec in std::iter::once(&args.executor).chain(&args.planner) {
         match spec.parse::<ExecutorSpec>().map_err(|e| usage(anyhow!(e)))? {
-            ExecutorSpec::Agent => return Err(usage(anyhow!("--executor/--planner agent: the autonomous mode needs PROVIDER:MODEL\nhint: to write the regions yourself, use `peak apply --executor agent`"))),
+            ExecutorSpec::Agent => {
+                return Err(usage(anyhow!(
+                    "--executor/--planner agent: the autonomous mode needs PROVIDER:MODEL\nhint: to write the regions yourself, use `peak apply --executor agent`"
+                )));
+            }
             ExecutorSpec::Llm { .. } => {}
         }
     }

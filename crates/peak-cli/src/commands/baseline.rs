@@ -67,7 +67,16 @@ fn print_report(report: &BaselineReport) {
     let bias = lt.types.bias.map(|b| format!(", bias {b}")).unwrap_or_default();
     println!(
         "           {} {} (cuBLASLt {}), {}, {} x {} -> {}{bias}, {}, algorithm {}, {} of workspace",
-        lt.routine, lt.layout, lt.cublaslt_ops, lt.epilogue, lt.types.a, lt.types.b, lt.types.c, lt.compute_type, lt.algorithm, format_bytes(lt.workspace_needed)
+        lt.routine,
+        lt.layout,
+        lt.cublaslt_ops,
+        lt.epilogue,
+        lt.types.a,
+        lt.types.b,
+        lt.types.c,
+        lt.compute_type,
+        lt.algorithm,
+        format_bytes(lt.workspace_needed)
     );
     if let Some(residual) = &lt.residual {
         println!("           residual: {residual}");

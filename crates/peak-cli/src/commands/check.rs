@@ -65,8 +65,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
         let data_seed = args.candidate.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
         let options = RunOptions { warmup: 0, repetitions: 0, check_inputs: true, data_seed, ..RunOptions::default() };
         let reference_params = reference_point(&reference, &params.inputs)?;
-        let expected = runner::run(ref_backend, &reference, &reference_params, &options)
-            .map_err(|e| anyhow!("the reference failed at {reference_params}: {e}"))?;
+        let expected =
+            runner::run(ref_backend, &reference, &reference_params, &options).map_err(|e| anyhow!("the reference failed at {reference_params}: {e}"))?;
         let mut report = SampleReport { params: params.clone(), reference_params, data_seed, verdict: "passed".into(), outputs: vec![], error: None };
         match runner::run(cand_backend.as_ref(), &candidate, &params, &options) {
             Err(e) => {
@@ -116,7 +116,10 @@ fn print_sample(s: &SampleReport) {
             if c.non_finite > 0 {
                 format!("{}: {} non-finite elements (first at {}), e.g. unwritten", o.name, c.non_finite, c.first_non_finite.unwrap_or(0))
             } else {
-                format!("{}: rel. error {:.2e} (tol {:.1e}), worst at [{}] {} vs {}", o.name, c.relative_error, c.tolerance, c.worst_index, c.worst_value, c.worst_expected)
+                format!(
+                    "{}: rel. error {:.2e} (tol {:.1e}), worst at [{}] {} vs {}",
+                    o.name, c.relative_error, c.tolerance, c.worst_index, c.worst_value, c.worst_expected
+                )
             }
         }
         (None, None) => String::new(),

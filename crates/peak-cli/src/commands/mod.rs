@@ -2,13 +2,13 @@
 
 pub mod apply;
 pub mod auto;
-pub mod branch;
 pub mod baseline;
+pub mod branch;
 pub mod bundle;
 pub mod check;
-pub mod compile;
 pub mod checkout;
 pub mod compare;
+pub mod compile;
 pub mod diff;
 pub mod export;
 pub mod fsck;
@@ -18,10 +18,10 @@ pub mod log;
 pub mod mcp;
 pub mod new;
 pub mod pending;
-pub mod replay;
-pub mod retune;
-pub mod report;
 pub mod profile;
+pub mod replay;
+pub mod report;
+pub mod retune;
 pub mod run;
 pub mod show;
 pub mod study;
@@ -106,7 +106,10 @@ pub fn report_outcome(outcome: &peak_apply::ApplyOutcome, json: bool) -> Result<
     } else {
         match outcome {
             ApplyOutcome::Checkpoint { id, transformation, verdict, attempts, .. } if *verdict == peak_workflow::AttemptOutcome::Deferred => {
-                println!("{transformation}: checkpoint {} deferred: compile-checked, not yet validated or tuned ({attempts} attempt record(s))", &id[..id.len().min(10)]);
+                println!(
+                    "{transformation}: checkpoint {} deferred: compile-checked, not yet validated or tuned ({attempts} attempt record(s))",
+                    &id[..id.len().min(10)]
+                );
                 println!("  on the GPU machine: peak bundle WORKFLOW FILE here, then peak replay FILE --into NEW there");
             }
             ApplyOutcome::Checkpoint { id, transformation, best_ms, speedup_over_parent, attempts, .. } => {

@@ -55,7 +55,13 @@ pub fn run(args: NewArgs) -> Result<()> {
     }
     println!("wrote {} ({} kernel `{}`)", args.to.display(), m.kernel.backend, m.kernel.name);
     for a in &m.arrays {
-        let role = if a.output { "output" } else if a.inout { "read and written" } else { "input" };
+        let role = if a.output {
+            "output"
+        } else if a.inout {
+            "read and written"
+        } else {
+            "input"
+        };
         println!("  array  {:<12} {:<5} {} elements, {role}", a.name, a.dtype, a.size);
     }
     for (name, domain) in &m.inputs {
@@ -116,7 +122,9 @@ fn ask_for_missing(file: &Path, backend: Backend, choices: &mut ImportChoices) -
                 choices.inputs.insert(name.clone(), values);
             }
             Param::Float { name } if !choices.scalars.contains_key(name) => {
-                let value = ask_until(&format!("value of float parameter {name} (e.g. 1e-5): "), "a finite number, please", |a| a.parse::<f64>().ok().filter(|v| v.is_finite()))?;
+                let value = ask_until(&format!("value of float parameter {name} (e.g. 1e-5): "), "a finite number, please", |a| {
+                    a.parse::<f64>().ok().filter(|v| v.is_finite())
+                })?;
                 choices.scalars.insert(name.clone(), value);
             }
             _ => {}

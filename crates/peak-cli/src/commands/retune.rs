@@ -18,13 +18,7 @@ pub fn run(args: RetuneArgs) -> Result<()> {
         ..peak_apply::ApplyOptions::default()
     };
     let progress = ApplyProgress::new(!args.json);
-    let outcome = peak_apply::retune(
-        &args.workflow.workflow,
-        &options,
-        "user",
-        &mut workers(),
-        &progress,
-    );
+    let outcome = peak_apply::retune(&args.workflow.workflow, &options, "user", &mut workers(), &progress);
     progress.finish();
     report_outcome(&outcome?, args.json)
 }

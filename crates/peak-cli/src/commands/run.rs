@@ -2,8 +2,8 @@
 
 use anyhow::{Result, anyhow};
 use peak_backend::{Spread, runner};
-use peak_spec::data::ArraySummary;
 use peak_spec::ExecParams;
+use peak_spec::data::ArraySummary;
 use serde::Serialize;
 
 use super::{first_point, load_context, restricted_space};
@@ -74,7 +74,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         return print_json(&report);
     }
     if other_points > 0 {
-        eprintln!("note: {} more execution parameters match; running the first (narrow it with --set)", if other_points >= 1000 { "1000+".to_string() } else { other_points.to_string() });
+        eprintln!(
+            "note: {} more execution parameters match; running the first (narrow it with --set)",
+            if other_points >= 1000 { "1000+".to_string() } else { other_points.to_string() }
+        );
     }
     println!("{} on {} ({})", report.kernel, report.device, report.backend);
     println!("  params   {params}");

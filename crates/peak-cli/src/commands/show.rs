@@ -36,7 +36,9 @@ pub fn run(args: ShowArgs) -> Result<()> {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|run| Some(format!("{}: {}", peak_workflow::format_inputs(run.get("inputs")?), peak_workflow::format_ms(run.pointer("/best/time_ms")?.as_f64()?))))
+            .filter_map(|run| {
+                Some(format!("{}: {}", peak_workflow::format_inputs(run.get("inputs")?), peak_workflow::format_ms(run.pointer("/best/time_ms")?.as_f64()?)))
+            })
             .collect();
         if runs.len() > 1 {
             println!("  tuned at        {}", runs.join(", "));

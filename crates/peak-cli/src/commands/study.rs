@@ -101,7 +101,9 @@ pub struct StudyReport {
 pub fn run(args: StudyArgs) -> Result<()> {
     for spec in &args.executors {
         match spec.parse::<ExecutorSpec>().map_err(|e| usage(anyhow!(e)))? {
-            ExecutorSpec::Agent => return Err(usage(anyhow!("--executors agent: a study needs PROVIDER:MODEL executors (the agent executor waits for a person)"))),
+            ExecutorSpec::Agent => {
+                return Err(usage(anyhow!("--executors agent: a study needs PROVIDER:MODEL executors (the agent executor waits for a person)")));
+            }
             ExecutorSpec::Llm { .. } => {}
         }
     }
@@ -114,7 +116,8 @@ pub fn run(args: StudyArgs) -> Result<()> {
     for dir in &args.measure.library {
         library.add_dir(dir).map_err(|e| usage(anyhow!(e)))?;
     }
-    let transformations = args.transformations.iter().map(|name| library.get(name).map(|t| t.name.clone()).map_err(|e| usage(anyhow!(e)))).collect::<Result<Vec<_>>>()?;
+    let transformations =
+        args.transformations.iter().map(|name| library.get(name).map(|t| t.name.clone()).map_err(|e| usage(anyhow!(e)))).collect::<Result<Vec<_>>>()?;
     let dir: PathBuf = super::open_workflow(&args.workflow)?.dir().to_path_buf();
     let mut wf = Workflow::open(&dir)?;
     // One lock for the whole study, its applies and the branches and checkouts between
@@ -173,10 +176,25 @@ fn study(args: &StudyArgs, transformations: &[String], wf: &mut Workflow, from: 
                 wf.checkout(&branch, true)?;
                 let before = wf.attempts()?.records.len();
                 progress.println(format!("{transformation} with {executor} ({repeat}/{}) on {branch}", args.repeat));
-                let options = peak_apply::ApplyOptions { transformation: transformation.clone(), executor: executor.clone(), retries: args.retries, ..apply_options(&args.measure) };
+                let options = peak_apply::ApplyOptions {
+                    transformation: transformation.clone(),
+                    executor: executor.clone(),
+                    retries: args.retries,
+                    ..apply_options(&args.measure)
+                };
                 let outcome = peak_apply::apply_in(wf, &options, &mut workers, progress);
                 let tries: Vec<AttemptOutcome> = wf.attempts()?.records.into_iter().skip(before).filter(|r| !r.is_start()).map(|r| r.attempt.outcome).collect();
-                let mut run = StudyRun { transformation: transformation.clone(), executor: executor.clone(), repeat, branch, status: String::new(), checkpoint: None, best_ms: None, tries, error: None };
+                let mut run = StudyRun {
+                    transformation: transformation.clone(),
+                    executor: executor.clone(),
+                    repeat,
+                    branch,
+                    status: String::new(),
+                    checkpoint: None,
+                    best_ms: None,
+                    tries,
+                    error: None,
+                };
                 match outcome {
                     Ok(ApplyOutcome::Checkpoint { id, best_ms, .. }) => {
                         run.status = "checkpoint".into();
@@ -221,7 +239,18 @@ fn cells(runs: &[StudyRun]) -> Vec<StudyCell> {
         let i = match cells.iter().position(|c| c.transformation == run.transformation && c.executor == run.executor) {
             Some(i) => i,
             None => {
-                cells.push(StudyCell { transformation: run.transformation.clone(), executor: run.executor.clone(), runs: 0, successes: 0, first_try: 0, after_repair: 0, failed: 0, unreachable: 0, tries: 0, failures: BTreeMap::new() });
+                cells.push(StudyCell {
+                    transformation: run.transformation.clone(),
+                    executor: run.executor.clone(),
+                    runs: 0,
+                    successes: 0,
+                    first_try: 0,
+                    after_repair: 0,
+                    failed: 0,
+                    unreachable: 0,
+                    tries: 0,
+                    failures: BTreeMap::new(),
+                });
                 cells.len() - 1
             }
         };
@@ -253,8 +282,19 @@ fn print_table(report: &StudyReport) {
         .cells
         .iter()
         .map(|c| {
-            let failures = if c.failures.is_empty() { "-".to_string() } else { c.failures.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ") };
-            [c.transformation.clone(), c.executor.clone(), c.runs.to_string(), c.successes.to_string(), c.first_try.to_string(), c.after_repair.to_string(), c.failed.to_string(), c.unreachable.to_string(), failures]
+            let failures =
+                if c.failures.is_empty() { "-".to_string() } else { c.failures.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ") };
+            [
+                c.transformation.clone(),
+                c.executor.clone(),
+                c.runs.to_string(),
+                c.successes.to_string(),
+                c.first_try.to_string(),
+                c.after_repair.to_string(),
+                c.failed.to_string(),
+                c.unreachable.to_string(),
+                failures,
+            ]
         })
         .collect();
     let header = ["transformation", "executor", "runs", "ok", "first-try", "repaired", "failed", "unreachable", "failed tries by kind"].map(String::from);

@@ -16,7 +16,6 @@ pub fn library(dirs: &[std::path::PathBuf]) -> Result<Library> {
     Ok(library)
 }
 
-
 pub fn run(args: TransformationsArgs) -> Result<()> {
     let library = library(&args.dirs)?;
     match args.action.unwrap_or(TransformationsAction::List) {

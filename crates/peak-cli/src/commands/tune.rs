@@ -18,8 +18,8 @@ use serde::Serialize;
 
 use super::{load_context, restricted_space};
 use crate::cli::TuneArgs;
-use crate::progress::Bar;
 use crate::output::{format_ms, print_json};
+use crate::progress::Bar;
 use crate::usage;
 
 #[derive(Serialize)]
@@ -139,10 +139,7 @@ fn print_text(ctx: &Context, report: &TuneReport) {
         );
         let constraint_pruned: usize = r.pruned.constraints.iter().map(|c| c.rejected).sum();
         if constraint_pruned + r.pruned.compile_report + r.pruned.launch > 0 {
-            println!(
-                "  pruned   {constraint_pruned} by constraints, {} by compile reports, {} at launch",
-                r.pruned.compile_report, r.pruned.launch
-            );
+            println!("  pruned   {constraint_pruned} by constraints, {} by compile reports, {} at launch", r.pruned.compile_report, r.pruned.launch);
         }
         for example in &r.failure_examples {
             let count = r.failures.get(example.verdict.category()).copied().unwrap_or(0);

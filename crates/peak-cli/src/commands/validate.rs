@@ -62,7 +62,11 @@ pub fn run(args: ValidateArgs) -> Result<()> {
     output.timeout = Some(timeout);
     let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(output)];
 
-    let report = if args.json { validate(&mut workers, &candidate, &chosen, &mut validators, &())? } else { validate(&mut workers, &candidate, &chosen, &mut validators, &Lines)? };
+    let report = if args.json {
+        validate(&mut workers, &candidate, &chosen, &mut validators, &())?
+    } else {
+        validate(&mut workers, &candidate, &chosen, &mut validators, &Lines)?
+    };
     // Right outputs first, as an apply checks: sanitizing a wrong kernel tells nothing new.
     let sanitizer = match report.outcome {
         Outcome::Passed => Some(plan.validate(&mut workers, &candidate, &space, &chosen, args.sanitize_samples)?),

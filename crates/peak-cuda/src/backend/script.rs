@@ -33,9 +33,7 @@ impl CudaBackend {
             )));
         }
         self.bind()?;
-        let status = unsafe {
-            sys::cuFuncSetAttribute(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, *bytes as i32)
-        };
+        let status = unsafe { sys::cuFuncSetAttribute(function.handle, CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, *bytes as i32) };
         match status {
             CUresult::CUDA_SUCCESS => Ok(()),
             CUresult::CUDA_ERROR_INVALID_VALUE => Err(BackendError::InvalidConfig(format!(

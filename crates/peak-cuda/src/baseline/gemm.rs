@@ -98,17 +98,31 @@ impl Gemm {
 
     /// The epilogue in the manifest's words: `none`, `bias`, `gelu-tanh`, `bias + relu`, ...
     pub fn epilogue_name(&self) -> String {
-        let parts: Vec<&str> = [self.bias.as_ref().map(|_| "bias"), (self.activation != Activation::None).then(|| activation_word(self.activation)), self.residual.as_ref().map(|_| "residual")]
-            .into_iter()
-            .flatten()
-            .collect();
+        let parts: Vec<&str> = [
+            self.bias.as_ref().map(|_| "bias"),
+            (self.activation != Activation::None).then(|| activation_word(self.activation)),
+            self.residual.as_ref().map(|_| "residual"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if parts.is_empty() { "none".into() } else { parts.join(" + ") }
     }
 
     /// One line for messages: `NT m=37 n=45 k=29, f16 x f16 -> f16, bias + gelu-tanh`.
     pub fn summary(&self) -> String {
         let batch = if self.batch > 1 { format!(" batch={}", self.batch) } else { String::new() };
-        format!("{} m={} n={} k={}{batch}, {} x {} -> {}, {}", self.layout_name(), self.m, self.n, self.k, self.a.dtype, self.b.dtype, self.c.dtype, self.epilogue_name())
+        format!(
+            "{} m={} n={} k={}{batch}, {} x {} -> {}, {}",
+            self.layout_name(),
+            self.m,
+            self.n,
+            self.k,
+            self.a.dtype,
+            self.b.dtype,
+            self.c.dtype,
+            self.epilogue_name()
+        )
     }
 }
 
@@ -214,7 +228,8 @@ impl Resolver<'_> {
         };
         let ld = self.size(ld_field, ld.as_deref(), tight.inner, tight.inner, &format!("the {} elements of a {run} of {matrix:?}{stored}", tight.inner))?;
         let one = Storage { ld, ..tight }.span(1);
-        let (least, why) = if disjoint { (one, "the elements of one problem, so that problems do not write over each other") } else { (0, "a count of elements") };
+        let (least, why) =
+            if disjoint { (one, "the elements of one problem, so that problems do not write over each other") } else { (0, "a count of elements") };
         let stride = self.size(stride_field, stride.as_deref(), tight.outer * ld, least, why)?;
         Ok(Storage { ld, stride, ..tight })
     }
@@ -264,7 +279,10 @@ fn check_fusion(spec: &MatmulShape, residual: bool) -> Result<(), FieldError> {
     if spec.activation != Activation::None {
         return Err((
             "residual",
-            format!("cuBLASLt's epilogue applies the activation last, so a residual added after it (activation = \"{}\") cannot be fused; time the GEMM without it", activation_word(spec.activation)),
+            format!(
+                "cuBLASLt's epilogue applies the activation last, so a residual added after it (activation = \"{}\") cannot be fused; time the GEMM without it",
+                activation_word(spec.activation)
+            ),
         ));
     }
     if spec.beta != 0.0 {
@@ -391,19 +409,25 @@ mod tests {
         let f32s = linear("f32");
         let err = error(&LINEAR.replace("b_layout = \"col\"\n", "b_layout = \"col\"\nldb = \"28\"\n"), &f32s);
         assert!(err.contains("kernel.matmul.ldb") && err.contains("29 elements of a column of B (b_layout = \"col\")"), "{err}");
-        let err = error(LINEAR, &[("inp", "f32", "m * k", false), ("weight", "f32", "n * k - 1", false), ("bias", "f32", "n", false), ("out", "f32", "m * n", true)]);
+        let err =
+            error(LINEAR, &[("inp", "f32", "m * k", false), ("weight", "f32", "n * k - 1", false), ("bias", "f32", "n", false), ("out", "f32", "m * n", true)]);
         assert!(err.contains("kernel.matmul.b:") && err.contains("1304 elements; the GEMM reads 1305"), "{err}");
         let err = edited(LINEAR, &f32s, |ctx| table(ctx).bias = Some("nope".into())).unwrap_err().to_string();
         assert!(err.contains("kernel.matmul.bias: no array named 'nope'"), "{err}");
         let err = edited(LINEAR, &f32s, |ctx| table(ctx).lda = Some("k +".into())).unwrap_err().to_string();
         assert!(err.contains("kernel.matmul.lda: cannot parse `k +`"), "{err}");
-        let err = error(&format!("{LINEAR}batch = \"2\"\nstride_c = \"10\"\n"), &[("inp", "f32", "2 * m * k", false), ("weight", "f32", "2 * n * k", false), ("bias", "f32", "n", false), ("out", "f32", "2 * m * n", true)]);
+        let err = error(
+            &format!("{LINEAR}batch = \"2\"\nstride_c = \"10\"\n"),
+            &[("inp", "f32", "2 * m * k", false), ("weight", "f32", "2 * n * k", false), ("bias", "f32", "n", false), ("out", "f32", "2 * m * n", true)],
+        );
         assert!(err.contains("kernel.matmul.stride_c") && err.contains("do not write over each other"), "{err}");
     }
 
     #[test]
     fn types_cublaslt_has_no_gemm_for_are_refused_with_the_field() {
-        let arrays = |a: &'static str, b: &'static str, c: &'static str, bias: &'static str| [("inp", a, "m * k", false), ("weight", b, "n * k", false), ("bias", bias, "n", false), ("out", c, "m * n", true)];
+        let arrays = |a: &'static str, b: &'static str, c: &'static str, bias: &'static str| {
+            [("inp", a, "m * k", false), ("weight", b, "n * k", false), ("bias", bias, "n", false), ("out", c, "m * n", true)]
+        };
         let err = edited(LINEAR, &arrays("f32", "f32", "f32", "f32"), |ctx| ctx.manifest.arrays[0].dtype = DType::I32).unwrap_err().to_string();
         assert!(err.contains("kernel.matmul.a: array inp is i32; cuBLASLt's baseline multiplies f32, f16 or bf16"), "{err}");
         let err = error(LINEAR, &arrays("f16", "bf16", "f16", "f16"));
@@ -419,7 +443,13 @@ mod tests {
 
     #[test]
     fn a_residual_fuses_only_where_cublaslt_adds_it_last() {
-        let arrays = [("inp", "f16", "m * k", false), ("weight", "f16", "n * k", false), ("bias", "f16", "n", false), ("res", "f16", "m * n", false), ("out", "f16", "m * n", true)];
+        let arrays = [
+            ("inp", "f16", "m * k", false),
+            ("weight", "f16", "n * k", false),
+            ("bias", "f16", "n", false),
+            ("res", "f16", "m * n", false),
+            ("out", "f16", "m * n", true),
+        ];
         let plain = LINEAR.replace("activation = \"gelu-tanh\"\n", "residual = \"res\"\n");
         let gemm = resolved(&plain, &arrays).unwrap();
         assert_eq!(gemm.residual.map(|r| r.index), Some(3));

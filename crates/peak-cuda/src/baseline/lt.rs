@@ -13,8 +13,9 @@
 use std::ffi::{CStr, c_void};
 
 use cudarc::cublaslt::sys::{
-    self as lt, cublasComputeType_t, cublasLtEpilogue_t, cublasLtMatmulAlgo_t, cublasLtMatmulAlgoConfigAttributes_t as AlgoAttr, cublasLtMatmulDescAttributes_t as DescAttr,
-    cublasLtMatmulPreferenceAttributes_t as PrefAttr, cublasLtMatrixLayoutAttribute_t as LayoutAttr, cublasStatus_t, cudaDataType,
+    self as lt, cublasComputeType_t, cublasLtEpilogue_t, cublasLtMatmulAlgo_t, cublasLtMatmulAlgoConfigAttributes_t as AlgoAttr,
+    cublasLtMatmulDescAttributes_t as DescAttr, cublasLtMatmulPreferenceAttributes_t as PrefAttr, cublasLtMatrixLayoutAttribute_t as LayoutAttr,
+    cublasStatus_t, cudaDataType,
 };
 use peak_spec::{Activation, DType, Layout};
 use serde::{Deserialize, Serialize};
@@ -189,7 +190,9 @@ fn set_pref<T>(pref: &Owned<lt::cublasLtMatmulPreferenceOpaque_t>, attr: PrefAtt
 }
 
 fn matrix_layout(m: &Matrix) -> Result<Owned<lt::cublasLtMatrixLayoutOpaque_t>, BaselineError> {
-    let layout = Owned::create("cublasLtMatrixLayoutCreate", lt::cublasLtMatrixLayoutDestroy, |raw| unsafe { lt::cublasLtMatrixLayoutCreate(raw, data_type(m.dtype), m.rows, m.cols, m.ld) })?;
+    let layout = Owned::create("cublasLtMatrixLayoutCreate", lt::cublasLtMatrixLayoutDestroy, |raw| unsafe {
+        lt::cublasLtMatrixLayoutCreate(raw, data_type(m.dtype), m.rows, m.cols, m.ld)
+    })?;
     if m.batch > 1 {
         set_layout(&layout, LayoutAttr::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &m.batch)?;
         set_layout(&layout, LayoutAttr::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.stride)?;
@@ -236,7 +239,15 @@ impl Matmul {
         }
         let mut algorithm = 0i32;
         let mut written = 0;
-        let status = unsafe { lt::cublasLtMatmulAlgoConfigGetAttribute(&result.algo, AlgoAttr::CUBLASLT_ALGO_CONFIG_ID, (&mut algorithm as *mut i32).cast(), size_of::<i32>(), &mut written) };
+        let status = unsafe {
+            lt::cublasLtMatmulAlgoConfigGetAttribute(
+                &result.algo,
+                AlgoAttr::CUBLASLT_ALGO_CONFIG_ID,
+                (&mut algorithm as *mut i32).cast(),
+                size_of::<i32>(),
+                &mut written,
+            )
+        };
         check(status, "cublasLtMatmulAlgoConfigGetAttribute(CUBLASLT_ALGO_CONFIG_ID)")?;
         Ok(Matmul { call, descs, layouts, algo: result.algo, workspace, algorithm, workspace_needed: result.workspaceSize, handle })
     }
@@ -275,7 +286,8 @@ impl Matmul {
 }
 
 fn descriptor(call: &Call, bias: Option<u64>) -> Result<Owned<lt::cublasLtMatmulDescOpaque_t>, BaselineError> {
-    let desc = Owned::create("cublasLtMatmulDescCreate", lt::cublasLtMatmulDescDestroy, |raw| unsafe { lt::cublasLtMatmulDescCreate(raw, COMPUTE_TYPE, SCALE_TYPE) })?;
+    let desc =
+        Owned::create("cublasLtMatmulDescCreate", lt::cublasLtMatmulDescDestroy, |raw| unsafe { lt::cublasLtMatmulDescCreate(raw, COMPUTE_TYPE, SCALE_TYPE) })?;
     set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_TRANSA, &(call.transa as i32))?;
     set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_TRANSB, &(call.transb as i32))?;
     set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_EPILOGUE, &call.epilogue)?;

@@ -63,7 +63,6 @@ fn is_real_arch(text: &str) -> bool {
 }
 
 impl Api {
-
     /// The runtime header, and for HIP the CUDA names the harness uses mapped to HIP's, so
     /// the rest of the program (kernel names included) is the same text for both.
     pub(crate) fn runtime(self) -> String {
@@ -166,7 +165,9 @@ pub fn render(input: &Input, api: Api) -> Bundle {
 
     let run = "./harness".to_string();
     let notes = match api {
-        Api::Cuda => "  The kernel file is #included by harness.cu; nvcc compiles both. -gencode names the architecture\n  peak compiled for (its `a` or `f` suffix included: wgmma, setmaxnreg and multicast need it), and\n  nothing else; for another GPU, change both compute_XY and sm_XY.\n",
+        Api::Cuda => {
+            "  The kernel file is #included by harness.cu; nvcc compiles both. -gencode names the architecture\n  peak compiled for (its `a` or `f` suffix included: wgmma, setmaxnreg and multicast need it), and\n  nothing else; for another GPU, change both compute_XY and sm_XY.\n"
+        }
         Api::Hip => "  The kernel file is #included by harness.hip; hipcc compiles both (add --offload-arch=gfxNNNN).\n",
     };
     let mut files = vec![(api.harness_file().to_string(), c)];

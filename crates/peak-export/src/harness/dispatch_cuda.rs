@@ -197,10 +197,15 @@ pub fn render(input: &DispatchInput, api: Api) -> Bundle {
 
 fn readme(input: &DispatchInput, api: Api, build: &str, run: &str) -> String {
     let table = input.table;
-    let mut out = format!("{} ({}), exported by peak with a dispatch table by shape\n\nFrom:  {}\n\n", input.ctx.name(), input.ctx.backend(), input.origin.describe());
+    let mut out =
+        format!("{} ({}), exported by peak with a dispatch table by shape\n\nFrom:  {}\n\n", input.ctx.name(), input.ctx.backend(), input.origin.describe());
     out.push_str(&format!("Configurations (each its own copy of the kernel in {INSTANCES_FILE}: namespace peak_config_C)\n"));
     for c in 0..table.configs.len() {
-        out.push_str(&format!("  {c}  {}{}\n", table.describe(c), if c == table.fallback { "  (the record's overall best; the kernel file's defaults)" } else { "" }));
+        out.push_str(&format!(
+            "  {c}  {}{}\n",
+            table.describe(c),
+            if c == table.fallback { "  (the record's overall best; the kernel file's defaults)" } else { "" }
+        ));
     }
     out.push_str("\nTuned shapes and their best configuration\n");
     for (i, s) in table.shapes.iter().enumerate() {
@@ -214,7 +219,9 @@ fn readme(input: &DispatchInput, api: Api, build: &str, run: &str) -> String {
         api.harness_file()
     ));
     out.push_str(&format!("\nBuild\n  {build}\n  (or: sh build.sh, or: make)\n\nRun\n  {run} [--warmup N] [--reps N] [--dump DIR]\n"));
-    out.push_str("  For each tuned shape: `shape SHAPE: configuration C (...)`, one line per output (dumped as\n  DIR/NAME.SHAPE.bin with --dump) and `median_ms: X`.\n");
+    out.push_str(
+        "  For each tuned shape: `shape SHAPE: configuration C (...)`, one line per output (dumped as\n  DIR/NAME.SHAPE.bin with --dump) and `median_ms: X`.\n",
+    );
     out.push_str("\nInputs are filled with the same values peak uses (SplitMix64 from the manifest's seeds), so the\noutputs are comparable with `peak run`'s digests at the same shape and configuration.\n");
     out
 }
@@ -253,7 +260,8 @@ fn directive(line: &str) -> Option<&str> {
 }
 
 /// Attributes written between `extern "C"` and a function's name.
-const ATTRIBUTES: &[&str] = &["__launch_bounds__", "__attribute__", "__align__", "__declspec", "__maxnreg__", "__cluster_dims__", "alignas", "__nv_register_params__"];
+const ATTRIBUTES: &[&str] =
+    &["__launch_bounds__", "__attribute__", "__align__", "__declspec", "__maxnreg__", "__cluster_dims__", "alignas", "__nv_register_params__"];
 
 /// The functions `code` declares `extern "C"` (the name before the first `(` that is not
 /// an attribute's), once each; a block `extern "C" { ... }` is left alone.

@@ -36,12 +36,16 @@ pub fn render(input: &DispatchInput) -> Bundle {
         for (k, name) in kernels.iter().enumerate() {
             c.push_str(&format!("static cl_kernel peak_kernel_s{i}_{k}; /* {name} */\n"));
         }
-        c.push_str(&run_function(&format!("peak_run_s{i}"), s, &kernels, &|b| format!("peak_buf_s{i}_{}", s.buffers[b].ident), &|k| format!("peak_kernel_s{i}_{k}")));
+        c.push_str(&run_function(&format!("peak_run_s{i}"), s, &kernels, &|b| format!("peak_buf_s{i}_{}", s.buffers[b].ident), &|k| {
+            format!("peak_kernel_s{i}_{k}")
+        }));
     }
 
     c.push_str("\nint main(int argc, char **argv) {\n    peak_options opt = peak_parse(argc, argv);\n    cl_int err;\n");
     c.push_str("    cl_device_id device = peak_pick_device();\n    cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);\n    peak_cl_check(err, \"creating a context\");\n");
-    c.push_str("    cl_command_queue q = clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &err);\n    peak_cl_check(err, \"creating a queue\");\n");
+    c.push_str(
+        "    cl_command_queue q = clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &err);\n    peak_cl_check(err, \"creating a queue\");\n",
+    );
     c.push_str("    const char *path = opt.kernel ? opt.kernel : peak_next_to(argv[0], PEAK_KERNEL_FILE);\n");
     c.push_str("    /* One program per configuration: the kernel file built with its -D options. */\n");
     c.push_str("    cl_program programs[PEAK_N_CONFIGS];\n    for (int c = 0; c < PEAK_N_CONFIGS; ++c) programs[c] = peak_build_with(context, device, path, PEAK_CONFIG_OPTIONS[c]);\n");
@@ -61,18 +65,33 @@ pub fn render(input: &DispatchInput) -> Bundle {
             shape.config, shape.config
         ));
         for (k, name) in kernel_names(s).iter().enumerate() {
-            c.push_str(&format!("    peak_kernel_s{i}_{k} = clCreateKernel(programs[config], \"{name}\", &err);\n    peak_cl_check(err, \"finding kernel {name}\");\n"));
+            c.push_str(&format!(
+                "    peak_kernel_s{i}_{k} = clCreateKernel(programs[config], \"{name}\", &err);\n    peak_cl_check(err, \"finding kernel {name}\");\n"
+            ));
         }
         c.push_str(&host_arrays(&s.buffers));
         for b in &s.buffers {
-            c.push_str(&format!("    peak_buf_s{i}_{} = clCreateBuffer(context, CL_MEM_READ_WRITE, {}ull, NULL, &err);\n    peak_cl_check(err, \"allocating {}\");\n", b.ident, b.bytes.max(1), b.name));
+            c.push_str(&format!(
+                "    peak_buf_s{i}_{} = clCreateBuffer(context, CL_MEM_READ_WRITE, {}ull, NULL, &err);\n    peak_cl_check(err, \"allocating {}\");\n",
+                b.ident,
+                b.bytes.max(1),
+                b.name
+            ));
             if b.fill.is_some() {
-                c.push_str(&format!("    PEAK_CL(clEnqueueWriteBuffer(q, peak_buf_s{i}_{id}, CL_TRUE, 0, {}ull, peak_host_{id}, 0, NULL, NULL));\n", b.bytes, id = b.ident));
+                c.push_str(&format!(
+                    "    PEAK_CL(clEnqueueWriteBuffer(q, peak_buf_s{i}_{id}, CL_TRUE, 0, {}ull, peak_host_{id}, 0, NULL, NULL));\n",
+                    b.bytes,
+                    id = b.ident
+                ));
             }
         }
         c.push_str(&format!("    peak_run_s{i}(q);\n    PEAK_CL(clFinish(q));\n"));
         for b in s.buffers.iter().filter(|b| b.role == "output" || b.role == "inout") {
-            c.push_str(&format!("    PEAK_CL(clEnqueueReadBuffer(q, peak_buf_s{i}_{id}, CL_TRUE, 0, {}ull, peak_host_{id}, 0, NULL, NULL));\n", b.bytes, id = b.ident));
+            c.push_str(&format!(
+                "    PEAK_CL(clEnqueueReadBuffer(q, peak_buf_s{i}_{id}, CL_TRUE, 0, {}ull, peak_host_{id}, 0, NULL, NULL));\n",
+                b.bytes,
+                id = b.ident
+            ));
         }
         c.push_str(&summaries_as(&s.buffers, &format!(".{label}")));
         c.push_str(&TIMING.replace("peak_run(q)", &format!("peak_run_s{i}(q)")));
@@ -99,7 +118,11 @@ fn readme(input: &DispatchInput, run: &str) -> String {
     let mut out = format!("{} (opencl), exported by peak with a dispatch table by shape\n\nFrom:  {}\n\n", input.ctx.name(), input.origin.describe());
     out.push_str("Configurations (one program each: the kernel file built with these -D options)\n");
     for c in 0..table.configs.len() {
-        out.push_str(&format!("  {c}  {}{}\n", table.describe(c), if c == table.fallback { "  (the record's overall best; the kernel file's defaults)" } else { "" }));
+        out.push_str(&format!(
+            "  {c}  {}{}\n",
+            table.describe(c),
+            if c == table.fallback { "  (the record's overall best; the kernel file's defaults)" } else { "" }
+        ));
     }
     out.push_str("\nTuned shapes and their best configuration\n");
     for (i, s) in table.shapes.iter().enumerate() {
@@ -111,6 +134,8 @@ fn readme(input: &DispatchInput, run: &str) -> String {
         input.kernel_file, table.fallback
     ));
     out.push_str(&format!("\nBuild\n  {BUILD}\n\nRun\n  {run} [--warmup N] [--reps N] [--dump DIR] [--kernel FILE]\n"));
-    out.push_str("  For each tuned shape: `shape SHAPE: configuration C (...)`, one line per output (dumped as\n  DIR/NAME.SHAPE.bin with --dump) and `median_ms: X`.\n");
+    out.push_str(
+        "  For each tuned shape: `shape SHAPE: configuration C (...)`, one line per output (dumped as\n  DIR/NAME.SHAPE.bin with --dump) and `median_ms: X`.\n",
+    );
     out
 }

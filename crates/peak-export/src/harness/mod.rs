@@ -257,7 +257,13 @@ pub(crate) fn describe_step(step: &crate::launch::ExportStep, buffers: &[ExportB
                 .collect();
             format!(
                 "launch {kernel} grid [{}, {}, {}] block [{}, {}, {}] shared {shared_bytes} bytes, args ({})",
-                grid[0], grid[1], grid[2], block[0], block[1], block[2], args.join(", ")
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                args.join(", ")
             )
         }
         ExportStep::Fill { buffer, value, .. } => format!("fill   {} with {value}", buffers[*buffer].name),

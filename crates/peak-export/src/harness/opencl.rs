@@ -31,7 +31,9 @@ pub fn render(input: &Input) -> Bundle {
     c.push_str(&run_function("peak_run", s, &kernels, &|i| format!("peak_buf_{}", s.buffers[i].ident), &|k| format!("peak_kernel_{k}")));
     c.push_str("\nint main(int argc, char **argv) {\n    peak_options opt = peak_parse(argc, argv);\n    cl_int err;\n");
     c.push_str("    cl_device_id device = peak_pick_device();\n    cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);\n    peak_cl_check(err, \"creating a context\");\n");
-    c.push_str("    cl_command_queue q = clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &err);\n    peak_cl_check(err, \"creating a queue\");\n");
+    c.push_str(
+        "    cl_command_queue q = clCreateCommandQueue(context, device, CL_QUEUE_PROFILING_ENABLE, &err);\n    peak_cl_check(err, \"creating a queue\");\n",
+    );
     c.push_str("    cl_program program = peak_build(context, device, opt.kernel ? opt.kernel : peak_next_to(argv[0], PEAK_KERNEL_FILE));\n");
     for (i, k) in kernels.iter().enumerate() {
         c.push_str(&format!("    peak_kernel_{i} = clCreateKernel(program, \"{k}\", &err);\n    peak_cl_check(err, \"finding kernel {k}\");\n"));
@@ -39,9 +41,18 @@ pub fn render(input: &Input) -> Bundle {
     c.push('\n');
     c.push_str(&host_arrays(&s.buffers));
     for b in &s.buffers {
-        c.push_str(&format!("    peak_buf_{} = clCreateBuffer(context, CL_MEM_READ_WRITE, {}ull, NULL, &err);\n    peak_cl_check(err, \"allocating {}\");\n", b.ident, b.bytes.max(1), b.name));
+        c.push_str(&format!(
+            "    peak_buf_{} = clCreateBuffer(context, CL_MEM_READ_WRITE, {}ull, NULL, &err);\n    peak_cl_check(err, \"allocating {}\");\n",
+            b.ident,
+            b.bytes.max(1),
+            b.name
+        ));
         if b.fill.is_some() {
-            c.push_str(&format!("    PEAK_CL(clEnqueueWriteBuffer(q, peak_buf_{id}, CL_TRUE, 0, {}ull, peak_host_{id}, 0, NULL, NULL));\n", b.bytes, id = b.ident));
+            c.push_str(&format!(
+                "    PEAK_CL(clEnqueueWriteBuffer(q, peak_buf_{id}, CL_TRUE, 0, {}ull, peak_host_{id}, 0, NULL, NULL));\n",
+                b.bytes,
+                id = b.ident
+            ));
         }
     }
     c.push_str(&format!(
@@ -68,7 +79,13 @@ pub fn render(input: &Input) -> Bundle {
 
 /// `static void NAME(cl_command_queue q)`: one run of `s`, buffer `i` in the global
 /// `buf_var(i)`, the `k`th distinct kernel in `kernel_var(k)`.
-pub(crate) fn run_function(name: &str, s: &LaunchSequence, kernels: &[&str], buf_var: &dyn Fn(usize) -> String, kernel_var: &dyn Fn(usize) -> String) -> String {
+pub(crate) fn run_function(
+    name: &str,
+    s: &LaunchSequence,
+    kernels: &[&str],
+    buf_var: &dyn Fn(usize) -> String,
+    kernel_var: &dyn Fn(usize) -> String,
+) -> String {
     let mut c = format!("\n/* One run of the launch sequence. */\nstatic void {name}(cl_command_queue q) {{\n    cl_int err;\n");
     for step in &s.steps {
         c.push_str(&format!("    /* {} */\n", super::describe_step(step, &s.buffers)));
@@ -107,10 +124,7 @@ pub(crate) fn run_function(name: &str, s: &LaunchSequence, kernels: &[&str], buf
                 ));
             }
             ExportStep::Copy { src, dst, bytes } => {
-                c.push_str(&format!(
-                    "    PEAK_CL(clEnqueueCopyBuffer(q, {}, {}, 0, 0, {bytes}ull, 0, NULL, NULL));\n",
-                    buf_var(*src), buf_var(*dst)
-                ));
+                c.push_str(&format!("    PEAK_CL(clEnqueueCopyBuffer(q, {}, {}, 0, 0, {bytes}ull, 0, NULL, NULL));\n", buf_var(*src), buf_var(*dst)));
             }
         }
     }

@@ -19,7 +19,6 @@ use peak_mcp::Settings;
 
 const WORKER_ENV: &str = "PEAK_MCP_TEST_WORKER";
 
-
 /// Serve as the worker when asked to, else run `tests` (name, needs OpenCL, function).
 pub fn main(tests: Vec<(&'static str, bool, Test)>) {
     if std::env::var_os(WORKER_ENV).is_some() {

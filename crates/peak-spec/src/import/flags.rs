@@ -52,7 +52,8 @@ pub(crate) fn shaped(spec: &ArraySpec, keys: &toml::Table) -> Result<ArraySpec, 
 fn inline_table(text: &str) -> Result<toml::Table, String> {
     let text = text.trim();
     let inner = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')).unwrap_or(text);
-    let document: toml::Table = format!("value = {{ {inner} }}").parse().map_err(|e: toml::de::Error| format!("`{text}` is not a list of TOML keys ({})", e.message()))?;
+    let document: toml::Table =
+        format!("value = {{ {inner} }}").parse().map_err(|e: toml::de::Error| format!("`{text}` is not a list of TOML keys ({})", e.message()))?;
     match document.get("value") {
         Some(toml::Value::Table(table)) => Ok(table.clone()),
         _ => Err(format!("`{text}` is not a list of TOML keys")),

@@ -66,7 +66,12 @@ pub(super) fn propose(code: &str, backend: Backend, kernel: &str, inputs: &[&str
         (_, 0) => match block_index(&defs, backend) {
             Some(var) => match guard(&tokens, &var).and_then(|(bound, check)| as_launch_expr(&bound, inputs, &defs, 0).map(|b| (b, check))) {
                 Some((bound, check)) => per_block(&intro, &var, &bound, &check),
-                None => fallback(covered, &format!("it indexes by block (`{var}` = its block index) and checks `{var}` against no bound, so the number of blocks is unknown: launch one block per `{var}`")),
+                None => fallback(
+                    covered,
+                    &format!(
+                        "it indexes by block (`{var}` = its block index) and checks `{var}` against no bound, so the number of blocks is unknown: launch one block per `{var}`"
+                    ),
+                ),
             },
             None => fallback(covered, "it computes no global thread index (blockIdx.x * blockDim.x + threadIdx.x, or get_global_id(0))"),
         },
@@ -346,7 +351,8 @@ pub(super) fn dynamic_shared(code: &str, threads: &str) -> Option<(String, Strin
             return Some(("0".into(), why));
         }
     };
-    let why = format!("It declares dynamic shared memory of {element}: one per thread is a guess ({threads} * {bytes} bytes); check it against what it indexes.");
+    let why =
+        format!("It declares dynamic shared memory of {element}: one per thread is a guess ({threads} * {bytes} bytes); check it against what it indexes.");
     Some((format!("{threads} * {bytes}"), why))
 }
 
@@ -437,24 +443,44 @@ mod tests {
         assert_eq!(p.grid, "[ceil_div(M, BLOCK_X), ceil_div(N, BLOCK_Y)]");
         assert_eq!(p.block, "[BLOCK_X, BLOCK_Y]");
         assert_eq!(p.constraints, ["BLOCK_X * BLOCK_Y >= 32", "BLOCK_X * BLOCK_Y <= 1024"]);
-        let hip = propose_for("__global__ void k(float* a, int n, int m) {\n  int i = hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x;\n  int j = hipThreadIdx_y + hipBlockIdx_y * hipBlockDim_y;\n  if (i < n && j < m) a[i * m + j] = 0; }", Backend::Hip, &["n", "m"]);
+        let hip = propose_for(
+            "__global__ void k(float* a, int n, int m) {\n  int i = hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x;\n  int j = hipThreadIdx_y + hipBlockIdx_y * hipBlockDim_y;\n  if (i < n && j < m) a[i * m + j] = 0; }",
+            Backend::Hip,
+            &["n", "m"],
+        );
         assert_eq!(hip.grid, "[ceil_div(n, BLOCK_X), ceil_div(m, BLOCK_Y)]", "HIP's own spellings: {:?}", hip.comment);
-        let cl = propose_for("__kernel void k(__global float* a, int rows, int cols) {\n  int r = get_global_id(1); int c = get_global_id(0);\n  if (r >= rows || c >= cols) return;\n  a[r * cols + c] = 0; }", Backend::Opencl, &["rows", "cols"]);
+        let cl = propose_for(
+            "__kernel void k(__global float* a, int rows, int cols) {\n  int r = get_global_id(1); int c = get_global_id(0);\n  if (r >= rows || c >= cols) return;\n  a[r * cols + c] = 0; }",
+            Backend::Opencl,
+            &["rows", "cols"],
+        );
         assert_eq!(cl.grid, "[ceil_div(cols, BLOCK_X), ceil_div(rows, BLOCK_Y)]");
     }
 
     #[test]
     fn a_block_index_with_a_bound_gets_one_block_per_value() {
-        let p = propose_for("__global__ void k(float* out, int rows, int cols) {\n  int row = blockIdx.x;\n  if (row >= rows) return;\n  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[row * cols + c] = 0;\n}", Backend::Cuda, &["rows", "cols"]);
+        let p = propose_for(
+            "__global__ void k(float* out, int rows, int cols) {\n  int row = blockIdx.x;\n  if (row >= rows) return;\n  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[row * cols + c] = 0;\n}",
+            Backend::Cuda,
+            &["rows", "cols"],
+        );
         assert_eq!((p.grid.as_str(), p.block.as_str()), ("rows", "BLOCK_X"));
         assert!(p.comment[2].contains("one block per `row` below rows"), "{:?}", p.comment);
     }
 
     #[test]
     fn bounds_are_expressions_over_inputs() {
-        let p = propose_for("__global__ void k(float* out, int B, int T) {\n  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);\n  const int n = B * T;\n  if (n > i) out[i] = 0;\n  if (i <= B * T - 1) out[i] = 1;\n}", Backend::Cuda, &["B", "T"]);
+        let p = propose_for(
+            "__global__ void k(float* out, int B, int T) {\n  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);\n  const int n = B * T;\n  if (n > i) out[i] = 0;\n  if (i <= B * T - 1) out[i] = 1;\n}",
+            Backend::Cuda,
+            &["B", "T"],
+        );
         assert_eq!(p.grid, "ceil_div((B * T), BLOCK_X)", "{:?}", p.comment);
-        let p = propose_for("__global__ void k(float* out, int B, int T) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i <= B * T - 1) out[i] = 1;\n}", Backend::Cuda, &["B", "T"]);
+        let p = propose_for(
+            "__global__ void k(float* out, int B, int T) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i <= B * T - 1) out[i] = 1;\n}",
+            Backend::Cuda,
+            &["B", "T"],
+        );
         assert_eq!(p.grid, "ceil_div((B * T - 1) + 1, BLOCK_X)");
     }
 
@@ -463,13 +489,18 @@ mod tests {
         let p = propose_for("__global__ void k(float* out, int n) { out[threadIdx.x] = 0; }", Backend::Cuda, &["n"]);
         assert_eq!(p.grid, "ceil_div(n, BLOCK_X)");
         assert!(p.comment[1].contains("computes no global thread index"), "{:?}", p.comment);
-        let p = propose_for("__global__ void k(float* out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 32) out[i] = 0; }", Backend::Cuda, &["n"]);
+        let p = propose_for(
+            "__global__ void k(float* out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 32) out[i] = 0; }",
+            Backend::Cuda,
+            &["n"],
+        );
         assert_eq!(p.constraints, ["n % BLOCK_X == 0"], "a literal is no extent: the index counts as unchecked");
         let p = propose_for("__global__ void k(float* out) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 8192) out[i] = 0; }", Backend::Cuda, &[]);
         assert_eq!((p.grid.as_str(), p.constraints.len()), ("ceil_div(8192, BLOCK_X)", 0), "sizes fixed in the code: the literal is the extent");
         let p = propose_for("__global__ void k(float* out, int n) { int row = blockIdx.x; out[row] = 0; }", Backend::Cuda, &["n"]);
         assert!(p.comment[1].contains("indexes by block (`row` = its block index) and checks `row` against no bound"), "{:?}", p.comment);
-        let p = propose_for("__kernel void k(__global float* out) { int r = get_global_id(0); int c = get_global_id(1); out[r + c] = 0; }", Backend::Opencl, &[]);
+        let p =
+            propose_for("__kernel void k(__global float* out) { int r = get_global_id(0); int c = get_global_id(1); out[r + c] = 0; }", Backend::Opencl, &[]);
         assert!(p.comment[1].contains("does not check `r` against a bound"), "{:?}", p.comment);
     }
 

@@ -114,7 +114,8 @@ impl Pre<'_> {
         while i < spans.len() {
             let span = spans[i];
             let active = branches.iter().all(|b| b.taking);
-            let piece = |kind: Kind| Piece { text: text[span.start..span.end].to_string(), code: code[span.start..span.end].to_string(), kind, header: header.clone() };
+            let piece =
+                |kind: Kind| Piece { text: text[span.start..span.end].to_string(), code: code[span.start..span.end].to_string(), kind, header: header.clone() };
             if !span.directive {
                 if active {
                     self.out.pieces.push(piece(Kind::Code));
@@ -136,7 +137,10 @@ impl Pre<'_> {
                     }
                 }
                 "elif" | "elifdef" | "elifndef" => {
-                    let Some(branch) = branches.last_mut() else { i += 1; continue };
+                    let Some(branch) = branches.last_mut() else {
+                        i += 1;
+                        continue;
+                    };
                     if branch.taken {
                         branch.taking = false;
                     } else {
@@ -422,7 +426,10 @@ mod tests {
 
     #[test]
     fn undecidable_groups_stay_whole() {
-        let pre = run("#if __CUDA_ARCH__ >= 800\n#define FAST 1\n#else\n#define FAST 0\n#endif\n#ifndef BLOCK_X\n#define BLOCK_X 64\n#endif\n#if defined(NOPE)\nint a;\n#elif __CUDACC_VER_MAJOR__ < 12\nint b;\n#endif\n", &[]);
+        let pre = run(
+            "#if __CUDA_ARCH__ >= 800\n#define FAST 1\n#else\n#define FAST 0\n#endif\n#ifndef BLOCK_X\n#define BLOCK_X 64\n#endif\n#if defined(NOPE)\nint a;\n#elif __CUDACC_VER_MAJOR__ < 12\nint b;\n#endif\n",
+            &[],
+        );
         assert_eq!(pre.pieces.len(), 3, "{:?}", texts(&pre));
         assert_eq!(pre.pieces[0].kind, Kind::Group { names: vec!["FAST".into(), "FAST".into()], code: false });
         assert!(pre.pieces[1].text.contains("#ifndef BLOCK_X"), "a tuning parameter is only known at compile time");
@@ -436,7 +443,10 @@ mod tests {
             "#include <stdio.h>\n#include \"common.h\"\n#include \"sub/../common.h\"\n#include \"missing.h\"\n__global__ void k(floatX* y) {}\n",
             &[("common.h", "#pragma once\n#include <cuda_runtime.h>\ntypedef float floatX;\n")],
         );
-        assert_eq!(texts(&pre), ["#include <stdio.h>", "#include <cuda_runtime.h>", "typedef float floatX;", "#include \"missing.h\"", "__global__ void k(floatX* y) {}"]);
+        assert_eq!(
+            texts(&pre),
+            ["#include <stdio.h>", "#include <cuda_runtime.h>", "typedef float floatX;", "#include \"missing.h\"", "__global__ void k(floatX* y) {}"]
+        );
         assert_eq!(pre.headers, [PathBuf::from("common.h")]);
         assert_eq!(pre.pieces[2].header.as_deref(), Some(Path::new("common.h")));
         assert_eq!(pre.pieces[3].kind, Kind::Include { name: "missing.h".into(), local: true });

@@ -101,7 +101,8 @@ fn leading_comments(text: &str, from: usize, code_at: usize) -> usize {
                 i = end;
             }
             None => {
-                let blank_line_follows = b[i] == b'\n' && trivia[i + 1..].split('\n').next().is_some_and(|l| l.trim().is_empty() && trivia[i + 1..].contains('\n'));
+                let blank_line_follows =
+                    b[i] == b'\n' && trivia[i + 1..].split('\n').next().is_some_and(|l| l.trim().is_empty() && trivia[i + 1..].contains('\n'));
                 if blank_line_follows {
                     start = None;
                 }
@@ -228,11 +229,12 @@ pub(crate) fn identifiers(code: &str) -> impl Iterator<Item = (usize, &str)> {
 
 /// The identifiers `code` refers to: every identifier but member names (after `.` or `->`).
 pub(super) fn references(code: &str) -> impl Iterator<Item = &str> {
-    identifiers(code).filter(|(at, _)| {
-        let before = code[..*at].trim_end();
-        !before.ends_with('.') && !before.ends_with("->")
-    })
-    .map(|(_, w)| w)
+    identifiers(code)
+        .filter(|(at, _)| {
+            let before = code[..*at].trim_end();
+            !before.ends_with('.') && !before.ends_with("->")
+        })
+        .map(|(_, w)| w)
 }
 
 /// The byte offset of `word` in `text` where it stands alone (not part of a longer name).
@@ -342,15 +344,14 @@ mod tests {
 
     #[test]
     fn pieces_end_at_semicolons_and_function_braces() {
-        let text = "// banner\n\n// doc of k\n__global__ void k(int* a) { if (1) { a[0] = 1; } }\nstruct S { int x; } s;\n#define X \\\n  1\nint v[] = {1, 2};\n";
+        let text =
+            "// banner\n\n// doc of k\n__global__ void k(int* a) { if (1) { a[0] = 1; } }\nstruct S { int x; } s;\n#define X \\\n  1\nint v[] = {1, 2};\n";
         let code = mask(text);
         let pieces: Vec<&str> = split(text, &code).iter().map(|s| &text[s.start..s.end]).collect();
-        assert_eq!(pieces, [
-            "// doc of k\n__global__ void k(int* a) { if (1) { a[0] = 1; } }",
-            "struct S { int x; } s;",
-            "#define X \\\n  1\n",
-            "int v[] = {1, 2};",
-        ]);
+        assert_eq!(
+            pieces,
+            ["// doc of k\n__global__ void k(int* a) { if (1) { a[0] = 1; } }", "struct S { int x; } s;", "#define X \\\n  1\n", "int v[] = {1, 2};",]
+        );
     }
 
     #[test]

@@ -48,7 +48,8 @@ pub(super) struct Declaration {
 
 /// Words between a declaration's name and its parenthesised arguments that are not the
 /// name: `__global__ void __launch_bounds__(256) k(...)`.
-const ATTRIBUTES: &[&str] = &["__launch_bounds__", "__attribute__", "__declspec", "alignas", "__align__", "__maxnreg__", "__cluster_dims__", "__grid_constant__"];
+const ATTRIBUTES: &[&str] =
+    &["__launch_bounds__", "__attribute__", "__declspec", "alignas", "__align__", "__maxnreg__", "__cluster_dims__", "__grid_constant__"];
 
 /// What the masked code of one top-level piece declares.
 pub(super) fn declare(code: &str, backend: Backend) -> Declaration {
@@ -84,9 +85,8 @@ fn function_or_variable(head: &str, backend: Backend) -> Declaration {
         return Declaration { role, names: vec![name] };
     }
     let name = scan::identifiers(&declarator[..declarator.find('[').unwrap_or(declarator.len())]).last().map(|(_, w)| w.to_string());
-    let device = backend == Backend::Opencl
-        || has(&["__constant__", "__device__", "__shared__", "__managed__"])
-        || (has(&["const", "constexpr"]) && !has(&["extern"]));
+    let device =
+        backend == Backend::Opencl || has(&["__constant__", "__device__", "__shared__", "__managed__"]) || (has(&["const", "constexpr"]) && !has(&["extern"]));
     Declaration { role: if device { Role::DeviceVariable } else { Role::HostVariable }, names: name.into_iter().collect() }
 }
 
@@ -215,7 +215,9 @@ pub(super) fn select(pre: &Preprocessed, decls: &[Declaration], at: usize, backe
         match (&piece.kind, &decl.role) {
             // A local header that is not there: only the compiler's own may be found elsewhere.
             (Kind::Include { name, local: true }, _) if backend == Backend::Opencl || include_fate(name, backend) == Fate::Drop => {
-                notes.push(format!("left out #include \"{name}\": it is not next to {file_name} (copy what the kernel needs from it into the macros or device region)"));
+                notes.push(format!(
+                    "left out #include \"{name}\": it is not next to {file_name} (copy what the kernel needs from it into the macros or device region)"
+                ));
             }
             (Kind::Include { name, .. }, _) => match include_fate(name, backend) {
                 Fate::Keep => macros.push(text.to_string()),
@@ -231,7 +233,9 @@ pub(super) fn select(pre: &Preprocessed, decls: &[Declaration], at: usize, backe
             (_, Role::UsingNamespace(ns)) if kept_namespaces.contains(ns.as_str()) => device.push(text.to_string()),
             _ if !keep[i] => {}
             (_, Role::Macro) => macros.push(text.to_string()),
-            _ if i == at && matches!(backend, Backend::Cuda | Backend::Hip) => device.push(with_c_linkage(text, &piece.code[piece.text.len() - piece.text.trim_start_matches(['\n', '\r']).len()..])),
+            _ if i == at && matches!(backend, Backend::Cuda | Backend::Hip) => {
+                device.push(with_c_linkage(text, &piece.code[piece.text.len() - piece.text.trim_start_matches(['\n', '\r']).len()..]))
+            }
             _ => device.push(text.to_string()),
         }
         if keep[i] && matches!(piece.kind, Kind::Group { .. }) {
@@ -311,8 +315,19 @@ enum Fate {
 /// is kept; host headers are not. OpenCL compilers have no host headers to trip on.
 fn include_fate(name: &str, backend: Backend) -> Fate {
     const NVRTC: &[&str] = &[
-        "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_fp6.h", "cuda_fp4.h", "vector_types.h", "vector_functions.h", "mma.h",
-        "cuda_pipeline.h", "cuda_pipeline_primitives.h", "cuda_awbarrier.h", "cuda_awbarrier_primitives.h", "math_constants.h",
+        "cuda_fp16.h",
+        "cuda_bf16.h",
+        "cuda_fp8.h",
+        "cuda_fp6.h",
+        "cuda_fp4.h",
+        "vector_types.h",
+        "vector_functions.h",
+        "mma.h",
+        "cuda_pipeline.h",
+        "cuda_pipeline_primitives.h",
+        "cuda_awbarrier.h",
+        "cuda_awbarrier_primitives.h",
+        "math_constants.h",
     ];
     const HIP: &[&str] = &["hip/hip_runtime.h", "hip/hip_runtime_api.h", "hip/hip_fp16.h", "hip/hip_bf16.h"];
     match backend {
@@ -342,7 +357,8 @@ fn half_includes(backend: Backend, used: &HashSet<&str>, macros: &[String], code
         .filter_map(|(header, names)| {
             // `half` and `half2` are also ordinary variable names (a loop's midpoint):
             // they count only where they name a type.
-            let found: BTreeSet<&str> = names.iter().copied().filter(|n| used.contains(n) && (!matches!(*n, "half" | "half2") || used_as_type(code, n))).collect();
+            let found: BTreeSet<&str> =
+                names.iter().copied().filter(|n| used.contains(n) && (!matches!(*n, "half" | "half2") || used_as_type(code, n))).collect();
             (!found.is_empty()).then(|| (*header, found.into_iter().collect::<Vec<_>>().join(", ")))
         })
         .collect()
@@ -363,7 +379,9 @@ fn used_as_type(code: &str, name: &str) -> bool {
         let head = head.trim_end();
         let rest = after.trim_start();
         let starts_declaration = head.is_empty() || head.ends_with(['(', ',', ';', '{', '}', '<']) || QUALIFIERS.iter().any(|q| head.ends_with(q));
-        let declarator = rest.starts_with('*') || (rest.starts_with('&') && !rest.starts_with("&&")) || (after.starts_with(char::is_whitespace) && rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'));
+        let declarator = rest.starts_with('*')
+            || (rest.starts_with('&') && !rest.starts_with("&&"))
+            || (after.starts_with(char::is_whitespace) && rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'));
         let cast = head.ends_with('(') && rest.starts_with(')') && rest[1..].trim_start().starts_with(|c: char| is_name(c) || c == '(');
         (starts_declaration && declarator) || cast
     })
@@ -395,7 +413,13 @@ fn header_notes(pre: &Preprocessed, decls: &[Declaration], keep: &[bool]) -> Vec
 /// A note on the code left out: host functions and variables, other kernels.
 fn left_out(decls: &[Declaration], keep: &[bool], kernel: usize) -> Vec<String> {
     let names = |role: &Role| -> Vec<&str> {
-        decls.iter().zip(keep).enumerate().filter(|(i, (d, k))| !**k && *i != kernel && &d.role == role).flat_map(|(_, (d, _))| d.names.iter().map(String::as_str)).collect()
+        decls
+            .iter()
+            .zip(keep)
+            .enumerate()
+            .filter(|(i, (d, k))| !**k && *i != kernel && &d.role == role)
+            .flat_map(|(_, (d, _))| d.names.iter().map(String::as_str))
+            .collect()
     };
     let list = |mut names: Vec<&str>| {
         names.dedup();

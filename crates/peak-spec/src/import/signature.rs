@@ -96,8 +96,19 @@ pub(super) fn parameters(code: &str, typedefs: &Typedefs) -> Result<Vec<Param>, 
 }
 
 const QUALIFIERS: &[&str] = &[
-    "const", "__restrict__", "__restrict", "restrict", "__global", "global", "__constant", "constant", "volatile", "unsigned", "signed",
-    "__grid_constant__", "struct",
+    "const",
+    "__restrict__",
+    "__restrict",
+    "restrict",
+    "__global",
+    "global",
+    "__constant",
+    "constant",
+    "volatile",
+    "unsigned",
+    "signed",
+    "__grid_constant__",
+    "struct",
 ];
 
 fn parse_param(text: &str, typedefs: &Typedefs) -> Result<Param, String> {
@@ -147,15 +158,22 @@ mod tests {
 
     #[test]
     fn parameters_follow_typedefs_and_sort_scalars() {
-        let got = params("__global__ void __launch_bounds__(128) k(floatX* out, const floatX* __restrict__ in, int n, size_t m, float eps, const int c) {}", &[("floatX", "__nv_bfloat16")]).unwrap();
-        assert_eq!(got, vec![
-            Param::Array { name: "out".into(), dtype: DType::Bf16, read_only: false },
-            Param::Array { name: "in".into(), dtype: DType::Bf16, read_only: true },
-            Param::Scalar { name: "n".into(), wide: false },
-            Param::Scalar { name: "m".into(), wide: true },
-            Param::Float { name: "eps".into() },
-            Param::Scalar { name: "c".into(), wide: false },
-        ]);
+        let got = params(
+            "__global__ void __launch_bounds__(128) k(floatX* out, const floatX* __restrict__ in, int n, size_t m, float eps, const int c) {}",
+            &[("floatX", "__nv_bfloat16")],
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Param::Array { name: "out".into(), dtype: DType::Bf16, read_only: false },
+                Param::Array { name: "in".into(), dtype: DType::Bf16, read_only: true },
+                Param::Scalar { name: "n".into(), wide: false },
+                Param::Scalar { name: "m".into(), wide: true },
+                Param::Float { name: "eps".into() },
+                Param::Scalar { name: "c".into(), wide: false },
+            ]
+        );
         let err = params("__global__ void k(real2* a) {}", &[("real2", "double2")]).unwrap_err();
         assert!(err.contains("kernel `k`, parameter `real2* a`") && err.contains("`real2` (a typedef of `double2`)"), "{err}");
         let err = params("__global__ void k(float* a, double s) {}", &[]).unwrap_err();

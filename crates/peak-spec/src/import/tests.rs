@@ -31,12 +31,15 @@ fn choices(sizes: &[(&str, &str)], inputs: &[(&str, &[i64])]) -> ImportChoices {
 #[test]
 fn signatures_give_arrays_and_scalar_inputs() {
     assert_eq!(kernel_names(SOFTMAX, Backend::Cuda, &no_headers).unwrap(), ["softmax"], "commented-out kernels are not read");
-    assert_eq!(signature_of(SOFTMAX, Backend::Cuda).unwrap(), vec![
-        Param::Array { name: "x".into(), dtype: DType::F32, read_only: true },
-        Param::Array { name: "y".into(), dtype: DType::F32, read_only: false },
-        Param::Scalar { name: "rows".into(), wide: false },
-        Param::Scalar { name: "cols".into(), wide: false },
-    ]);
+    assert_eq!(
+        signature_of(SOFTMAX, Backend::Cuda).unwrap(),
+        vec![
+            Param::Array { name: "x".into(), dtype: DType::F32, read_only: true },
+            Param::Array { name: "y".into(), dtype: DType::F32, read_only: false },
+            Param::Scalar { name: "rows".into(), wide: false },
+            Param::Scalar { name: "cols".into(), wide: false },
+        ]
+    );
     let cl = "__kernel void t(__global const half *a, __global unsigned int *b, const int n, float s) {}";
     let params = signature_of(cl, Backend::Opencl).unwrap();
     assert_eq!(params[0], Param::Array { name: "a".into(), dtype: DType::F16, read_only: true });
@@ -179,7 +182,10 @@ fn a_whole_file_keeps_the_kernel_and_what_it_uses() {
     let macros = made.regions.get(Region::Macros);
     let device = made.regions.get(Region::Device);
     assert!(macros.starts_with("/* Leading comment: keep me. */\n"), "{macros}");
-    assert!(macros.contains("#include <cuda_bf16.h>") && macros.contains("#define SCALE sqrtf(2.0f / M_PI)") && macros.contains("#define LANES 32U"), "{macros}");
+    assert!(
+        macros.contains("#include <cuda_bf16.h>") && macros.contains("#define SCALE sqrtf(2.0f / M_PI)") && macros.contains("#define LANES 32U"),
+        "{macros}"
+    );
     for gone in ["<stdio.h>", "<cuda_runtime.h>", "<cooperative_groups.h>", "CHECK_CUDA(call)", "BLOCKS_PER_SM"] {
         assert!(!macros.lines().any(|l| l.starts_with('#') && l.contains(gone)), "{gone} left out: {macros}");
     }

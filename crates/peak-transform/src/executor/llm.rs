@@ -115,11 +115,7 @@ impl LlmConfig {
     /// The configuration for `provider:model`, reading the base-URL override and the key
     /// through `env` (the CLI passes `|name| std::env::var(name).ok()`).
     pub fn from_provider(provider: &Provider, model: &str, env: impl Fn(&str) -> Option<String>) -> Result<LlmConfig, ExecutorError> {
-        let base_url = provider
-            .base_url_env()
-            .and_then(&env)
-            .filter(|url| !url.trim().is_empty())
-            .unwrap_or_else(|| provider.default_base_url().to_string());
+        let base_url = provider.base_url_env().and_then(&env).filter(|url| !url.trim().is_empty()).unwrap_or_else(|| provider.default_base_url().to_string());
         let mut config = LlmConfig::new(provider.protocol(), base_url, model);
         if let Some((var, required)) = provider.key_env() {
             match env(var).filter(|key| !key.trim().is_empty()) {
@@ -161,10 +157,11 @@ pub struct LlmExecutor {
 impl LlmExecutor {
     pub fn new(config: LlmConfig) -> Result<LlmExecutor, ExecutorError> {
         let web = WebConfig::default().with_connect_timeout(Duration::from_secs(30));
-        let client = Client::builder()
-            .with_web_config(web)
-            .build()
-            .map_err(|e| ExecutorError::Connection { model: config.model.clone(), url: config.base_url.clone(), detail: e.to_string() })?;
+        let client = Client::builder().with_web_config(web).build().map_err(|e| ExecutorError::Connection {
+            model: config.model.clone(),
+            url: config.base_url.clone(),
+            detail: e.to_string(),
+        })?;
         Ok(LlmExecutor { config, client })
     }
 

@@ -141,7 +141,9 @@ pub enum ExecutorError {
     #[error("the recording has no response for pass {pass}, attempt {attempt} (it holds {recorded} responses)")]
     ReplayExhausted { pass: usize, attempt: u32, recorded: usize },
 
-    #[error("the recording's next response is for pass {recorded_pass}, attempt {recorded_attempt}, but pass {pass}, attempt {attempt} was asked for; the replay has diverged")]
+    #[error(
+        "the recording's next response is for pass {recorded_pass}, attempt {recorded_attempt}, but pass {pass}, attempt {attempt} was asked for; the replay has diverged"
+    )]
     ReplayDiverged { pass: usize, attempt: u32, recorded_pass: usize, recorded_attempt: u32 },
 }
 

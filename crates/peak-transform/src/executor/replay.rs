@@ -31,7 +31,12 @@ impl ReplayExecutor {
             recorded: self.transcript.entries.len(),
         })?;
         if (entry.pass, entry.attempt) != (request.pass, request.attempt) {
-            return Err(ExecutorError::ReplayDiverged { pass: request.pass, attempt: request.attempt, recorded_pass: entry.pass, recorded_attempt: entry.attempt });
+            return Err(ExecutorError::ReplayDiverged {
+                pass: request.pass,
+                attempt: request.attempt,
+                recorded_pass: entry.pass,
+                recorded_attempt: entry.attempt,
+            });
         }
         *next += 1;
         Ok(Outcome::Reply(Response {

@@ -147,10 +147,7 @@ fn split_compat(rest: &str) -> Result<(String, String), String> {
         .find('/')
         .map(|i| scheme_end + i)
         .ok_or_else(|| "give the base URL with its path, e.g. openai-compat:http://127.0.0.1:8000/v1:MODEL".to_string())?;
-    let separator = rest[path_start..]
-        .find(':')
-        .map(|i| path_start + i)
-        .ok_or_else(|| "no model: write openai-compat:BASE_URL:MODEL".to_string())?;
+    let separator = rest[path_start..].find(':').map(|i| path_start + i).ok_or_else(|| "no model: write openai-compat:BASE_URL:MODEL".to_string())?;
     let (url, model) = (&rest[..separator], &rest[separator + 1..]);
     if model.trim().is_empty() {
         return Err("no model after the base URL".to_string());

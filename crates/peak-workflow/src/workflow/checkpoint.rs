@@ -15,8 +15,7 @@ use crate::time::now_rfc3339;
 
 use super::objects::{json_bytes, read_tree_file, write_tree};
 use super::{
-    CHECKPOINT_FILE, CheckpointId, INIT_TRANSFORMATION, META_FORMAT, PERFORMANCE_FILE, REFERENCE_FILE, ROOT_TAG,
-    TRANSCRIPT_FILE, VALIDATION_FILE, Workflow,
+    CHECKPOINT_FILE, CheckpointId, INIT_TRANSFORMATION, META_FORMAT, PERFORMANCE_FILE, REFERENCE_FILE, ROOT_TAG, TRANSCRIPT_FILE, VALIDATION_FILE, Workflow,
 };
 
 /// `checkpoint.json`: what a checkpoint is, in a few fields.
@@ -153,9 +152,7 @@ impl Workflow {
     fn checkpoint_locked(&mut self, input: CheckpointInput, files: Files, in_place: bool) -> Result<CheckpointId> {
         let (new, tip, branch_ref, summary) = self.commit_checkpoint(input, files, in_place)?;
         self.set_operation(OP_REFRESH_WORKTREE, Some(new))?;
-        self.repo
-            .reference_matching(&branch_ref, new, true, tip, &format!("peak checkpoint: {summary}"))
-            .git(format!("move {branch_ref}"))?;
+        self.repo.reference_matching(&branch_ref, new, true, tip, &format!("peak checkpoint: {summary}")).git(format!("move {branch_ref}"))?;
         self.refresh_worktree()?;
         self.set_operation("sync-attempts", None)?;
         self.sync_attempts_locked()?;

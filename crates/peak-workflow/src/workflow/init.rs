@@ -13,8 +13,7 @@ use crate::time::now_rfc3339;
 use super::checkpoint::{CheckpointMeta, best_time, check_context, check_transcript, commit_message, redact_key_values};
 use super::objects::{json_bytes, write_tree};
 use super::{
-    CHECKPOINT_FILE, DEFAULT_BRANCH, INIT_TRANSFORMATION, META_FORMAT, PERFORMANCE_FILE, REFERENCE_FILE, ROOT_TAG,
-    TRANSCRIPT_FILE, VALIDATION_FILE, Workflow,
+    CHECKPOINT_FILE, DEFAULT_BRANCH, INIT_TRANSFORMATION, META_FORMAT, PERFORMANCE_FILE, REFERENCE_FILE, ROOT_TAG, TRANSCRIPT_FILE, VALIDATION_FILE, Workflow,
 };
 
 /// Optional results for the root checkpoint. The root is usually measured too, so that
@@ -138,12 +137,8 @@ impl Workflow {
         let dir = dir.as_ref();
         let not = |reason: String| WorkflowError::NotAWorkflow { path: dir.to_path_buf(), reason };
         let repo = Repository::discover(dir).map_err(|e| not(format!("no git repository here or in a parent folder: {}", e.message())))?;
-        let is_checkpoint = |rev: &str| {
-            repo.revparse_single(rev)
-                .and_then(|o| o.peel_to_commit())
-                .and_then(|c| c.tree())
-                .is_ok_and(|t| t.get_name(CHECKPOINT_FILE).is_some())
-        };
+        let is_checkpoint =
+            |rev: &str| repo.revparse_single(rev).and_then(|o| o.peel_to_commit()).and_then(|c| c.tree()).is_ok_and(|t| t.get_name(CHECKPOINT_FILE).is_some());
         // The root tag is the mark of a workflow; HEAD is accepted too so a clone made
         // with --no-tags still opens (fsck then reports the missing tag).
         if !is_checkpoint(&format!("refs/tags/{ROOT_TAG}")) && !is_checkpoint("HEAD") {

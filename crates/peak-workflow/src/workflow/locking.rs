@@ -120,8 +120,7 @@ impl Workflow {
             Ok(())
         }
         let git = self.repo.path();
-        let mut out: Vec<PathBuf> =
-            ["index.lock", "HEAD.lock", "packed-refs.lock", "config.lock"].iter().map(|n| git.join(n)).filter(|p| p.exists()).collect();
+        let mut out: Vec<PathBuf> = ["index.lock", "HEAD.lock", "packed-refs.lock", "config.lock"].iter().map(|n| git.join(n)).filter(|p| p.exists()).collect();
         walk(&git.join("refs"), &mut out)?;
         walk(&git.join("logs"), &mut out)?;
         Ok(out)

@@ -95,9 +95,6 @@ impl Workflow {
     }
 
     pub(super) fn context_blobs(&self, files: &Files) -> Result<BTreeMap<String, Oid>> {
-        files
-            .iter()
-            .map(|(rel, bytes)| Ok((format!("{CONTEXT_DIR}/{rel}"), self.repo.blob(bytes).git(format!("write {CONTEXT_DIR}/{rel}"))?)))
-            .collect()
+        files.iter().map(|(rel, bytes)| Ok((format!("{CONTEXT_DIR}/{rel}"), self.repo.blob(bytes).git(format!("write {CONTEXT_DIR}/{rel}"))?))).collect()
     }
 }

@@ -11,8 +11,8 @@ use crate::error::{GitContext, Result};
 use crate::secrets;
 use crate::time::now_rfc3339;
 
-use super::objects::{read_tree_file, write_tree};
 use super::Workflow;
+use super::objects::{read_tree_file, write_tree};
 
 impl Workflow {
     pub(crate) fn attempts_path(&self) -> PathBuf {

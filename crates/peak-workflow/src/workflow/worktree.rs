@@ -59,13 +59,8 @@ impl Workflow {
         let mut opts = git2::StatusOptions::new();
         opts.include_untracked(false).include_ignored(false).exclude_submodules(true);
         let statuses = self.repo.statuses(Some(&mut opts)).git("read working-folder status")?;
-        Ok(statuses
-            .iter()
-            .filter(|s| s.status() != git2::Status::CURRENT)
-            .map(|s| s.path().unwrap_or("<non-UTF-8 path>").to_string())
-            .collect())
+        Ok(statuses.iter().filter(|s| s.status() != git2::Status::CURRENT).map(|s| s.path().unwrap_or("<non-UTF-8 path>").to_string()).collect())
     }
-
 
     /// Write a checkpoint's context into `into` (a missing or empty folder), for instance
     /// to measure two checkpoints side by side.

@@ -4,17 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use peak_workflow::{CheckpointInput, CheckpointId, Workflow};
+use peak_workflow::{CheckpointId, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
 /// Write a context (peak.toml + kernel.cl) into `dir`, creating it.
 pub fn write_context(dir: &Path, device: &str, tuning: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("peak.toml"),
-        format!("[kernel]\nname = \"k\"\nbackend = \"opencl\"\nsource = \"kernel.cl\"\n\n[tuning]\n{tuning}"),
-    )
-    .unwrap();
+    std::fs::write(dir.join("peak.toml"), format!("[kernel]\nname = \"k\"\nbackend = \"opencl\"\nsource = \"kernel.cl\"\n\n[tuning]\n{tuning}")).unwrap();
     std::fs::write(
         dir.join("kernel.cl"),
         format!("// @peak macros\n#define IDX(i) (i)\n// @peak device\n{device}// @peak host\nlaunch(\"k\", [n], [BLOCK], 0, A);\n"),
@@ -24,8 +20,10 @@ pub fn write_context(dir: &Path, device: &str, tuning: &str) -> PathBuf {
 }
 
 pub const DEVICE_0: &str = "__kernel void k(__global float* a) {\n  int i = get_global_id(0);\n  a[IDX(i)] = 0.0f;\n}\n";
-pub const DEVICE_1: &str = "__kernel void k(__global float* a) {\n  int i = get_global_id(0) * TILE;\n  for (int t = 0; t < TILE; t++) a[IDX(i + t)] = 0.0f;\n}\n";
-pub const DEVICE_2: &str = "__kernel void k(__global float* a) {\n  int i = get_global_id(0) * TILE * 2;\n  for (int t = 0; t < 2 * TILE; t++) a[IDX(i + t)] = 0.0f;\n}\n";
+pub const DEVICE_1: &str =
+    "__kernel void k(__global float* a) {\n  int i = get_global_id(0) * TILE;\n  for (int t = 0; t < TILE; t++) a[IDX(i + t)] = 0.0f;\n}\n";
+pub const DEVICE_2: &str =
+    "__kernel void k(__global float* a) {\n  int i = get_global_id(0) * TILE * 2;\n  for (int t = 0; t < 2 * TILE; t++) a[IDX(i + t)] = 0.0f;\n}\n";
 pub const TUNING_0: &str = "BLOCK = { values = [64, 128] }\n";
 pub const TUNING_1: &str = "BLOCK = { values = [64, 128, 256] }\nTILE = { values = [2, 4, 8] }\n";
 

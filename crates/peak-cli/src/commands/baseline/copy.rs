@@ -66,8 +66,21 @@ pub fn run(args: &BaselineArgs, ctx: &Context, params: &ExecParams) -> Result<()
     }
     println!("{} on {} ({})", report.kernel, report.device, report.backend);
     println!("  params   {}", report.params);
-    println!("  kernel   {:>10} median of {}  {:>8.1} GB/s  ({} bytes read, {} written)", format_ms(kernel_ms), report.repetitions, report.kernel_gb_per_s, traffic.read_bytes, traffic.written_bytes);
-    println!("  copy     {:>10} median of {}  {:>8.1} GB/s  (device-to-device, {} bytes)", format_ms(copy_ms), report.repetitions, report.copy_gb_per_s, report.copy_bytes);
+    println!(
+        "  kernel   {:>10} median of {}  {:>8.1} GB/s  ({} bytes read, {} written)",
+        format_ms(kernel_ms),
+        report.repetitions,
+        report.kernel_gb_per_s,
+        traffic.read_bytes,
+        traffic.written_bytes
+    );
+    println!(
+        "  copy     {:>10} median of {}  {:>8.1} GB/s  (device-to-device, {} bytes)",
+        format_ms(copy_ms),
+        report.repetitions,
+        report.copy_gb_per_s,
+        report.copy_bytes
+    );
     println!("  spread   kernel {}", kernel_spread.describe(format_ms));
     println!("           copy   {}", copy_spread.describe(format_ms));
     println!("  cache    {}", crate::commands::run::cache_note(report.flushed_bytes));
