@@ -61,7 +61,9 @@ fn speedup_tables(text: &str) -> Vec<(String, usize, Vec<Vec<&str>>)> {
         let count: usize = count.trim_end_matches(" steps)").parse().unwrap();
         let header = cells(lines[i + 1]);
         assert_eq!(header[..7], ["step", "checkpoint", "transformation", "verdict", "best time", "x root", "x previous"]);
-        let rows = lines[i + 2..].iter().take_while(|l| !l.trim().is_empty()).map(|l| cells(l)).collect();
+        // A step timed at more sizes than the headline's has a continuation line per size,
+        // with no step number: not a row of its own.
+        let rows = lines[i + 2..].iter().take_while(|l| !l.trim().is_empty()).map(|l| cells(l)).filter(|r| r[0].parse::<usize>().is_ok()).collect();
         out.push((name.to_string(), count, rows));
     }
     out
