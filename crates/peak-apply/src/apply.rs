@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use indexmap::IndexMap;
-use peak_eval::validate::{Outcome as Validation, samples};
+use peak_eval::validate::{Outcome as Validation, Sample, samples};
 use peak_eval::{OutputValidator, ReferenceStore, ValidationReport, Validator, Verdict, Workers, default_cache_dir};
-use peak_spec::{Context, Region};
+use peak_spec::{Context, ExecParams, Region};
 use peak_transform::{
     AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript,
     Transformation,
@@ -23,6 +23,9 @@ use crate::sanitize::{self, Plan, parse_inputs};
 use crate::state::{self, ApplyState, agent_dir, apply_dir, fresh_context};
 use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
+
+/// Further draws of validation samples when the launch script pruned every one drawn.
+const RESAMPLE_ROUNDS: u64 = 3;
 
 /// The workflow at `workflow`, with its writer lock held for the whole run of `session`:
 /// no other command writes between this one's reads and its checkpoint. The lock is held
@@ -419,7 +422,7 @@ fn run(
         }
         let candidate = write_candidate(&parent, &t, &regions, &candidate_dir)?;
         let space = validation_space(&candidate, &options.set)?;
-        let picked = samples(&space, options.samples, options.seed);
+        let mut picked = samples(&space, options.samples, options.seed);
         let started = std::time::Instant::now();
         // Where validation first caught the failure: the 1-based sample (in validation
         // order) and the validator, for the attempts log (`peak report`'s evaluation depth).
@@ -439,7 +442,27 @@ fn run(
                 let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
                 let mut validators: Vec<Box<dyn Validator>> =
                     vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
-                let report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
+                let mut report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
+                // Samples the launch script pruned at the validation sizes say nothing of the
+                // kernel: where all were, draw others (never one already tried) before
+                // calling the step inconclusive.
+                let mut tried: Vec<ExecParams> = picked.iter().map(|s| s.params.clone()).collect();
+                for round in 1..=RESAMPLE_ROUNDS {
+                    if report.outcome != Validation::Inconclusive {
+                        break;
+                    }
+                    // Twice as many each round: a space the launch script prunes to a few
+                    // points is still found in three rounds.
+                    let want = options.samples << round;
+                    let fresh: Vec<Sample> =
+                        samples(&space, want * 4, options.seed.wrapping_add(round)).into_iter().filter(|s| !tried.contains(&s.params)).take(want).collect();
+                    if fresh.is_empty() {
+                        break;
+                    }
+                    tried.extend(fresh.iter().map(|s| s.params.clone()));
+                    picked = fresh;
+                    report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
+                }
                 // Right outputs first: sanitizing a wrong kernel tells nothing new, slowly.
                 let sanitized = if report.outcome == Validation::Passed {
                     Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?)

@@ -350,3 +350,50 @@ fn llm_retries_are_reported_as_they_happen() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("fake-model: HTTP 429 from {}; retry 1 of 5 in 0.0 s", server.openai_base_url())), "{stderr}");
 }
+
+#[test]
+fn samples_the_launch_script_prunes_are_drawn_again() {
+    // A step whose launch script refuses all but one of eight configurations: one sample
+    // (--samples 1) is most likely a pruned one, which says nothing of the kernel; validation
+    // draws others until one runs, so the step is judged instead of refused as inconclusive.
+    let Some(env) = setup() else { return };
+    let library = env.wf.with_file_name("library");
+    std::fs::create_dir_all(&library).unwrap();
+    std::fs::write(
+        library.join("prune.toml"),
+        "name = \"Prune\"\ndescription = \"a launch that runs one variant\"\npatterns = [\"gemm\"]\n[tuning]\nP = { values = [1, 2, 3, 4, 5, 6, 7, 8], description = \"a variant\" }\n[[passes]]\nregion = \"host\"\ntitle = \"prune\"\ninstructions = \"Refuse every P but 8.\"\n",
+    )
+    .unwrap();
+    let host = std::fs::read_to_string(example("matmul-opencl-naive").join("kernel.cl")).unwrap();
+    let host = host.split("// @peak host\n").nth(1).unwrap().to_string();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let reply = format!("```rhai\nif P != 8 {{ invalid(\"only P = 8 runs\"); }}\n{host}```\n");
+    let server = runtime.block_on(FakeLlmServer::start([Scripted::reply(reply)])).unwrap();
+    let vars = llm_vars(&server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let args = [
+        "apply",
+        "prune",
+        "--executor",
+        "openai:fake-model",
+        "-w",
+        s(&env.wf),
+        "--library",
+        s(&library),
+        "--json",
+        "--set",
+        "n=256",
+        "--samples",
+        "1",
+        "--budget",
+        "64",
+        "--seed",
+        "3",
+    ];
+    let out = json(&ok(&env, &args, &vars));
+    assert_eq!(out["status"], "checkpoint", "{out}");
+    let show = json(&ok(&env, &["show", "HEAD", "-w", s(&env.wf), "--json"], &[]));
+    let ran: Vec<&serde_json::Value> = show["validation"]["samples"].as_array().unwrap().iter().filter(|s| s["verdict"]["category"] == "passed").collect();
+    assert!(!ran.is_empty(), "a sample that ran: {}", show["validation"]);
+    assert!(ran.iter().all(|s| s["params"]["tuning"]["P"] == 8), "{}", show["validation"]);
+}
