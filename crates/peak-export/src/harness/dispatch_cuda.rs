@@ -22,7 +22,7 @@
 //! and frees its buffers.
 
 use super::cuda::{Api, CUDA_HELPERS, TENSOR_MAP_HELPERS, TIMING, build_arch, encode_map, launch_steps};
-use super::{Bundle, DispatchInput, build_files, host_arrays, shape_label, summaries_as};
+use super::{Bundle, DispatchInput, build_files, dispatch_shape_opening, dispatch_table_readme, host_arrays, shape_label, summaries_as};
 use crate::dispatch::Table;
 use peak_spec::Region;
 
@@ -140,18 +140,7 @@ pub fn render(input: &DispatchInput, api: Api) -> Bundle {
     for (i, s) in input.sequences.iter().enumerate() {
         let shape = &table.shapes[i];
         let label = shape_label(table, i);
-        let values: Vec<String> = table.inputs.iter().map(|n| format!("{}LL", shape.params.inputs[n])).collect();
-        let values = if values.is_empty() { "0".to_string() } else { values.join(", ") };
-        c.push_str(&format!("\n    {{ /* Tuned shape {i}: {label} */\n"));
-        c.push_str(&format!("    const long long inputs[PEAK_N_INPUTS] = {{ {values} }};\n    int config = peak_dispatch(inputs);\n"));
-        c.push_str(&format!(
-            "    printf(\"shape {label}: configuration %d (%s), {} launch(es) per run\\n\", config, config >= 0 ? PEAK_CONFIG_NAMES[config] : \"none\");\n",
-            s.launches().count()
-        ));
-        c.push_str(&format!(
-            "    if (config != {0}) {{ fprintf(stderr, \"error: peak_dispatch gives configuration %d for {label}, the record tuned configuration {0}\\n\", config); exit(1); }}\n",
-            shape.config
-        ));
+        c.push_str(&dispatch_shape_opening(table, i, s.launches().count()));
         for op in &s.setup {
             let crate::launch::ExportSetup::MaxDynamicShared { kernel, bytes } = op;
             c.push_str(&format!(
@@ -200,18 +189,7 @@ fn readme(input: &DispatchInput, api: Api, build: &str, run: &str) -> String {
     let mut out =
         format!("{} ({}), exported by peak with a dispatch table by shape\n\nFrom:  {}\n\n", input.ctx.name(), input.ctx.backend(), input.origin.describe());
     out.push_str(&format!("Configurations (each its own copy of the kernel in {INSTANCES_FILE}: namespace peak_config_C)\n"));
-    for c in 0..table.configs.len() {
-        out.push_str(&format!(
-            "  {c}  {}{}\n",
-            table.describe(c),
-            if c == table.fallback { "  (the record's overall best; the kernel file's defaults)" } else { "" }
-        ));
-    }
-    out.push_str("\nTuned shapes and their best configuration\n");
-    for (i, s) in table.shapes.iter().enumerate() {
-        let time = s.time_ms.map(|t| format!("  peak measured {t:.6} ms")).unwrap_or_default();
-        out.push_str(&format!("  {}  -> configuration {}{time}\n", shape_label(table, i), s.config));
-    }
+    out.push_str(&dispatch_table_readme(table));
     out.push_str(&format!(
         "\nFiles\n  {}  the kernel (its #ifndef defaults: configuration {})\n  {INSTANCES_FILE}  the kernel once per configuration, each in its own namespace\n  dispatch.h  the table and peak_dispatch(inputs): a tuned shape gets its best configuration,\n              another shape the nearest tuned shape's that is valid there (see its comment)\n  {}  runs every tuned shape at the configuration peak_dispatch picks, and times it\n  build.sh, Makefile, README.txt\n",
         input.kernel_file,

@@ -9,7 +9,7 @@
 //! outputs summarised and dumped as `NAME.SHAPE.bin` (SHAPE as `n=256`), then timed.
 
 use super::opencl::{BUILD, OPENCL_HELPERS, TIMING, kernel_names, run_function};
-use super::{Bundle, DispatchInput, build_files, host_arrays, shape_label, summaries_as};
+use super::{Bundle, DispatchInput, build_files, dispatch_shape_opening, dispatch_table_readme, host_arrays, shape_label, summaries_as};
 
 pub fn render(input: &DispatchInput) -> Bundle {
     let table = input.table;
@@ -50,20 +50,8 @@ pub fn render(input: &DispatchInput) -> Bundle {
     c.push_str("    /* One program per configuration: the kernel file built with its -D options. */\n");
     c.push_str("    cl_program programs[PEAK_N_CONFIGS];\n    for (int c = 0; c < PEAK_N_CONFIGS; ++c) programs[c] = peak_build_with(context, device, path, PEAK_CONFIG_OPTIONS[c]);\n");
     for (i, s) in input.sequences.iter().enumerate() {
-        let shape = &table.shapes[i];
         let label = shape_label(table, i);
-        let values: Vec<String> = table.inputs.iter().map(|n| format!("{}LL", shape.params.inputs[n])).collect();
-        let values = if values.is_empty() { "0".to_string() } else { values.join(", ") };
-        c.push_str(&format!("\n    {{ /* Tuned shape {i}: {label} */\n"));
-        c.push_str(&format!("    const long long inputs[PEAK_N_INPUTS] = {{ {values} }};\n    int config = peak_dispatch(inputs);\n"));
-        c.push_str(&format!(
-            "    printf(\"shape {label}: configuration %d (%s), {} launch(es) per run\\n\", config, config >= 0 ? PEAK_CONFIG_NAMES[config] : \"none\");\n",
-            s.launches().count()
-        ));
-        c.push_str(&format!(
-            "    if (config != {}) {{ fprintf(stderr, \"error: peak_dispatch gives configuration %d for {label}, the record tuned configuration {}\\n\", config); exit(1); }}\n",
-            shape.config, shape.config
-        ));
+        c.push_str(&dispatch_shape_opening(table, i, s.launches().count()));
         for (k, name) in kernel_names(s).iter().enumerate() {
             c.push_str(&format!(
                 "    peak_kernel_s{i}_{k} = clCreateKernel(programs[config], \"{name}\", &err);\n    peak_cl_check(err, \"finding kernel {name}\");\n"
@@ -117,18 +105,7 @@ fn readme(input: &DispatchInput, run: &str) -> String {
     let table = input.table;
     let mut out = format!("{} (opencl), exported by peak with a dispatch table by shape\n\nFrom:  {}\n\n", input.ctx.name(), input.origin.describe());
     out.push_str("Configurations (one program each: the kernel file built with these -D options)\n");
-    for c in 0..table.configs.len() {
-        out.push_str(&format!(
-            "  {c}  {}{}\n",
-            table.describe(c),
-            if c == table.fallback { "  (the record's overall best; the kernel file's defaults)" } else { "" }
-        ));
-    }
-    out.push_str("\nTuned shapes and their best configuration\n");
-    for (i, s) in table.shapes.iter().enumerate() {
-        let time = s.time_ms.map(|t| format!("  peak measured {t:.6} ms")).unwrap_or_default();
-        out.push_str(&format!("  {}  -> configuration {}{time}\n", shape_label(table, i), s.config));
-    }
+    out.push_str(&dispatch_table_readme(table));
     out.push_str(&format!(
         "\nFiles\n  {}  the kernel (its #ifndef defaults: configuration {})\n  dispatch.h  the table and peak_dispatch(inputs): a tuned shape gets its best configuration,\n              another shape the nearest tuned shape's that is valid there (see its comment)\n  harness.c  runs every tuned shape at the configuration peak_dispatch picks, and times it\n  build.sh, Makefile, README.txt\n",
         input.kernel_file, table.fallback

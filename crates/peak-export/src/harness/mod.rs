@@ -50,6 +50,45 @@ pub fn shape_label(table: &crate::dispatch::Table, i: usize) -> String {
     table.shapes[i].params.inputs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
+/// The opening of tuned shape `i`'s block in a dispatch harness's `main`: the shape's
+/// inputs, the configuration `peak_dispatch` picks for them, and an exit where that is not
+/// the configuration the record tuned (`launches` is the shape's launches per run).
+pub fn dispatch_shape_opening(table: &crate::dispatch::Table, i: usize, launches: usize) -> String {
+    let shape = &table.shapes[i];
+    let label = shape_label(table, i);
+    let values: Vec<String> = table.inputs.iter().map(|n| format!("{}LL", shape.params.inputs[n])).collect();
+    let values = if values.is_empty() { "0".to_string() } else { values.join(", ") };
+    let mut c = format!("\n    {{ /* Tuned shape {i}: {label} */\n");
+    c.push_str(&format!("    const long long inputs[PEAK_N_INPUTS] = {{ {values} }};\n    int config = peak_dispatch(inputs);\n"));
+    c.push_str(&format!(
+        "    printf(\"shape {label}: configuration %d (%s), {launches} launch(es) per run\\n\", config, config >= 0 ? PEAK_CONFIG_NAMES[config] : \"none\");\n"
+    ));
+    c.push_str(&format!(
+        "    if (config != {0}) {{ fprintf(stderr, \"error: peak_dispatch gives configuration %d for {label}, the record tuned configuration {0}\\n\", config); exit(1); }}\n",
+        shape.config
+    ));
+    c
+}
+
+/// README lines of a dispatch export: every configuration of the table, then every tuned
+/// shape with its best configuration and the time peak measured.
+pub fn dispatch_table_readme(table: &crate::dispatch::Table) -> String {
+    let mut out = String::new();
+    for c in 0..table.configs.len() {
+        out.push_str(&format!(
+            "  {c}  {}{}\n",
+            table.describe(c),
+            if c == table.fallback { "  (the record's overall best; the kernel file's defaults)" } else { "" }
+        ));
+    }
+    out.push_str("\nTuned shapes and their best configuration\n");
+    for (i, s) in table.shapes.iter().enumerate() {
+        let time = s.time_ms.map(|t| format!("  peak measured {t:.6} ms")).unwrap_or_default();
+        out.push_str(&format!("  {}  -> configuration {}{time}\n", shape_label(table, i), s.config));
+    }
+    out
+}
+
 /// The files a harness needs besides the kernel, and how to build and run it.
 pub struct Bundle {
     pub files: Vec<(String, String)>,
