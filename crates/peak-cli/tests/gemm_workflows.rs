@@ -13,35 +13,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Env, example, opencl_present, s, unbundle};
-
-const CHAIN: [&str; 12] = [
-    "Refactor",
-    "TB-Tiling",
-    "Thread-Tiling",
-    "Thread-Cache",
-    "Transpose",
-    "Thread-Chunk",
-    "Vectorize",
-    "Split-K",
-    "Pipelining",
-    "Register-Staging",
-    "Offset",
-    "Block-Swizzle",
-];
-
-/// The chain from the root to the tip of `wf`'s current branch, through first parents,
-/// oldest first (the root included).
-fn first_parent_chain(env: &Env, wf: &Path) -> Vec<serde_json::Value> {
-    let log = env.json(&["log", "-w", s(wf), "--json"]);
-    let by_id = |id: &str| log.as_array().unwrap().iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("{id} is not in the log")).clone();
-    let mut line = vec![by_id(env.json(&["show", "HEAD", "-w", s(wf), "--json"])["id"].as_str().unwrap())];
-    while let Some(parent) = line.last().unwrap()["parents"].as_array().unwrap().first().map(|p| p.as_str().unwrap().to_string()) {
-        line.push(by_id(&parent));
-    }
-    line.reverse();
-    line
-}
+use support::{Env, GEMM_LINE, example, first_parent_chain, opencl_present, s, unbundle};
 
 /// What the GEMM line's vocabulary promises, in the code of a tip: the sizes and the
 /// layout in macros, tiles filled through the accessors (A kept k-major in shared memory,
@@ -110,7 +82,7 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    let expected: Vec<&str> = std::iter::once("init").chain(CHAIN.iter().copied()).collect();
+    let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).collect();
     assert_eq!(steps, expected, "the replay takes every recorded step");
     let recorded_line = first_parent_chain(&env, &recorded);
     assert_eq!(recorded_line.len(), line.len());
@@ -154,7 +126,7 @@ fn gemm_nt_bias_cuda_twin_carries_the_same_chain_deferred() {
     unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    assert_eq!(&steps[1..], CHAIN);
+    assert_eq!(&steps[1..], GEMM_LINE);
     for entry in &line[1..] {
         assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
         let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);

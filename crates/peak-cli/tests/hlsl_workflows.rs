@@ -10,45 +10,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{Env, example, s, unbundle};
-
-const CHAIN: [&str; 12] = [
-    "Refactor",
-    "TB-Tiling",
-    "Thread-Tiling",
-    "Thread-Cache",
-    "Transpose",
-    "Thread-Chunk",
-    "Vectorize",
-    "Split-K",
-    "Pipelining",
-    "Register-Staging",
-    "Offset",
-    "Block-Swizzle",
-];
-
-fn vulkan_present(test: &str) -> bool {
-    match peak_hlsl::list_devices() {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("SKIPPED {test}: no Vulkan device (install mesa-vulkan-drivers for lavapipe): {e}");
-            false
-        }
-    }
-}
-
-/// The chain from the root to the tip of `wf`'s current branch, through first parents,
-/// oldest first (the root included).
-fn first_parent_chain(env: &Env, wf: &Path) -> Vec<serde_json::Value> {
-    let log = env.json(&["log", "-w", s(wf), "--json"]);
-    let by_id = |id: &str| log.as_array().unwrap().iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("{id} is not in the log")).clone();
-    let mut line = vec![by_id(env.json(&["show", "HEAD", "-w", s(wf), "--json"])["id"].as_str().unwrap())];
-    while let Some(parent) = line.last().unwrap()["parents"].as_array().unwrap().first().map(|p| p.as_str().unwrap().to_string()) {
-        line.push(by_id(&parent));
-    }
-    line.reverse();
-    line
-}
+use support::{Env, GEMM_LINE, example, first_parent_chain, s, unbundle, vulkan_present};
 
 #[test]
 fn hlsl_gemm_line_replays_on_lavapipe() {
@@ -70,7 +32,7 @@ fn hlsl_gemm_line_replays_on_lavapipe() {
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    let expected: Vec<&str> = std::iter::once("init").chain(CHAIN.iter().copied()).collect();
+    let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).collect();
     assert_eq!(steps, expected, "the replay takes every recorded step");
     for entry in &line[1..] {
         assert_eq!(entry["verdict"], "passed", "{entry}");

@@ -97,6 +97,46 @@ pub fn opencl_present(test: &str) -> bool {
     }
 }
 
+/// Whether a Vulkan device (lavapipe here) is present; says why a test skips when not.
+pub fn vulkan_present(test: &str) -> bool {
+    match peak_hlsl::list_devices() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: no Vulkan device (install mesa-vulkan-drivers for lavapipe): {e}");
+            false
+        }
+    }
+}
+
+/// The fp32 GEMM line, as its recorded workflows walk it (CUDA, OpenCL and HLSL).
+pub const GEMM_LINE: [&str; 12] = [
+    "Refactor",
+    "TB-Tiling",
+    "Thread-Tiling",
+    "Thread-Cache",
+    "Transpose",
+    "Thread-Chunk",
+    "Vectorize",
+    "Split-K",
+    "Pipelining",
+    "Register-Staging",
+    "Offset",
+    "Block-Swizzle",
+];
+
+/// The chain from the root to the tip of `wf`'s current branch, through first parents,
+/// oldest first (the root included).
+pub fn first_parent_chain(env: &Env, wf: &Path) -> Vec<Value> {
+    let log = env.json(&["log", "-w", s(wf), "--json"]);
+    let by_id = |id: &str| log.as_array().unwrap().iter().find(|e| e["id"] == id).unwrap_or_else(|| panic!("{id} is not in the log")).clone();
+    let mut line = vec![by_id(env.json(&["show", "HEAD", "-w", s(wf), "--json"])["id"].as_str().unwrap())];
+    while let Some(parent) = line.last().unwrap()["parents"].as_array().unwrap().first().map(|p| p.as_str().unwrap().to_string()) {
+        line.push(by_id(&parent));
+    }
+    line.reverse();
+    line
+}
+
 /// Validation and tuning flags small enough for PoCL: one size, three samples, four
 /// evaluations.
 pub const MEASURE: [&str; 6] = ["--set", "n=256", "--samples", "3", "--budget", "4"];
