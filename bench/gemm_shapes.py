@@ -260,29 +260,11 @@ def main(out):
             device = device or design.get("device")
         print(json.dumps({k2: row.get(k2) for k2 in ("m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
-        write(out, rows, device, shapes, pin, budget, step_time, retune_budget, retune_time, reps)
+        merge(rows, device, f32_command(shapes, pin, budget, step_time, retune_budget, retune_time, reps), out)
 
 
-def write(out, rows, device, shapes, pin, budget, step_time, retune_budget, retune_time, reps):
-    """Merge the rows measured so far (written after every shape: a device call that runs
-    out of time keeps what it measured)."""
-    doc = {}
-    if os.path.exists(RESULT):
-        doc = json.load(open(RESULT))
-    keep = [r for r in doc.get("rows", []) if (r.get("dtype"), r.get("m"), r.get("n"), r.get("k")) not in {(r2["dtype"], r2["m"], r2["n"], r2["k"]) for r2 in rows}]
-    doc.update({
-        "benchmark": "h200-gemm-shapes",
-        "command": f"bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} PIN={int(pin)} BUDGET={budget} STEP_TIME={step_time} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): peak replay {os.path.relpath(BUNDLE, ROOT)} --into WF at the first shape (each row's replay.command); per shape peak retune -w WF --set M= --set N= --set K= (the row's retune.space); peak baseline WF/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration at that shape>",
-        "device": device or doc.get("device"),
-        "commit": os.environ.get("PEAK_COMMIT", "unknown"),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "method": "peak_ms and cublaslt_ms: peak baseline's medians in one device call (CUDA events, L2 flushed before every run: peak's one timing method), the kernel at the configuration the retune found best at that shape (the line replayed once, then the tip retuned at each shape in turn, each from the previous shape's ranking); design_configuration: the same call at the configuration the line was designed for",
-        "rows": keep + rows,
-    })
-    for path in (RESULT, os.path.join(out, "h200-gemm-shapes.json")):
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=1)
-    print("wrote", RESULT)
+def f32_command(shapes, pin, budget, step_time, retune_budget, retune_time, reps):
+    return f"bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} PIN={int(pin)} BUDGET={budget} STEP_TIME={step_time} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): peak replay {os.path.relpath(BUNDLE, ROOT)} --into WF at the first shape (each row's replay.command); per shape peak retune -w WF --set M= --set N= --set K= (the row's retune.space); peak baseline WF/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration at that shape>"
 
 
 if __name__ == "__main__":
