@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use support::{Env, context_at, example, opencl_present, s, unbundle};
@@ -75,6 +75,23 @@ fn replay_branch(name: &str, branch: Option<&str>, sizes: &[&str], chain: &[&str
 
 /// The softmax's main line ends with Register-Row: each work-item's vectors of the row are
 /// read once into registers, and the three passes work on them.
+/// The recorded bundle cloned, with the contexts of its checkpoint `rev` and of its naive
+/// root: a recorded step checked against the root at a test's own sizes and settings.
+fn recorded_and_root(env: &Env, bundle: &str, rev: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let recorded = env.path("recorded");
+    unbundle(&example(&format!("workflows/{bundle}")), &recorded);
+    let (candidate, naive) = (context_at(env, &recorded, rev), context_at(env, &recorded, "root"));
+    (recorded, candidate, naive)
+}
+
+/// `peak validate` of `candidate` against `naive` on `samples` samples, the sanitizer off,
+/// with each of `sets` given as a `--set`.
+fn validate_against(env: &Env, candidate: &Path, naive: &Path, samples: &str, sets: &[&str]) -> Value {
+    let mut args = vec!["validate", s(candidate), "--against", s(naive), "--samples", samples, "--sanitize", "none", "--json"];
+    args.extend(sets.iter().flat_map(|set| ["--set", *set]));
+    env.json(&args)
+}
+
 #[test]
 fn softmax_workflow_replays() {
     let Some(log) = replay("softmax", &["rows=256", "cols=256"], &["Block-Reduce", "Vectorize-Access", "Unroll-Accumulators", "Register-Row"]) else { return };
@@ -147,38 +164,18 @@ fn attention_query_tile_holds_any_length() {
         return;
     }
     let env = Env::new();
-    let recorded = env.path("recorded");
-    unbundle(&example("workflows/attention-opencl-agent.bundle"), &recorded);
-    let (candidate, naive) = (context_at(&env, &recorded, "query-tile"), context_at(&env, &recorded, "root"));
+    let (_, candidate, naive) = recorded_and_root(&env, "attention-opencl-agent.bundle", "query-tile");
     let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
     assert!(source.contains("Qs[QT_ROWS][HEAD_DIM + 4]") && source.contains("vload4"), "{source}");
     for dim in ["32", "64"] {
         for seq in ["1", "5", "67", "130"] {
-            let report = env.json(&[
-                "validate",
-                s(&candidate),
-                "--against",
-                s(&naive),
-                "--samples",
+            let report = validate_against(
+                &env,
+                &candidate,
+                &naive,
                 "6",
-                "--sanitize",
-                "none",
-                "--set",
-                "batch=3",
-                "--set",
-                &format!("seq={seq}"),
-                "--set",
-                &format!("dim={dim}"),
-                "--set",
-                "BLOCK_X=4,8,16",
-                "--set",
-                "BLOCK_Y=4,8,16",
-                "--set",
-                "TQ=1,2,4",
-                "--set",
-                "TILE_J=8,16,32",
-                "--json",
-            ]);
+                &["batch=3", &format!("seq={seq}"), &format!("dim={dim}"), "BLOCK_X=4,8,16", "BLOCK_Y=4,8,16", "TQ=1,2,4", "TILE_J=8,16,32"],
+            );
             assert_eq!(report["outcome"], "passed", "dim={dim} seq={seq}: {report}");
         }
     }
@@ -202,29 +199,11 @@ fn gelu_bf16_stream_hints_branch_replays() {
     let Some(log) = replay_branch("gelu-bf16", Some("stream-hints"), &[], &["Grid-Stride", "Vector-Body", "Stream-Hints"]) else { return };
     assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
     let env = Env::new();
-    let recorded = env.path("recorded");
-    unbundle(&example("workflows/gelu-bf16-opencl-agent.bundle"), &recorded);
-    let (candidate, naive) = (context_at(&env, &recorded, "stream-hints"), context_at(&env, &recorded, "root"));
+    let (_, candidate, naive) = recorded_and_root(&env, "gelu-bf16-opencl-agent.bundle", "stream-hints");
     let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
     assert!(source.contains("LOAD_STREAM(") && source.contains("STORE_STREAM("), "{source}");
     for stream in ["0", "1", "2"] {
-        let report = env.json(&[
-            "validate",
-            s(&candidate),
-            "--against",
-            s(&naive),
-            "--samples",
-            "3",
-            "--sanitize",
-            "none",
-            "--set",
-            "N=1003,4099",
-            "--set",
-            &format!("STREAM={stream}"),
-            "--set",
-            "VEC_BYTES=16",
-            "--json",
-        ]);
+        let report = validate_against(&env, &candidate, &naive, "3", &["N=1003,4099", &format!("STREAM={stream}"), "VEC_BYTES=16"]);
         assert_eq!(report["outcome"], "passed", "STREAM={stream}: {report}");
     }
 }
@@ -237,29 +216,11 @@ fn gelu_bf16_fast_math_branch_replays() {
     let Some(log) = replay_branch("gelu-bf16", Some("fast-math"), &[], &["Grid-Stride", "Vector-Body", "Stream-Hints", "Fast-Math"]) else { return };
     assert!(log[0]["summary"].as_str().unwrap().contains("Fast-Math"));
     let env = Env::new();
-    let recorded = env.path("recorded");
-    unbundle(&example("workflows/gelu-bf16-opencl-agent.bundle"), &recorded);
-    let (candidate, naive) = (context_at(&env, &recorded, "fast-math"), context_at(&env, &recorded, "root"));
+    let (_, candidate, naive) = recorded_and_root(&env, "gelu-bf16-opencl-agent.bundle", "fast-math");
     let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
     assert!(source.contains("peak_tanhf(0.7978845608f"), "{source}");
     for fast in ["0", "1"] {
-        let report = env.json(&[
-            "validate",
-            s(&candidate),
-            "--against",
-            s(&naive),
-            "--samples",
-            "3",
-            "--sanitize",
-            "none",
-            "--set",
-            "N=1003,4099",
-            "--set",
-            &format!("FAST_MATH={fast}"),
-            "--set",
-            "STREAM=0,2",
-            "--json",
-        ]);
+        let report = validate_against(&env, &candidate, &naive, "3", &["N=1003,4099", &format!("FAST_MATH={fast}"), "STREAM=0,2"]);
         assert_eq!(report["outcome"], "passed", "FAST_MATH={fast}: {report}");
     }
 }
@@ -283,34 +244,12 @@ fn layernorm_register_segment_holds_any_row_length() {
         return;
     }
     let env = Env::new();
-    let bundle = example("workflows/layernorm-opencl-agent.bundle");
-    let recorded = env.path("recorded");
-    unbundle(&bundle, &recorded);
+    let (recorded, candidate, naive) = recorded_and_root(&env, "layernorm-opencl-agent.bundle", "HEAD");
     let tip = env.json(&["show", "HEAD", "-w", s(&recorded), "--json"]);
     assert_eq!(tip["meta"]["transformation"], "Register-Segment", "{tip}");
-    let (candidate, naive) = (recorded.join("context"), context_at(&env, &recorded, "root"));
     for (block, items) in [("16", "1"), ("64", "2"), ("256", "16")] {
-        let report = env.json(&[
-            "validate",
-            s(&candidate),
-            "--against",
-            s(&naive),
-            "--samples",
-            "3",
-            "--sanitize",
-            "none",
-            "--set",
-            "C=1001",
-            "--set",
-            "N=3",
-            "--set",
-            &format!("BLOCK_X={block}"),
-            "--set",
-            &format!("ITEMS={items}"),
-            "--set",
-            "VEC_BYTES=4,8,16",
-            "--json",
-        ]);
+        let report =
+            validate_against(&env, &candidate, &naive, "3", &["C=1001", "N=3", &format!("BLOCK_X={block}"), &format!("ITEMS={items}"), "VEC_BYTES=4,8,16"]);
         assert_eq!(report["outcome"], "passed", "BLOCK_X={block} ITEMS={items}: {report}");
     }
 }
@@ -337,35 +276,17 @@ fn layernorm_stream_hints_branch_replays() {
     };
     assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
     let env = Env::new();
-    let recorded = env.path("recorded");
-    unbundle(&example("workflows/layernorm-opencl-agent.bundle"), &recorded);
-    let (candidate, naive) = (context_at(&env, &recorded, "stream-hints"), context_at(&env, &recorded, "root"));
+    let (_, candidate, naive) = recorded_and_root(&env, "layernorm-opencl-agent.bundle", "stream-hints");
     let source = std::fs::read_to_string(candidate.join("kernel.cl")).unwrap();
     assert!(!source.contains("LOAD_STREAM(weight") && !source.contains("LOAD_STREAM(bias"), "{source}");
     for (stream, block, items) in [("0", "64", "2"), ("1", "16", "1"), ("1", "256", "16"), ("2", "64", "2"), ("2", "16", "1")] {
-        let report = env.json(&[
-            "validate",
-            s(&candidate),
-            "--against",
-            s(&naive),
-            "--samples",
+        let report = validate_against(
+            &env,
+            &candidate,
+            &naive,
             "3",
-            "--sanitize",
-            "none",
-            "--set",
-            "C=1001,1024",
-            "--set",
-            "N=3",
-            "--set",
-            &format!("STREAM={stream}"),
-            "--set",
-            &format!("BLOCK_X={block}"),
-            "--set",
-            &format!("ITEMS={items}"),
-            "--set",
-            "VEC_BYTES=4,8,16",
-            "--json",
-        ]);
+            &["C=1001,1024", "N=3", &format!("STREAM={stream}"), &format!("BLOCK_X={block}"), &format!("ITEMS={items}"), "VEC_BYTES=4,8,16"],
+        );
         assert_eq!(report["outcome"], "passed", "STREAM={stream} BLOCK_X={block} ITEMS={items}: {report}");
     }
 }
@@ -436,38 +357,12 @@ fn permute_inner_vector_holds_any_run_length() {
         return;
     }
     let env = Env::new();
-    let bundle = example("workflows/permute-opencl-agent.bundle");
-    let recorded = env.path("recorded");
-    unbundle(&bundle, &recorded);
+    let (recorded, candidate, naive) = recorded_and_root(&env, "permute-opencl-agent.bundle", "HEAD");
     let tip = env.json(&["show", "HEAD", "-w", s(&recorded), "--json"]);
     assert_eq!(tip["meta"]["transformation"], "Inner-Vector", "{tip}");
-    let (candidate, naive) = (recorded.join("context"), context_at(&env, &recorded, "root"));
     for d in ["1", "3", "63", "64", "65"] {
-        let report = env.json(&[
-            "validate",
-            s(&candidate),
-            "--against",
-            s(&naive),
-            "--samples",
-            "9",
-            "--sanitize",
-            "none",
-            "--set",
-            "P=3",
-            "--set",
-            "Q=5",
-            "--set",
-            "R=7",
-            "--set",
-            &format!("D={d}"),
-            "--set",
-            "BLOCK_X=32,64",
-            "--set",
-            "ITEMS=1,2,4",
-            "--set",
-            "VEC_BYTES=4,8,16",
-            "--json",
-        ]);
+        let report =
+            validate_against(&env, &candidate, &naive, "9", &["P=3", "Q=5", "R=7", &format!("D={d}"), "BLOCK_X=32,64", "ITEMS=1,2,4", "VEC_BYTES=4,8,16"]);
         assert_eq!(report["outcome"], "passed", "D={d}: {report}");
     }
 }
