@@ -18,6 +18,9 @@ import sys
 import tempfile
 import time
 
+# The replayed chain is walked as the CUDA case study walks its own.
+from case_study import chain, sh, show_json
+
 PEAK = os.environ.get("PEAK", "peak")
 BUNDLE = os.environ.get("BUNDLE", "examples/workflows/matmul-hlsl-f32-line.bundle")
 WORKFLOW = os.path.basename(BUNDLE).removesuffix(".bundle")
@@ -51,17 +54,6 @@ VULKAN_KEYS = re.compile(r"(subgroupSizeControl|computeFullSubgroups|minSubgroup
                          r"shaderFloat16|shaderInt8|storageBuffer16BitAccess|cooperative_matrix|cooperativeMatrix|"
                          r"maxComputeSharedMemorySize|maxComputeWorkGroupInvocations|maxComputeWorkGroupCount|"
                          r"robustBufferAccess|subgroupSize|timestampPeriod|pipelineCache|deviceName|driverInfo|driverVersion|apiVersion)", re.I)
-
-
-def sh(*args, timeout=None):
-    result = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=timeout)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {result.returncode}")
-    return result.stdout
-
-
-def git(wf, *args):
-    return sh("git", "-C", wf, *args)
 
 
 def stamp():
@@ -108,18 +100,6 @@ def cublas(n):
         return report["cublas_timing"]["tflops"]
     except Exception as e:
         print(f"cuBLAS not timed at n={n}: {e}", flush=True)
-        return None
-
-
-def chain(wf):
-    lines = git(wf, "log", "--first-parent", "--reverse", "--format=%H%x09%s", "HEAD").splitlines()
-    return [tuple(line.split("\t", 1)) for line in lines if line]
-
-
-def show_json(wf, rev, name):
-    try:
-        return json.loads(git(wf, "show", f"{rev}:{name}"))
-    except (RuntimeError, json.JSONDecodeError):
         return None
 
 
@@ -173,7 +153,7 @@ def main(out):
             entry["error"] = "the replay created no workflow"
             continue
         sh(PEAK, "bundle", into, os.path.join(out, f"replayed-{WORKFLOW}-n{n}.bundle"))
-        steps = chain(into)
+        steps = chain(into, "HEAD")
         entry["steps_replayed"] = len(steps) - 1
         rows = []
         for index, (rev, subject) in enumerate(steps):
