@@ -28,6 +28,12 @@ one replay stays near 200 s); the tip is retuned over its whole (small) space at
 (RETUNE_BUDGET default 90, RETUNE_TIME default 90 s) and timed at its best configuration
 against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 out, f32
 accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
+
+SQUARE=1 times the square case study's tips instead (the NN rows of the table: n = 4096, no
+epilogue): the replayed H200 workflows SQUARE_BUNDLES (default the fp32 retune and the f16
+TMA-Store tips in bench/results/h200-replayed-*.bundle) are cloned and each tip is timed at
+its recorded best configuration against cuBLASLt in one `peak baseline --against cublaslt`
+call (NN, same types). Rows are merged by (dtype, m, n, k, layout).
 """
 import datetime, json, os, subprocess, sys, time
 
@@ -166,13 +172,17 @@ def half_command(shapes, budget, step_time, samples, retune_budget, retune_time,
                f"at the shape, peak baseline WF/<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
 
 
-def merge(rows, device, command, out):
-    """Merge rows into the results file, keeping every row of another (dtype, shape)."""
+def row_key(row):
+    return (row.get("dtype"), row.get("m"), row.get("n"), row.get("k"), row.get("layout"))
+
+
+def merge(rows, device, command, out, command_key=DTYPE):
+    """Merge rows into the results file, keeping every row of another (dtype, shape, layout)."""
     doc = json.load(open(RESULT)) if os.path.exists(RESULT) else {}
-    new = {(r["dtype"], r["m"], r["n"], r["k"]) for r in rows}
-    keep = [r for r in doc.get("rows", []) if (r.get("dtype"), r.get("m"), r.get("n"), r.get("k")) not in new]
+    new = {row_key(r) for r in rows}
+    keep = [r for r in doc.get("rows", []) if row_key(r) not in new]
     commands = dict(doc.get("commands", {}))
-    commands[DTYPE] = command
+    commands[command_key] = command
     doc.update({
         "benchmark": "h200-gemm-shapes",
         "commands": commands,
@@ -188,7 +198,37 @@ def merge(rows, device, command, out):
     print("wrote", RESULT, "and", os.path.join(out, "h200-gemm-shapes.json"))
 
 
+SQUARE_BUNDLES = {"f32": "bench/results/h200-replayed-matmul-cuda-f32-main-retune.bundle",
+                  "f16": "bench/results/h200-replayed-matmul-cuda-f16-tma-store.bundle"}
+
+
+def main_square(out):
+    """The square case study's tips (NN, n = 4096) against cuBLASLt, at their recorded best."""
+    peak = os.environ.get("PEAK", "carry/gemm-shapes/peak")
+    n, reps = int(os.environ.get("SQUARE_N", "4096")), int(os.environ.get("REPS", "20"))
+    bundles = dict(item.split("=", 1) for item in os.environ["SQUARE_BUNDLES"].split()) if "SQUARE_BUNDLES" in os.environ else SQUARE_BUNDLES
+    rows, device = [], None
+    for dtype, bundle in bundles.items():
+        wf = os.path.join(out, f"square-{dtype}")
+        if sh(["git", "clone", "-q", os.path.join(ROOT, bundle), wf]).returncode != 0:
+            raise SystemExit(f"cannot clone {bundle}")
+        best = tip_best(peak, wf)
+        tuned = baseline(peak, os.path.join(wf, "context"), {"n": n}, best, reps)
+        row = {"dtype": dtype, "m": n, "n": n, "k": n, "layout": "NN", "epilogue": "none", "source": bundle,
+               "commit": os.environ.get("PEAK_COMMIT", "unknown"),
+               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               **{k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")}, "tuned": tuned}
+        device = device or tuned.get("device")
+        print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
+        rows.append(row)
+    command = (f"SQUARE=1 bash bench/h200-gemm-shapes.sh run (SQUARE_N={n} REPS={reps}): per tip git clone <bundle>, peak baseline "
+               f"<clone>/context --against cublaslt --reps {reps} --set n={n} --set <the tip's recorded best configuration>")
+    merge(rows, device, command, out, command_key="square")
+
+
 def main(out):
+    if os.environ.get("SQUARE") == "1":
+        return main_square(out)
     if HALF:
         return main_half(out)
     peak = os.environ.get("PEAK", "carry/gemm-shapes/peak")

@@ -18,6 +18,8 @@
 # the tip retuned there (RETUNE_BUDGET 90, RETUNE_TIME 90 s) and timed against cuBLASLt (same
 # types, NT, bias fused); rows of that dtype merged beside the f32 rows. One shape per call:
 #   OUT=some/folder DTYPE=bf16 SHAPES="8192x3072x768" bash bench/h200-gemm-shapes.sh run
+# SQUARE=1: the square case study's replayed tips (fp32, f16; NN, n = 4096) against cuBLASLt,
+# the table's NN rows.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
