@@ -30,10 +30,10 @@ against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 o
 accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
 
 SQUARE=1 times the square case study's tips instead (the NN rows of the table: n = 4096, no
-epilogue): the replayed H200 workflows SQUARE_BUNDLES (default the fp32 retune and the f16
-TMA-Store tips in bench/results/h200-replayed-*.bundle) are cloned and each tip is timed at
-its recorded best configuration against cuBLASLt in one `peak baseline --against cublaslt`
-call (NN, same types). Rows are merged by (dtype, m, n, k, layout).
+epilogue): the replayed H200 workflows (SQUARE_TIPS: the fp32 and f16 tips in
+bench/results/h200-replayed-*.bundle) are cloned and each tip is timed at the configuration
+its case-study results name best at n, against cuBLASLt in one `peak baseline --against
+cublaslt` call (NN, same types). Rows are merged by (dtype, m, n, k, layout).
 """
 import datetime, json, os, subprocess, sys, time
 
@@ -198,23 +198,30 @@ def merge(rows, device, command, out, command_key=DTYPE):
     print("wrote", RESULT, "and", os.path.join(out, "h200-gemm-shapes.json"))
 
 
-SQUARE_BUNDLES = {"f32": "bench/results/h200-replayed-matmul-cuda-f32-main-retune.bundle",
-                  "f16": "bench/results/h200-replayed-matmul-cuda-f16-tma-store.bundle"}
+# The square case study's tips: the replayed workflow and the results file whose last step
+# at n names the configuration the case study found best there (a wider retune than the one
+# recorded in the bundle, for fp32).
+SQUARE_TIPS = {"f32": ("bench/results/h200-replayed-matmul-cuda-f32-main.bundle", "bench/results/h200-matmul-case-study.json"),
+               "f16": ("bench/results/h200-replayed-matmul-cuda-f16-tma-store.bundle", "bench/results/h200-matmul-case-study-f16-tma-store.json")}
+
+
+def recorded_best(results, n):
+    steps = [s for s in json.load(open(os.path.join(ROOT, results)))["steps"] if s.get("n") == n and s.get("tuning")]
+    return steps[-1]["tuning"] if steps else None
 
 
 def main_square(out):
     """The square case study's tips (NN, n = 4096) against cuBLASLt, at their recorded best."""
     peak = os.environ.get("PEAK", "carry/gemm-shapes/peak")
     n, reps = int(os.environ.get("SQUARE_N", "4096")), int(os.environ.get("REPS", "20"))
-    bundles = dict(item.split("=", 1) for item in os.environ["SQUARE_BUNDLES"].split()) if "SQUARE_BUNDLES" in os.environ else SQUARE_BUNDLES
     rows, device = [], None
-    for dtype, bundle in bundles.items():
+    for dtype, (bundle, results) in SQUARE_TIPS.items():
         wf = os.path.join(out, f"square-{dtype}")
         if sh(["git", "clone", "-q", os.path.join(ROOT, bundle), wf]).returncode != 0:
             raise SystemExit(f"cannot clone {bundle}")
-        best = tip_best(peak, wf)
+        best = recorded_best(results, n) or tip_best(peak, wf)
         tuned = baseline(peak, os.path.join(wf, "context"), {"n": n}, best, reps)
-        row = {"dtype": dtype, "m": n, "n": n, "k": n, "layout": "NN", "epilogue": "none", "source": bundle,
+        row = {"dtype": dtype, "m": n, "n": n, "k": n, "layout": "NN", "epilogue": "none", "source": bundle, "configuration_from": results,
                "commit": os.environ.get("PEAK_COMMIT", "unknown"),
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                **{k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")}, "tuned": tuned}
@@ -222,7 +229,7 @@ def main_square(out):
         print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
     command = (f"SQUARE=1 bash bench/h200-gemm-shapes.sh run (SQUARE_N={n} REPS={reps}): per tip git clone <bundle>, peak baseline "
-               f"<clone>/context --against cublaslt --reps {reps} --set n={n} --set <the tip's recorded best configuration>")
+               f"<clone>/context --against cublaslt --reps {reps} --set n={n} --set <the configuration its case-study results name best at n>")
     merge(rows, device, command, out, command_key="square")
 
 
