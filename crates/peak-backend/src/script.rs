@@ -209,7 +209,7 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
         let plan = plan.clone();
         engine.register_fn("alloc", move |ctx: NativeCallContext, dtype: ImmutableString, count: i64| -> RhaiResult<ScriptBuffer> {
             let Ok(dtype) = dtype.parse::<DType>() else {
-                return runtime_error(&ctx, format!("alloc: unknown element type '{dtype}' (f32, f16, bf16, i32, u32)"));
+                return runtime_error(&ctx, format!("alloc: unknown element type '{dtype}' (f32, f16, bf16, e4m3, e5m2, i32, u32)"));
             };
             if count <= 0 {
                 return runtime_error(&ctx, format!("alloc: element count must be positive, got {count}"));

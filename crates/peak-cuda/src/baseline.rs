@@ -269,12 +269,7 @@ fn cublaslt(backend: &CudaBackend, gemm: Gemm, host: &[HostArray], options: &Run
 /// The tolerance the kernel's output must meet against cuBLASLt's.
 fn tolerance(ctx: &Context, params: &ExecParams, dtype: DType, k: usize) -> f64 {
     let tol = ctx.manifest.tolerance.as_ref();
-    let fixed = tol.and_then(|t| match dtype {
-        DType::F32 => t.f32,
-        DType::F16 => t.f16,
-        DType::Bf16 => t.bf16,
-        _ => None,
-    });
+    let fixed = tol.and_then(|t| t.for_dtype(dtype));
     let depth = tol.and_then(|t| t.accumulation.as_ref()).and_then(|text| {
         let engine = expression_engine();
         let names: Vec<&str> = ctx.manifest.inputs.keys().map(String::as_str).collect();

@@ -186,6 +186,8 @@ impl TensorMapSpec {
             DType::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
             DType::I32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT32,
             DType::U32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            // TMA moves fp8 as bytes: it never converts, and fills out of bounds with zero bits.
+            DType::E4m3 | DType::E5m2 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         }
     }
 

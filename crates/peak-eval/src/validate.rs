@@ -161,15 +161,7 @@ pub fn judge(result: Result<RunReport, Failure>) -> Result<Verdict, EvalError> {
 /// else the default for the element type, whose half-precision values grow with the
 /// accumulation depth (`[tolerance] accumulation`, else the matmul's `k`).
 pub fn tolerance(candidate: &Context, reference: &Context, dtype: DType, params: &ExecParams) -> f64 {
-    let explicit = |ctx: &Context| {
-        let tol = ctx.manifest.tolerance.as_ref()?;
-        match dtype {
-            DType::F32 => tol.f32,
-            DType::F16 => tol.f16,
-            DType::Bf16 => tol.bf16,
-            DType::I32 | DType::U32 => None,
-        }
-    };
+    let explicit = |ctx: &Context| ctx.manifest.tolerance.as_ref()?.for_dtype(dtype);
     if let Some(t) = explicit(candidate).or_else(|| explicit(reference)) {
         return t;
     }

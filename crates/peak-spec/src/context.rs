@@ -164,6 +164,17 @@ impl Manifest {
         }
         for (i, array) in self.arrays.iter().enumerate() {
             declare(format!("arrays[{i}].name"), "array", &array.name)?;
+            if array.dtype.is_fp8() && self.kernel.backend != Backend::Cuda {
+                return Err(field_err(
+                    format!("arrays[{i}].type (array {})", array.name),
+                    format!(
+                        "array '{}' is {}, an 8-bit float, and the {} backend has no fp8 type: fp8 arrays run on the cuda backend (cuda_fp8.h, sm_89 and newer); use f16 or bf16 here",
+                        array.name,
+                        array.dtype,
+                        self.kernel.backend.name()
+                    ),
+                ));
+            }
         }
         if self.kernel.name.trim().is_empty() {
             return Err(field_err("kernel.name".into(), "is empty".into()));
@@ -255,7 +266,10 @@ impl Manifest {
                 match spec {
                     None => return Err(field_err(format!("kernel.matmul.{key}"), format!("no array named '{array}'"))),
                     Some(s) if !s.dtype.is_float() => {
-                        return Err(field_err(format!("kernel.matmul.{key}"), format!("array '{array}' is {}; a GEMM's arrays are f32, f16 or bf16", s.dtype)));
+                        return Err(field_err(
+                            format!("kernel.matmul.{key}"),
+                            format!("array '{array}' is {}; a GEMM's arrays are f32, f16, bf16, e4m3 or e5m2", s.dtype),
+                        ));
                     }
                     Some(_) => {}
                 }
@@ -267,7 +281,7 @@ impl Manifest {
             }
         }
         if let Some(tol) = &self.tolerance {
-            for (key, value) in [("f32", tol.f32), ("f16", tol.f16), ("bf16", tol.bf16)] {
+            for (key, value) in tol.overrides() {
                 if let Some(v) = value
                     && !(v > 0.0 && v.is_finite())
                 {

@@ -7,6 +7,7 @@ use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::fp8::{E4M3, E5M2, Fp8};
 use crate::init::{Fill, RowOutliers, Values};
 use crate::manifest::DType;
 use crate::rng::SplitMix64;
@@ -63,6 +64,7 @@ impl HostArray {
             DType::F16 => &0x7E5Au16.to_le_bytes(),
             DType::Bf16 => &0x7FDAu16.to_le_bytes(),
             DType::I32 | DType::U32 => &0x7BAD_F00Du32.to_le_bytes(),
+            DType::E4m3 | DType::E5m2 => &[Fp8::NAN],
         };
         HostArray { dtype, bytes: one.repeat(count) }
     }
@@ -81,6 +83,8 @@ impl HostArray {
             DType::Bf16 => bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
             DType::I32 => f64::from(i32::from_le_bytes(b.try_into().unwrap())),
             DType::U32 => f64::from(u32::from_le_bytes(b.try_into().unwrap())),
+            DType::E4m3 => f64::from(E4M3.to_f32(b[0])),
+            DType::E5m2 => f64::from(E5M2.to_f32(b[0])),
         }
     }
 
@@ -190,6 +194,9 @@ fn push_value(bytes: &mut Vec<u8>, dtype: DType, value: f64) {
         DType::Bf16 => bytes.extend_from_slice(&bf16::from_f64(value).to_le_bytes()),
         DType::I32 => bytes.extend_from_slice(&(value as i32).to_le_bytes()),
         DType::U32 => bytes.extend_from_slice(&(value as u32).to_le_bytes()),
+        // Through f32, as the C harness converts: round to nearest even, saturating.
+        DType::E4m3 => bytes.push(E4M3.from_f32(value as f32)),
+        DType::E5m2 => bytes.push(E5M2.from_f32(value as f32)),
     }
 }
 
@@ -258,6 +265,11 @@ pub fn compare_bytes(dtype: DType, out: &[u8], reference: &[u8], tolerance: f64)
         }
         DType::I32 => compare_decoded(out, reference, tolerance, |b: [u8; 4]| f64::from(i32::from_le_bytes(b))),
         DType::U32 => compare_decoded(out, reference, tolerance, |b: [u8; 4]| f64::from(u32::from_le_bytes(b))),
+        DType::E4m3 | DType::E5m2 => {
+            let format = if dtype == DType::E4m3 { E4M3 } else { E5M2 };
+            let table: [f64; 256] = std::array::from_fn(|b| f64::from(format.to_f32(b as u8)));
+            compare_decoded(out, reference, tolerance, |b: [u8; 1]| table[usize::from(b[0])])
+        }
     }
 }
 
@@ -344,12 +356,18 @@ fn elements<'a, const S: usize>(bytes: &'a [u8], decode: impl Fn([u8; S]) -> f64
 /// accumulation depth: rounding the inputs and the result costs about one unit in the last
 /// place each, and a different summation order adds error growing like √depth. The
 /// constant keeps a correct reordering well inside and an all-zero output (error 1.0) far out.
+/// An fp8 output (3 or 2 mantissa bits) is accumulated wider and rounded once: a reordering
+/// moves an element by at most one unit (2⁻³ relative for E4M3, 2⁻² for E5M2), and only
+/// where its sum lies next to a rounding boundary, so the bound is one unit roundoff growing
+/// with √depth, capped at two; fp8 inputs with a wider output take that output's tolerance.
 pub fn default_tolerance(dtype: DType, accumulation_depth: Option<i64>) -> f64 {
     let depth = accumulation_depth.unwrap_or(1).max(1) as f64;
     match dtype {
         DType::F32 => (1e-5 * depth.sqrt()).clamp(1e-5, 1e-3),
         DType::F16 => (4.0 * 2f64.powi(-11) * depth.sqrt()).clamp(2e-3, 5e-2),
         DType::Bf16 => (4.0 * 2f64.powi(-8) * depth.sqrt()).clamp(1.6e-2, 1e-1),
+        DType::E4m3 => (2f64.powi(-4) * depth.sqrt()).clamp(2f64.powi(-4), 2f64.powi(-3)),
+        DType::E5m2 => (2f64.powi(-3) * depth.sqrt()).clamp(2f64.powi(-3), 2f64.powi(-2)),
         DType::I32 | DType::U32 => 0.0,
     }
 }
@@ -393,6 +411,52 @@ mod tests {
             chunk[0] ^= 1;
         }
         assert!(compare(&noisy, &reference, tol).passed);
+    }
+
+    #[test]
+    fn fp8_inits_hold_representable_values() {
+        for (dtype, format) in [(DType::E4m3, E4M3), (DType::E5m2, E5M2)] {
+            let random = HostArray::init(dtype, 512, Values::Random, 5);
+            assert_eq!(random.bytes.len(), 512, "one byte per element");
+            for (i, &b) in random.bytes.iter().enumerate() {
+                let v = random.get_f64(i);
+                assert!((-1.0..=1.0).contains(&v), "{dtype} {v}");
+                assert_eq!(format.from_f32(v as f32), b, "the stored byte is the value's own encoding");
+            }
+            // arange runs past the largest finite value and saturates there; it never wraps or turns NaN.
+            let arange = HostArray::init(dtype, 60000, Values::Arange, 0);
+            let max = f64::from(format.to_f32(format.max_bits()));
+            assert_eq!(arange.get_f64(59999), max);
+            assert!((0..60000).all(|i| arange.get_f64(i).is_finite()));
+            let normal = HostArray::init(dtype, 256, Values::Normal { scale: 3.0, offset: 0.0 }, 9);
+            assert!((0..256).all(|i| normal.get_f64(i).is_finite()) && normal.summary().min < 0.0);
+        }
+    }
+
+    #[test]
+    fn fp8_outputs_compare_within_one_unit_and_fail_when_wrong() {
+        for dtype in [DType::E4m3, DType::E5m2] {
+            let tol = default_tolerance(dtype, Some(768));
+            let reference = HostArray::init(dtype, 1024, Values::Normal { scale: 4.0, offset: 0.0 }, 11);
+            assert!(!compare(&HostArray::poison(dtype, 1024), &reference, 1.0).passed, "NaN poison never passes");
+            assert!(!compare(&HostArray::init(dtype, 1024, Values::Zeros, 0), &reference, tol).passed);
+            // One unit off on every eighth element: a reordered f32 sum rounding the other way.
+            let mut flipped = reference.clone();
+            for b in flipped.bytes.iter_mut().step_by(8) {
+                if *b & 0x7F != 0 && *b & 0x7F < 0x7B {
+                    *b += 1;
+                }
+            }
+            assert!(compare(&flipped, &reference, tol).passed, "{dtype}: {:?}", compare(&flipped, &reference, tol));
+            // A quarter of the elements zeroed (a dropped tile) is far out.
+            let mut dropped = reference.clone();
+            for b in dropped.bytes.iter_mut().take(256) {
+                *b = 0;
+            }
+            assert!(!compare(&dropped, &reference, tol).passed, "{dtype}");
+        }
+        assert!(default_tolerance(DType::E4m3, Some(768)) < default_tolerance(DType::E5m2, Some(768)));
+        assert!(default_tolerance(DType::Bf16, Some(768)) < default_tolerance(DType::E4m3, Some(768)));
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod context;
 pub mod data;
 pub mod error;
 pub mod expr;
+pub mod fp8;
 pub mod import;
 pub mod init;
 pub mod json_f64;

@@ -633,6 +633,10 @@ pub enum DType {
     Bf16,
     I32,
     U32,
+    /// OCP FP8 E4M3 (1 byte; no infinities, largest finite 448): CUDA's `__nv_fp8_e4m3`.
+    E4m3,
+    /// OCP FP8 E5M2 (1 byte; IEEE-like, largest finite 57344): CUDA's `__nv_fp8_e5m2`.
+    E5m2,
 }
 
 impl DType {
@@ -640,6 +644,7 @@ impl DType {
         match self {
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::Bf16 => 2,
+            DType::E4m3 | DType::E5m2 => 1,
         }
     }
 
@@ -650,12 +655,22 @@ impl DType {
             DType::Bf16 => "bf16",
             DType::I32 => "i32",
             DType::U32 => "u32",
+            DType::E4m3 => "e4m3",
+            DType::E5m2 => "e5m2",
         }
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F16 | DType::Bf16)
+        matches!(self, DType::F32 | DType::F16 | DType::Bf16 | DType::E4m3 | DType::E5m2)
     }
+
+    /// One of the 8-bit float types, which only the CUDA backend has (`cuda_fp8.h`).
+    pub fn is_fp8(self) -> bool {
+        matches!(self, DType::E4m3 | DType::E5m2)
+    }
+
+    /// Every element type, in the order error messages list them.
+    pub const ALL: [DType; 7] = [DType::F32, DType::F16, DType::Bf16, DType::E4m3, DType::E5m2, DType::I32, DType::U32];
 }
 
 impl fmt::Display for DType {
@@ -667,10 +682,7 @@ impl fmt::Display for DType {
 impl FromStr for DType {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [DType::F32, DType::F16, DType::Bf16, DType::I32, DType::U32]
-            .into_iter()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| format!("unknown element type '{s}': expected f32, f16, bf16, i32 or u32"))
+        DType::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| format!("unknown element type '{s}': expected f32, f16, bf16, e4m3, e5m2, i32 or u32"))
     }
 }
 
@@ -703,8 +715,31 @@ pub struct Tolerance {
     pub f16: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bf16: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e4m3: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e5m2: Option<f64>,
     /// Accumulation depth (e.g. the K of a matmul) as an expression over the inputs; the
     /// default half-precision tolerance grows with its square root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accumulation: Option<String>,
+}
+
+impl Tolerance {
+    /// The override for outputs of `dtype` (integers have none: they match exactly).
+    pub fn for_dtype(&self, dtype: DType) -> Option<f64> {
+        match dtype {
+            DType::F32 => self.f32,
+            DType::F16 => self.f16,
+            DType::Bf16 => self.bf16,
+            DType::E4m3 => self.e4m3,
+            DType::E5m2 => self.e5m2,
+            DType::I32 | DType::U32 => None,
+        }
+    }
+
+    /// Each float type's override with its key, for checks and messages.
+    pub fn overrides(&self) -> [(&'static str, Option<f64>); 5] {
+        [("f32", self.f32), ("f16", self.f16), ("bf16", self.bf16), ("e4m3", self.e4m3), ("e5m2", self.e5m2)]
+    }
 }

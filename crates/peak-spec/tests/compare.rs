@@ -73,7 +73,7 @@ fn same(a: &Comparison, b: &Comparison) -> bool {
     bits(a) == bits(b) && (a.worst_index, a.non_finite, a.first_non_finite, a.passed) == (b.worst_index, b.non_finite, b.first_non_finite, b.passed)
 }
 
-const DTYPES: [DType; 5] = [DType::F32, DType::F16, DType::Bf16, DType::I32, DType::U32];
+const DTYPES: [DType; 7] = DType::ALL;
 
 /// One element's bytes, from a value.
 fn encode(dtype: DType, value: f64) -> Vec<u8> {
@@ -83,6 +83,8 @@ fn encode(dtype: DType, value: f64) -> Vec<u8> {
         DType::Bf16 => bf16::from_f64(value).to_le_bytes().to_vec(),
         DType::I32 => (value as i32).to_le_bytes().to_vec(),
         DType::U32 => (value as u32).to_le_bytes().to_vec(),
+        DType::E4m3 => vec![peak_spec::fp8::E4M3.from_f32(value as f32)],
+        DType::E5m2 => vec![peak_spec::fp8::E5M2.from_f32(value as f32)],
     }
 }
 

@@ -309,3 +309,81 @@ fn the_kernels_a_launch_script_runs_are_named_once_each() {
     let names: Vec<String> = ctx.launched_kernels().into_iter().collect();
     assert_eq!(names, ["first", "second"], "a commented-out call and another function's call do not count");
 }
+
+/// A CUDA GEMM with e4m3 inputs, an e5m2 array and a bf16 output.
+fn fp8_manifest(backend: &str) -> String {
+    format!(
+        r#"
+[kernel]
+name = "gemm"
+backend = "{backend}"
+source = "kernel.cl"
+
+[kernel.matmul]
+m = "n"
+n = "n"
+k = "n"
+a = "A"
+b = "B"
+c = "C"
+b_layout = "col"
+
+[inputs]
+n = {{ values = [64] }}
+
+[[arrays]]
+name = "A"
+type = "e4m3"
+size = "n * n"
+init = "random"
+seed = 1
+
+[[arrays]]
+name = "B"
+type = "e5m2"
+size = "n * n"
+init = "normal"
+scale = 2.0
+seed = 2
+
+[[arrays]]
+name = "C"
+type = "bf16"
+size = "n * n"
+init = "zeros"
+output = true
+
+[tolerance]
+e4m3 = 0.2
+e5m2 = 0.3
+"#
+    )
+}
+
+#[test]
+fn fp8_arrays_round_trip_through_the_manifest() {
+    let dir = write_context(&fp8_manifest("cuda"), SOURCE);
+    let ctx = Context::load(dir.path()).unwrap();
+    let types: Vec<DType> = ctx.manifest.arrays.iter().map(|a| a.dtype).collect();
+    assert_eq!(types, [DType::E4m3, DType::E5m2, DType::Bf16]);
+    assert_eq!(DType::E4m3.size_bytes(), 1);
+    let tol = ctx.manifest.tolerance.as_ref().unwrap();
+    assert_eq!((tol.for_dtype(DType::E4m3), tol.for_dtype(DType::E5m2), tol.for_dtype(DType::Bf16)), (Some(0.2), Some(0.3), None));
+    let out = tempfile::tempdir().unwrap();
+    ctx.save(out.path()).unwrap();
+    let written = std::fs::read_to_string(out.path().join("peak.toml")).unwrap();
+    assert!(written.contains("type = \"e4m3\"") && written.contains("type = \"e5m2\"") && written.contains("e4m3 = 0.2"), "{written}");
+    assert_eq!(Context::load(out.path()).unwrap().manifest, ctx.manifest);
+    let err = "fp9".parse::<DType>().unwrap_err();
+    assert!(err.contains("e4m3, e5m2"), "{err}");
+}
+
+#[test]
+fn fp8_arrays_are_refused_on_backends_without_fp8() {
+    for backend in ["opencl", "hip", "hlsl"] {
+        let err = load_err(&fp8_manifest(backend), SOURCE);
+        assert!(err.contains("array 'A' is e4m3") && err.contains(&format!("the {backend} backend has no fp8 type")), "{backend}: {err}");
+    }
+    let bad = fp8_manifest("cuda").replace("e4m3 = 0.2", "e4m3 = -1.0");
+    assert!(load_err(&bad, SOURCE).contains("tolerance.e4m3"));
+}

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PEAK_F32 = 0, PEAK_F16 = 1, PEAK_BF16 = 2, PEAK_I32 = 3, PEAK_U32 = 4 };
+enum { PEAK_F32 = 0, PEAK_F16 = 1, PEAK_BF16 = 2, PEAK_I32 = 3, PEAK_U32 = 4, PEAK_E4M3 = 5, PEAK_E5M2 = 6 };
 enum { PEAK_ZEROS = 0, PEAK_ONES = 1, PEAK_RANDOM = 2, PEAK_ARANGE = 3, PEAK_UNIFORM = 4, PEAK_NORMAL = 5, PEAK_INTEGERS = 6 };
 
 /* SplitMix64, as peak_spec::rng. */
@@ -129,7 +129,54 @@ static float peak_bf16_to_f32(uint16_t h) {
     return f;
 }
 
-static size_t peak_elem_size(int dtype) { return (dtype == PEAK_F16 || dtype == PEAK_BF16) ? 2 : 4; }
+/* 2^k as a double, exactly (no libm: the OpenCL harness links none). */
+static double peak_pow2(int k) {
+    double p = 1.0;
+    for (; k > 0; --k) p *= 2.0;
+    for (; k < 0; ++k) p *= 0.5;
+    return p;
+}
+
+/* float to OCP FP8 (E4M3: 3 mantissa bits, bias 7, no infinities; E5M2: 2 bits, bias 15),
+ * rounding to nearest even and saturating to the largest finite value (infinities too) as
+ * cvt.rn.satfinite does; NaN to 0x7F. As peak_spec::fp8. */
+static uint8_t peak_f32_to_fp8(float f, int man, int bias, uint8_t max_bits, float max) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7Fu;
+    x &= 0x7fffffffu;
+    float a;
+    memcpy(&a, &x, 4);
+    if (a >= max) return (uint8_t)(sign | max_bits);
+    int e = (int)(x >> 23) - 127;
+    if (e < 1 - bias) e = 1 - bias;
+    double qd = (double)a * peak_pow2(man - e); /* exact: a power-of-two scaling */
+    uint32_t q = (uint32_t)qd;
+    double rem = qd - (double)q;
+    if (rem > 0.5 || (rem == 0.5 && (q & 1u))) q++;
+    uint32_t biased = q >= (1u << man) ? (uint32_t)(e + bias) : 0u;
+    uint32_t bits = biased ? (biased << man) + (q - (1u << man)) : q;
+    return (uint8_t)(sign | bits);
+}
+
+static float peak_fp8_to_f32(uint8_t b, int man, int bias, int ieee) {
+    int exp = (b & 0x7F) >> man, top = (1 << (7 - man)) - 1;
+    double m = (double)(b & ((1 << man) - 1)), s = (b & 0x80) ? -1.0 : 1.0;
+    uint32_t nan = 0x7fc00000u, inf = 0x7f800000u | ((uint32_t)(b & 0x80) << 24);
+    float special;
+    if ((ieee && exp == top) || (!ieee && (b & 0x7F) == 0x7F)) {
+        memcpy(&special, (ieee && m == 0.0) ? &inf : &nan, 4);
+        return special;
+    }
+    double v = exp == 0 ? m * peak_pow2(1 - bias - man) : (1.0 + m * peak_pow2(-man)) * peak_pow2(exp - bias);
+    return (float)(s * v);
+}
+
+static size_t peak_elem_size(int dtype) {
+    if (dtype == PEAK_E4M3 || dtype == PEAK_E5M2) return 1;
+    return (dtype == PEAK_F16 || dtype == PEAK_BF16) ? 2 : 4;
+}
 
 static void peak_store(void *dst, int dtype, size_t i, double v) {
     switch (dtype) {
@@ -137,6 +184,8 @@ static void peak_store(void *dst, int dtype, size_t i, double v) {
     case PEAK_F16: { uint16_t h = peak_f32_to_f16((float)v); memcpy((char *)dst + 2 * i, &h, 2); break; }
     case PEAK_BF16: { uint16_t h = peak_f32_to_bf16((float)v); memcpy((char *)dst + 2 * i, &h, 2); break; }
     case PEAK_I32: { int32_t n = (int32_t)v; memcpy((char *)dst + 4 * i, &n, 4); break; }
+    case PEAK_E4M3: ((uint8_t *)dst)[i] = peak_f32_to_fp8((float)v, 3, 7, 0x7Eu, 448.0f); break;
+    case PEAK_E5M2: ((uint8_t *)dst)[i] = peak_f32_to_fp8((float)v, 2, 15, 0x7Bu, 57344.0f); break;
     default: { uint32_t n = (uint32_t)v; memcpy((char *)dst + 4 * i, &n, 4); break; }
     }
 }
@@ -147,6 +196,8 @@ static double peak_load(const void *src, int dtype, size_t i) {
     case PEAK_F16: { uint16_t h; memcpy(&h, (const char *)src + 2 * i, 2); return peak_f16_to_f32(h); }
     case PEAK_BF16: { uint16_t h; memcpy(&h, (const char *)src + 2 * i, 2); return peak_bf16_to_f32(h); }
     case PEAK_I32: { int32_t n; memcpy(&n, (const char *)src + 4 * i, 4); return n; }
+    case PEAK_E4M3: return peak_fp8_to_f32(((const uint8_t *)src)[i], 3, 7, 0);
+    case PEAK_E5M2: return peak_fp8_to_f32(((const uint8_t *)src)[i], 2, 15, 1);
     default: { uint32_t n; memcpy(&n, (const char *)src + 4 * i, 4); return n; }
     }
 }

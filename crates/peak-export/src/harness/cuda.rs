@@ -233,6 +233,7 @@ pub(crate) fn encode_map(i: usize, m: &crate::launch::ExportTensorMap) -> String
         peak_spec::DType::Bf16 => "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
         peak_spec::DType::I32 => "CU_TENSOR_MAP_DATA_TYPE_INT32",
         peak_spec::DType::U32 => "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+        peak_spec::DType::E4m3 | peak_spec::DType::E5m2 => "CU_TENSOR_MAP_DATA_TYPE_UINT8",
     };
     let swizzle = match m.swizzle.as_str() {
         "32b" => "CU_TENSOR_MAP_SWIZZLE_32B",

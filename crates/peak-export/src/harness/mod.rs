@@ -115,6 +115,8 @@ pub(crate) fn dtype_code(d: DType) -> &'static str {
         DType::Bf16 => "PEAK_BF16",
         DType::I32 => "PEAK_I32",
         DType::U32 => "PEAK_U32",
+        DType::E4m3 => "PEAK_E4M3",
+        DType::E5m2 => "PEAK_E5M2",
     }
 }
 

@@ -341,7 +341,7 @@ pub(super) fn dynamic_shared(code: &str, threads: &str) -> Option<(String, Strin
     };
     let element = element.join(" ");
     let bytes = match element.as_str() {
-        "char" | "unsigned char" | "int8_t" | "uint8_t" => 1,
+        "char" | "unsigned char" | "int8_t" | "uint8_t" | "__nv_fp8_e4m3" | "__nv_fp8_e5m2" => 1,
         "half" | "__half" | "__nv_bfloat16" | "__hip_bfloat16" | "short" | "unsigned short" => 2,
         "float" | "int" | "unsigned" | "unsigned int" | "uint" | "int32_t" | "uint32_t" => 4,
         "double" | "float2" | "int2" | "long" | "long long" | "int64_t" | "uint64_t" | "size_t" => 8,

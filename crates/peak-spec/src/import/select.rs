@@ -347,9 +347,10 @@ fn half_includes(backend: Backend, used: &HashSet<&str>, macros: &[String], code
     if backend != Backend::Cuda {
         return vec![];
     }
-    let families: [(&str, &[&str]); 2] = [
+    let families: [(&str, &[&str]); 3] = [
         ("cuda_fp16.h", &["__half", "half", "__half2", "half2", "__float2half", "__half2float", "__float2half_rn"]),
         ("cuda_bf16.h", &["__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "__float2bfloat16", "__bfloat162float"]),
+        ("cuda_fp8.h", &["__nv_fp8_e4m3", "__nv_fp8_e5m2", "__nv_fp8x2_e4m3", "__nv_fp8x2_e5m2", "__nv_fp8x4_e4m3", "__nv_fp8x4_e5m2"]),
     ];
     families
         .iter()

@@ -132,9 +132,11 @@ fn parse_param(text: &str, typedefs: &Typedefs) -> Result<Param, String> {
             ("float", _) => DType::F32,
             ("__half" | "half" | "_Float16", _) => DType::F16,
             ("__nv_bfloat16" | "nv_bfloat16" | "__hip_bfloat16" | "bfloat16", _) => DType::Bf16,
+            ("__nv_fp8_e4m3", _) => DType::E4m3,
+            ("__nv_fp8_e5m2", _) => DType::E5m2,
             ("int" | "int32_t", false) => DType::I32,
             ("int", true) | ("" | "uint" | "uint32_t" | "unsigned int", _) => DType::U32,
-            _ => return Err(format!("element type {shown} is not one peak generates (f32, f16, bf16, i32, u32)")),
+            _ => return Err(format!("element type {shown} is not one peak generates (f32, f16, bf16, e4m3, e5m2, i32, u32)")),
         };
         return Ok(Param::Array { name, dtype, read_only });
     }

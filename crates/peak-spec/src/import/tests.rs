@@ -51,6 +51,20 @@ fn signatures_give_arrays_and_scalar_inputs() {
 }
 
 #[test]
+fn fp8_pointers_import_as_e4m3_and_e5m2_with_their_header() {
+    let gemm = "extern \"C\" __global__ void k(const __nv_fp8_e4m3* __restrict__ a, const __nv_fp8_e5m2* b, __nv_bfloat16* c, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) c[i] = __float2bfloat16(float(a[i]) * float(b[i]));\n}\n";
+    let params = signature_of(gemm, Backend::Cuda).unwrap();
+    assert_eq!(params[0], Param::Array { name: "a".into(), dtype: DType::E4m3, read_only: true });
+    assert_eq!(params[1], Param::Array { name: "b".into(), dtype: DType::E5m2, read_only: true });
+    assert_eq!(params[2], Param::Array { name: "c".into(), dtype: DType::Bf16, read_only: false });
+    let made = scaffold(gemm, Backend::Cuda, "k.cu", &no_headers, &choices(&[("a", "n"), ("b", "n"), ("c", "n")], &[("n", &[1024])])).unwrap();
+    let macros = made.regions.get(Region::Macros);
+    assert!(macros.contains("#include <cuda_fp8.h>") && macros.contains("#include <cuda_bf16.h>"), "{macros}");
+    assert!(made.notes.iter().any(|n| n.contains("added #include <cuda_fp8.h>: the kernel uses __nv_fp8_e4m3, __nv_fp8_e5m2")), "{:?}", made.notes);
+    assert_eq!(made.manifest.arrays.iter().map(|a| a.dtype).collect::<Vec<_>>(), [DType::E4m3, DType::E5m2, DType::Bf16]);
+}
+
+#[test]
 fn a_scaffold_asks_for_what_the_signature_lacks() {
     let mut c = ImportChoices::default();
     let err = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap_err();
