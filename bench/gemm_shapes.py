@@ -29,6 +29,13 @@ one replay stays near 200 s); the tip is retuned over its whole (small) space at
 against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 out, f32
 accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
 
+DTYPE=e4m3 runs the fp8 Hopper line the same way (examples/workflows/gemm-nt-bias-cuda-e4m3-deferred.bundle:
+inp and weight e4m3, bias and out bf16, f32 accumulation, validated at 200 x 136 x 80; K a
+multiple of 16 for TMA's 16-byte rows) against cuBLASLt's fp8 GEMM (e4m3 x e4m3 -> bf16,
+CUBLAS_COMPUTE_32F, bias fused, fast accumulation, scales 1.0), which takes only this "NT"
+form (both operands K-major), so its square row (SHAPES=4096x4096x4096) is NT with the
+bias too. Rows carry dtype e4m3.
+
 SQUARE=1 times the square case study's tips instead (the NN rows of the table: n = 4096, no
 epilogue): the replayed H200 workflows (SQUARE_TIPS: the fp32 and f16 tips in
 bench/results/h200-replayed-*.bundle) are cloned and each tip is timed at the configuration
@@ -39,7 +46,8 @@ import datetime, json, os, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPE = os.environ.get("DTYPE", "f32")
-HALF = DTYPE in ("bf16", "f16")
+# The Hopper line (TMA, wgmma, warp specialisation): 16-bit, and fp8 with bf16 out.
+HALF = DTYPE in ("bf16", "f16", "e4m3")
 BUNDLE = os.environ.get("BUNDLE", os.path.join(ROOT, "examples/workflows/gemm-nt-bias-cuda-deferred.bundle" if DTYPE == "f32"
                                                else f"examples/workflows/gemm-nt-bias-cuda-{DTYPE}-deferred.bundle"))
 RESULT = os.path.join(ROOT, "bench/results/h200-gemm-shapes.json")

@@ -18,6 +18,10 @@
 # the tip retuned there (RETUNE_BUDGET 90, RETUNE_TIME 90 s) and timed against cuBLASLt (same
 # types, NT, bias fused); rows of that dtype merged beside the f32 rows. One shape per call:
 #   OUT=some/folder DTYPE=bf16 SHAPES="8192x3072x768" bash bench/h200-gemm-shapes.sh run
+# DTYPE=e4m3: the fp8 Hopper line (examples/workflows/gemm-nt-bias-cuda-e4m3-deferred.bundle: e4m3
+# inp and weight, bf16 bias and out) the same way, against cuBLASLt's fp8 GEMM (NT only: both
+# operands K-major; so its square shape is NT with the bias too), one shape per call:
+#   OUT=some/folder DTYPE=e4m3 SHAPES="4096x4096x4096" bash bench/h200-gemm-shapes.sh run
 # SQUARE=1: the square case study's replayed tips (fp32, f16; NN, n = 4096) against cuBLASLt,
 # the table's NN rows.
 set -uo pipefail

@@ -16,12 +16,18 @@ use support::gpu;
 /// (the table's lines after m, n, k) over `arrays`: (name, size expression, is output),
 /// every one of element type `dtype`. Its kernel is never run.
 fn context(matmul: &str, dtype: &str, arrays: &[(&str, &str, bool)]) -> (tempfile::TempDir, Context) {
+    let typed: Vec<(&str, &str, &str, bool)> = arrays.iter().map(|(name, size, output)| (*name, dtype, *size, *output)).collect();
+    typed_context(matmul, (37, 45, 29), &typed)
+}
+
+/// [`context`] at sizes `(m, n, k)` with each array's own type: (name, type, size, is output).
+fn typed_context(matmul: &str, (m, n, k): (i64, i64, i64), arrays: &[(&str, &str, &str, bool)]) -> (tempfile::TempDir, Context) {
     let dir = tempfile::tempdir().unwrap();
     let mut manifest = format!(
         "[kernel]\nname = \"gemm\"\nbackend = \"cuda\"\nsource = \"k.cu\"\n\n[kernel.matmul]\nm = \"m\"\nn = \"n\"\nk = \"k\"\n{matmul}\n\
-         [inputs]\nm = {{ values = [37] }}\nn = {{ values = [45] }}\nk = {{ values = [29] }}\n"
+         [inputs]\nm = {{ values = [{m}] }}\nn = {{ values = [{n}] }}\nk = {{ values = [{k}] }}\n"
     );
-    for (name, size, output) in arrays {
+    for (name, dtype, size, output) in arrays {
         manifest.push_str(&format!("\n[[arrays]]\nname = \"{name}\"\ntype = \"{dtype}\"\nsize = \"{size}\"\ninit = \"random\"\noutput = {output}\n"));
     }
     std::fs::write(dir.path().join("peak.toml"), manifest).unwrap();
@@ -131,4 +137,17 @@ fn transposed_padded_batched_gemms_with_scaling_relu_and_a_residual_match_the_cp
     let relu = "a = \"A\"\nb = \"B\"\nc = \"C\"\na_layout = \"col\"\nb_layout = \"col\"\nbeta = 0.5\nbias = \"bias\"\nactivation = \"relu\"\n";
     let (_dir, ctx) = context(relu, "bf16", &[("A", "k * m", false), ("B", "n * k", false), ("bias", "n", false), ("C", "m * n", true)]);
     check(&backend, &ctx, "TT", "CUBLASLT_EPILOGUE_RELU_BIAS");
+}
+
+#[test]
+fn fp8_tn_with_a_fused_bias_matches_the_cpu() {
+    let Some(backend) = gpu("fp8_tn_with_a_fused_bias_matches_the_cpu") else { return };
+    // cuBLASLt's fp8 form: A by rows and B stored N x K, both K-major; K and C's rows are
+    // whole 16 bytes (k = 64 fp8, n = 48 bf16), M does not divide any tile.
+    let matmul = "a = \"inp\"\nb = \"weight\"\nc = \"out\"\nb_layout = \"col\"\nbias = \"bias\"\n";
+    for (a, b, c, bias) in [("e4m3", "e4m3", "bf16", "bf16"), ("e4m3", "e5m2", "f16", "f16"), ("e5m2", "e4m3", "f32", "bf16")] {
+        let arrays = [("inp", a, "m * k", false), ("weight", b, "n * k", false), ("bias", bias, "n", false), ("out", c, "m * n", true)];
+        let (_dir, ctx) = typed_context(matmul, (37, 48, 64), &arrays);
+        check(&backend, &ctx, "NT", "CUBLASLT_EPILOGUE_BIAS");
+    }
 }

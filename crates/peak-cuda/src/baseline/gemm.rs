@@ -173,11 +173,15 @@ impl Resolver<'_> {
             return Err(("c", format!("array {} is not an output (`output = true`)", c.name)));
         }
         check_types(&a, &b, &c)?;
+        if a.dtype.is_fp8() {
+            check_fp8_layouts(spec)?;
+        }
         let bias = spec.bias.as_deref().map(|name| self.operand("bias", name, n)).transpose()?;
         let residual = spec.residual.as_deref().map(|name| self.operand("residual", name, c_storage.span(batch))).transpose()?;
-        for (field, operand) in [("bias", &bias), ("residual", &residual)] {
-            if let Some(op) = operand.as_ref().filter(|op| op.dtype != c.dtype) {
-                return Err((field, format!("array {} is {}; cuBLASLt reads it as C's type, {}", op.name, op.dtype, c.dtype)));
+        for (field, operand, want) in [("bias", &bias, bias_type(a.dtype, c.dtype)), ("residual", &residual, c.dtype)] {
+            if let Some(op) = operand.as_ref().filter(|op| op.dtype != want) {
+                let whose = if want == c.dtype { format!("C's type, {want}") } else { format!("{want} (with fp8 operands and an f32 C)") };
+                return Err((field, format!("array {} is {}; cuBLASLt reads it as {whose}", op.name, op.dtype)));
             }
         }
         check_fusion(spec, residual.is_some())?;
@@ -252,8 +256,12 @@ fn layout_word(layout: Layout) -> &'static str {
 }
 
 /// cuBLASLt's GEMMs here: A and B of one floating type, C of that type or f32, with fp32
-/// accumulation and scaling.
+/// accumulation and scaling; or A and B of fp8 (e4m3 x e4m3, e4m3 x e5m2, e5m2 x e4m3:
+/// cuBLASLt has no e5m2 x e5m2) with C bf16, f16 or f32.
 fn check_types(a: &Operand, b: &Operand, c: &Operand) -> Result<(), FieldError> {
+    if a.dtype.is_fp8() || b.dtype.is_fp8() {
+        return check_fp8_types(a, b, c);
+    }
     for (field, op) in [("a", a), ("b", b), ("c", c)] {
         if !matches!(op.dtype, DType::F32 | DType::F16 | DType::Bf16) {
             return Err((field, format!("array {} is {}; cuBLASLt's baseline multiplies f32, f16 or bf16", op.name, op.dtype)));
@@ -267,6 +275,45 @@ fn check_types(a: &Operand, b: &Operand, c: &Operand) -> Result<(), FieldError> 
         return Err(("c", format!("array {} is {}; with {} operands C is {allowed}", c.name, c.dtype, a.dtype)));
     }
     Ok(())
+}
+
+fn check_fp8_types(a: &Operand, b: &Operand, c: &Operand) -> Result<(), FieldError> {
+    for (field, op, other) in [("a", a, b), ("b", b, a)] {
+        if !op.dtype.is_fp8() {
+            return Err((
+                field,
+                format!(
+                    "array {} is {} and {} is {}: cuBLASLt's fp8 GEMM takes both operands in fp8 (e4m3 or e5m2)",
+                    op.name, op.dtype, other.name, other.dtype
+                ),
+            ));
+        }
+    }
+    if a.dtype == DType::E5m2 && b.dtype == DType::E5m2 {
+        return Err(("b", format!("arrays {} and {} are both e5m2; cuBLASLt has no e5m2 x e5m2 GEMM: make one of them e4m3", a.name, b.name)));
+    }
+    if !matches!(c.dtype, DType::Bf16 | DType::F16 | DType::F32) {
+        return Err(("c", format!("array {} is {}; with fp8 operands cuBLASLt's baseline writes bf16, f16 or f32", c.name, c.dtype)));
+    }
+    Ok(())
+}
+
+/// cuBLASLt multiplies fp8 only in its `TN` form, which is A row-major (M x K) and B stored
+/// N x K (`b_layout = "col"`) in the manifest's row-major terms: both operands K-major.
+fn check_fp8_layouts(spec: &MatmulShape) -> Result<(), FieldError> {
+    let needed = "cuBLASLt multiplies fp8 only with both operands K-major: A stored by rows (a_layout = \"row\", M x K) and B by columns (b_layout = \"col\", stored N x K, the weight of x · Wᵀ)";
+    if spec.a_layout != Layout::Row {
+        return Err(("a_layout", format!("a_layout = \"{}\": {needed}", layout_word(spec.a_layout))));
+    }
+    if spec.b_layout != Layout::Col {
+        return Err(("b_layout", format!("b_layout = \"{}\": {needed}", layout_word(spec.b_layout))));
+    }
+    Ok(())
+}
+
+/// The bias type cuBLASLt reads: C's, except that fp8 operands with an f32 C take a bf16 bias.
+pub fn bias_type(ab: DType, c: DType) -> DType {
+    if ab.is_fp8() && c == DType::F32 { DType::Bf16 } else { c }
 }
 
 /// cuBLASLt computes `D = epilogue(alpha · A·B + beta · C)`, the bias and then the
@@ -365,6 +412,30 @@ mod tests {
         assert_eq!(gemm.activation, Activation::GeluTanh);
         assert_eq!(gemm.flops(), 2.0 * 37.0 * 45.0 * 29.0);
         assert_eq!(gemm.summary(), "NT m=37 n=45 k=29, bf16 x bf16 -> bf16, bias + gelu-tanh");
+    }
+
+    #[test]
+    fn fp8_gemms_resolve_in_the_tn_form_and_other_layouts_and_types_are_refused() {
+        let fp8 = |a: &'static str, b: &'static str, c: &'static str, bias: &'static str| {
+            [("inp", a, "m * k", false), ("weight", b, "n * k", false), ("bias", bias, "n", false), ("out", c, "m * n", true)]
+        };
+        let plain = LINEAR.replace("activation = \"gelu-tanh\"\n", "");
+        let gemm = resolved(&plain, &fp8("e4m3", "e4m3", "bf16", "bf16")).unwrap();
+        assert_eq!(gemm.summary(), "NT m=37 n=45 k=29, e4m3 x e4m3 -> bf16, bias");
+        assert!(resolved(&plain, &fp8("e4m3", "e5m2", "f16", "f16")).is_ok());
+        assert!(resolved(&plain, &fp8("e5m2", "e4m3", "f32", "bf16")).is_ok(), "an f32 C takes a bf16 bias");
+        let err = error(&plain, &fp8("e4m3", "e4m3", "f32", "f32"));
+        assert!(err.contains("kernel.matmul.bias") && err.contains("bf16 (with fp8 operands and an f32 C)"), "{err}");
+        let err = error(&plain, &fp8("e5m2", "e5m2", "bf16", "bf16"));
+        assert!(err.contains("no e5m2 x e5m2 GEMM"), "{err}");
+        let err = error(&plain, &fp8("e4m3", "bf16", "bf16", "bf16"));
+        assert!(err.contains("kernel.matmul.b") && err.contains("both operands in fp8"), "{err}");
+        let err = error(&plain, &fp8("e4m3", "e4m3", "e4m3", "e4m3"));
+        assert!(err.contains("kernel.matmul.c") && err.contains("writes bf16, f16 or f32"), "{err}");
+        let err = error(&plain.replace("b_layout = \"col\"\n", ""), &fp8("e4m3", "e4m3", "bf16", "bf16"));
+        assert!(err.contains("kernel.matmul.b_layout") && err.contains("b_layout = \"row\"") && err.contains("both operands K-major"), "{err}");
+        let err = error(&format!("{plain}a_layout = \"col\"\n"), &fp8("e4m3", "e4m3", "bf16", "bf16"));
+        assert!(err.contains("kernel.matmul.a_layout"), "{err}");
     }
 
     #[test]

@@ -74,6 +74,19 @@ pub struct Call {
     pub beta: f32,
     /// cuBLASLt's C is the residual array (D = A·B + 1 · residual), not D's old contents.
     pub c_is_residual: bool,
+    /// fp8 operands: the bias type is set (bf16 with an f32 C) and the accumulation is
+    /// `CUBLASLT_MATMUL_DESC_FAST_ACCUM`: every product summed into the f32 accumulators
+    /// across all of K, as a wgmma kernel does, rather than promoted to a second
+    /// accumulator every few k-blocks, which costs cuBLASLt time a kernel doing the
+    /// plain sum does not spend (PyTorch's `_scaled_mm(use_fast_accum=True)`).
+    pub fp8: Option<Fp8Call>,
+}
+
+/// What an fp8 GEMM adds to the descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp8Call {
+    pub bias_type: DType,
+    pub fast_accum: bool,
 }
 
 impl Call {
@@ -89,6 +102,7 @@ impl Call {
             alpha: gemm.alpha as f32,
             beta: if gemm.residual.is_some() { 1.0 } else { gemm.beta as f32 },
             c_is_residual: gemm.residual.is_some(),
+            fp8: gemm.a.dtype.is_fp8().then(|| Fp8Call { bias_type: super::gemm::bias_type(gemm.a.dtype, gemm.c.dtype), fast_accum: true }),
         }
     }
 
@@ -118,6 +132,8 @@ pub fn data_type(dtype: DType) -> cudaDataType {
         DType::F32 => cudaDataType::CUDA_R_32F,
         DType::F16 => cudaDataType::CUDA_R_16F,
         DType::Bf16 => cudaDataType::CUDA_R_16BF,
+        DType::E4m3 => cudaDataType::CUDA_R_8F_E4M3,
+        DType::E5m2 => cudaDataType::CUDA_R_8F_E5M2,
         // Refused by `gemm::resolve` before any call; named for completeness.
         DType::I32 => cudaDataType::CUDA_R_32I,
         DType::U32 => cudaDataType::CUDA_R_32U,
@@ -291,6 +307,13 @@ fn descriptor(call: &Call, bias: Option<u64>) -> Result<Owned<lt::cublasLtMatmul
     set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_TRANSA, &(call.transa as i32))?;
     set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_TRANSB, &(call.transb as i32))?;
     set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_EPILOGUE, &call.epilogue)?;
+    if let Some(fp8) = call.fp8 {
+        // The A, B, C and D scale pointers stay unset: every scale is 1.0.
+        set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_FAST_ACCUM, &i8::from(fp8.fast_accum))?;
+        if bias.is_some() {
+            set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &data_type(fp8.bias_type))?;
+        }
+    }
     if let Some(bias) = bias {
         // One bias for every problem of a batch: the bias batch stride stays 0.
         set_desc(&desc, DescAttr::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &(bias as *const c_void))?;
@@ -416,6 +439,24 @@ mod tests {
         plain.residual = Some(Operand { name: "R".into(), index: 3, dtype: DType::F16 });
         let call = Call::new(&plain);
         assert_eq!((call.beta, call.c_is_residual), (1.0, true), "D = A·B + 1 · residual");
+    }
+
+    #[test]
+    fn fp8_operands_set_the_bias_type_and_fast_accumulation() {
+        let mut fp8 = gemm(Layout::Row, Layout::Col);
+        fp8.a.dtype = DType::E4m3;
+        fp8.b.dtype = DType::E5m2;
+        fp8.c.dtype = DType::F32;
+        let call = Call::new(&fp8);
+        assert_eq!(call.ops(), "TN", "cuBLASLt's fp8 form: its A (our B) transposed");
+        assert_eq!((call.a.dtype, call.b.dtype), (DType::E5m2, DType::E4m3), "its A is our B");
+        assert_eq!(call.fp8, Some(Fp8Call { bias_type: DType::Bf16, fast_accum: true }));
+        fp8.c.dtype = DType::Bf16;
+        assert_eq!(Call::new(&fp8).fp8.map(|f| f.bias_type), Some(DType::Bf16));
+        fp8.c.dtype = DType::F16;
+        assert_eq!(Call::new(&fp8).fp8.map(|f| f.bias_type), Some(DType::F16));
+        assert_eq!(Call::new(&gemm(Layout::Row, Layout::Col)).fp8, None);
+        assert_eq!([DType::E4m3, DType::E5m2].map(data_type), [cudaDataType::CUDA_R_8F_E4M3, cudaDataType::CUDA_R_8F_E5M2]);
     }
 
     #[test]
