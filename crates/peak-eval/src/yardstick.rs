@@ -31,8 +31,7 @@ use crate::sanitizer::absolute;
 use crate::session::tuning_run_options;
 use crate::workers::Workers;
 
-/// `kind` of a yardstick that was not timed.
-pub const NOT_AVAILABLE: &str = "n/a";
+pub use peak_record::{Baseline, NOT_AVAILABLE};
 
 /// Above this many floating-point operations per byte moved a kernel is taken to be
 /// compute-bound, and a copy is no yardstick for it: about the H200's fp32 ridge point
@@ -40,48 +39,18 @@ pub const NOT_AVAILABLE: &str = "n/a";
 /// transpose or stencil kernel (a few operations per byte at most).
 pub const COMPUTE_BOUND_FLOPS_PER_BYTE: f64 = 16.0;
 
-/// `performance.json`'s `baseline`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Baseline {
-    /// `cublaslt`, `copy`, or [`NOT_AVAILABLE`].
-    pub kind: String,
-    /// The median, timed as the kernel's times are.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spread: Option<Spread>,
-    /// The inputs it was timed at: the headline's.
-    pub inputs: IndexMap<String, i64>,
-    /// What ran, for people.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub what: Option<String>,
-    /// The bytes a copy copied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
-    /// Bytes written before every timed run to evict the cache; absent: not flushed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flushed_bytes: Option<usize>,
-    /// Why there is no time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Wall seconds the yardstick took, the worker's round trip included.
-    #[serde(default)]
-    pub elapsed_s: f64,
-}
-
-impl Baseline {
-    fn not_available(params: &ExecParams, reason: String) -> Baseline {
-        Baseline {
-            kind: NOT_AVAILABLE.into(),
-            time_ms: None,
-            spread: None,
-            inputs: params.inputs.clone(),
-            what: None,
-            bytes: None,
-            flushed_bytes: None,
-            reason: Some(reason),
-            elapsed_s: 0.0,
-        }
+/// A yardstick that was not timed, and why.
+fn not_available(params: &ExecParams, reason: String) -> Baseline {
+    Baseline {
+        kind: NOT_AVAILABLE.into(),
+        time_ms: None,
+        spread: None,
+        inputs: params.inputs.clone(),
+        what: None,
+        bytes: None,
+        flushed_bytes: None,
+        reason: Some(reason),
+        elapsed_s: 0.0,
     }
 }
 
@@ -96,7 +65,7 @@ pub fn time_yardstick(workers: &mut Workers, ctx: &Context, params: &ExecParams)
 fn timed(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline {
     let gemm = ctx.manifest.kernel.matmul.is_some();
     if !gemm && let Some(intensity) = flops_per_byte(ctx, params).filter(|i| *i > COMPUTE_BOUND_FLOPS_PER_BYTE) {
-        return Baseline::not_available(
+        return not_available(
             params,
             format!(
                 "kernel.flops makes it {intensity:.0} floating-point operations per byte moved, so it is compute-bound and a copy is no yardstick; peak times no vendor library for it"
@@ -109,13 +78,13 @@ fn timed(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline 
     let report = match answer {
         Ok(Ok(report)) => report,
         Ok(Err(failure)) if gemm => {
-            return Baseline::not_available(params, format!("{}; a copy is no yardstick for a GEMM's compute-bound work", failure.message));
+            return not_available(params, format!("{}; a copy is no yardstick for a GEMM's compute-bound work", failure.message));
         }
-        Ok(Err(failure)) => return Baseline::not_available(params, failure.to_string()),
-        Err(e) => return Baseline::not_available(params, e),
+        Ok(Err(failure)) => return not_available(params, failure.to_string()),
+        Err(e) => return not_available(params, e),
     };
     let (Some(measured), Some(spread)) = (report.yardstick, Spread::of(&report.times_ms)) else {
-        return Baseline::not_available(params, "the worker timed nothing".into());
+        return not_available(params, "the worker timed nothing".into());
     };
     Baseline {
         kind: measured.kind,

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, Result};
-pub use crate::outcome::AttemptOutcome;
+pub use peak_record::AttemptOutcome;
 
 pub(crate) const MIRROR_BRANCH: &str = "peak-attempts";
 pub(crate) const MIRROR_FILE: &str = "attempts.jsonl";

@@ -3,6 +3,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use peak_record::performance::recorded_best_params;
+
 use peak_spec::regions::{Region, Regions};
 use serde::Serialize;
 use serde_json::Value;
@@ -217,8 +219,8 @@ fn performance_delta(a: &Value, b: &Value) -> PerformanceDelta {
         a_best_ms: ta,
         b_best_ms: tb,
         speedup: speedup.as_ref().map(|s| s.ratio),
-        a_params: a.pointer("/best/params").cloned(),
-        b_params: b.pointer("/best/params").cloned(),
+        a_params: recorded_best_params(a),
+        b_params: recorded_best_params(b),
         a_inputs: times_a.headline_inputs().cloned(),
         b_inputs: times_b.headline_inputs().cloned(),
         speedup_inputs: speedup.and_then(|s| s.inputs),

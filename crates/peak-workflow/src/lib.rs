@@ -108,7 +108,6 @@ mod error;
 mod fsck;
 mod history;
 mod lock;
-mod outcome;
 mod secrets;
 mod speedup;
 mod time;
@@ -122,7 +121,7 @@ pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
 pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, WITHIN_SPREAD, render_log, render_log_sizes};
 pub use lock::{LockHolder, LockMode};
-pub use outcome::AttemptOutcome;
+pub use peak_record::AttemptOutcome;
 pub use secrets::{is_key_var, redact as redact_secrets};
 pub use speedup::{format_inputs, speedup};
 /// The timestamp format of every peak record: RFC 3339, UTC, milliseconds.

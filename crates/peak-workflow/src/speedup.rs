@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use peak_record::{PerformanceRecord, Ranked, Record};
 use serde_json::Value;
 
-use crate::workflow::best_time;
 use crate::yardstick::Yardstick;
 
 /// A checkpoint's tuned times: the headline and the best at every input configuration of
@@ -31,9 +31,9 @@ pub(crate) struct BestTimes {
 /// The first and third quartiles of a time's repetitions (`spread.q1_ms`, `q3_ms`).
 pub(crate) type Iqr = (f64, f64);
 
-/// A recorded entry's interquartile range (`{"spread": {"q1_ms": .., "q3_ms": ..}}`).
-fn iqr(entry: &Value) -> Option<Iqr> {
-    Some((entry.pointer("/spread/q1_ms")?.as_f64()?, entry.pointer("/spread/q3_ms")?.as_f64()?))
+/// A recorded entry's interquartile range (its `spread`'s `q1_ms` and `q3_ms`).
+fn iqr(entry: &Ranked) -> Option<Iqr> {
+    entry.spread.map(|s| (s.q1_ms, s.q3_ms))
 }
 
 /// Whether two times are within each other's spread: their interquartile ranges overlap.
@@ -54,23 +54,26 @@ pub(crate) struct SpeedupAt {
 }
 
 impl BestTimes {
+    /// The times of a stored `performance.json`; a record that does not read has none.
     pub(crate) fn of(performance: &Value) -> BestTimes {
+        BestTimes::of_record(&PerformanceRecord::from_json(performance).unwrap_or_default())
+    }
+
+    pub(crate) fn of_record(performance: &PerformanceRecord) -> BestTimes {
         let at = performance
-            .get("runs")
-            .and_then(Value::as_array)
-            .map(|runs| {
-                runs.iter()
-                    .filter_map(|run| {
-                        let inputs = run.get("inputs")?;
-                        Some((canonical(inputs)?, inputs.clone(), positive(run.pointer("/best/time_ms")?)?, run.get("best").and_then(iqr)))
-                    })
-                    .collect()
+            .runs()
+            .iter()
+            .filter_map(|run| {
+                let inputs = serde_json::to_value(&run.inputs).ok()?;
+                let best = run.best.as_ref()?;
+                Some((canonical(&inputs)?, inputs, positive(best.time_ms)?, iqr(best)))
             })
-            .unwrap_or_default();
-        let headline_inputs_value = performance.pointer("/best/params/inputs").filter(|v| v.is_object()).cloned();
-        let headline_iqr = performance.get("best").and_then(iqr);
+            .collect();
+        // No inputs: a record that names none (every kernel peak writes has some).
+        let headline_inputs_value = performance.best.as_ref().filter(|b| !b.params.inputs.is_empty()).and_then(|b| serde_json::to_value(&b.params.inputs).ok());
+        let headline_iqr = performance.best.as_ref().and_then(iqr);
         let mut times = BestTimes {
-            headline: best_time(performance),
+            headline: performance.best_ms().and_then(positive),
             headline_inputs: headline_inputs_value.as_ref().and_then(canonical),
             headline_inputs_value,
             headline_iqr,
@@ -179,8 +182,9 @@ fn canonical(inputs: &Value) -> Option<String> {
     serde_json::to_string(&sorted).ok()
 }
 
-fn positive(time: &Value) -> Option<f64> {
-    time.as_f64().filter(|t| t.is_finite() && *t > 0.0)
+/// A time that can be divided by: finite and above zero.
+pub(crate) fn positive(time: f64) -> Option<f64> {
+    Some(time).filter(|t| t.is_finite() && *t > 0.0)
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::speedup::{BestTimes, format_inputs};
+use crate::speedup::{BestTimes, format_inputs, positive};
+use peak_record::PerformanceRecord;
 
-/// `kind` of a yardstick that was not timed (`reason` says why).
-pub const NOT_AVAILABLE: &str = "n/a";
+pub use peak_record::NOT_AVAILABLE;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Yardstick {
@@ -32,15 +32,13 @@ pub struct Yardstick {
 impl Yardstick {
     /// The `baseline` of a `performance.json`, with the percentage taken against `times`
     /// (the same record's).
-    pub(crate) fn of(performance: &Value, times: &BestTimes) -> Option<Yardstick> {
-        let baseline = performance.get("baseline").filter(|b| b.is_object())?;
-        let kind = baseline.get("kind").and_then(Value::as_str)?.to_string();
-        let time_ms = baseline.get("time_ms").and_then(Value::as_f64).filter(|t| t.is_finite() && *t > 0.0);
-        let inputs = baseline.get("inputs").filter(|i| i.is_object()).cloned();
+    pub(crate) fn of(performance: &PerformanceRecord, times: &BestTimes) -> Option<Yardstick> {
+        let baseline = performance.baseline.as_ref()?;
+        let time_ms = baseline.time_ms.and_then(positive);
+        let inputs = serde_json::to_value(&baseline.inputs).ok();
         let kernel_ms = inputs.as_ref().and_then(|i| times.time_at(i));
         let percent = time_ms.zip(kernel_ms).map(|(y, k)| 100.0 * y / k);
-        let reason = baseline.get("reason").and_then(Value::as_str).map(str::to_string);
-        Some(Yardstick { kind, time_ms, inputs, percent, reason })
+        Some(Yardstick { kind: baseline.kind.clone(), time_ms, inputs, percent, reason: baseline.reason.clone() })
     }
 
     /// The yardstick's name for people: `cuBLASLt`, `copy`.

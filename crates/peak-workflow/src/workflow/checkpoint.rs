@@ -3,14 +3,14 @@
 use std::path::{Path, PathBuf};
 
 use git2::{Oid, Tree};
-use serde::{Deserialize, Serialize};
+use peak_record::{PerformanceRecord, Record, ValidationRecord};
 use serde_json::Value;
 
 use crate::context::{self, Files};
 use crate::error::{GitContext, Result, WorkflowError};
 use crate::lock::OP_REFRESH_WORKTREE;
 use crate::secrets;
-use crate::speedup::BestTimes;
+use crate::speedup::{BestTimes, positive};
 use crate::time::now_rfc3339;
 
 use super::objects::{json_bytes, read_tree_file, write_tree};
@@ -18,29 +18,7 @@ use super::{
     CHECKPOINT_FILE, CheckpointId, INIT_TRANSFORMATION, META_FORMAT, PERFORMANCE_FILE, REFERENCE_FILE, ROOT_TAG, TRANSCRIPT_FILE, VALIDATION_FILE, Workflow,
 };
 
-/// `checkpoint.json`: what a checkpoint is, in a few fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckpointMeta {
-    /// Format version of this file.
-    pub format: u32,
-    /// The transformation that produced the checkpoint, or `init` for the root.
-    pub transformation: String,
-    /// The parent checkpoint's id (duplicates the commit's parent so the file is
-    /// self-describing, and fsck can check the two agree).
-    #[serde(default)]
-    pub parent: Option<String>,
-    /// `validation.json`'s `verdict`, copied for `git log` readers and quick listings.
-    #[serde(default)]
-    pub verdict: Option<String>,
-    pub executor: String,
-    #[serde(default)]
-    pub model: Option<String>,
-    /// RFC 3339, UTC.
-    pub created: String,
-    /// The attempt that produced it, if the caller recorded one.
-    #[serde(default)]
-    pub attempt: Option<String>,
-}
+pub use peak_record::CheckpointMeta;
 
 /// A new checkpoint.
 #[derive(Debug, Clone, Default)]
@@ -91,7 +69,12 @@ pub(super) fn check_transcript(transcript: &Value) -> Result<()> {
 
 /// `performance.json`'s `best.time_ms`, if present and a number.
 pub(crate) fn best_time(performance: &Value) -> Option<f64> {
-    performance.pointer("/best/time_ms").and_then(Value::as_f64).filter(|t| t.is_finite() && *t > 0.0)
+    PerformanceRecord::from_json(performance).ok()?.best_ms().and_then(positive)
+}
+
+/// `validation.json`'s `verdict`, copied into `checkpoint.json`.
+pub(crate) fn verdict_of(validation: &Value) -> Option<String> {
+    ValidationRecord::from_json(validation).ok()?.verdict
 }
 
 /// Milliseconds with three significant digits or so: `0.0123 ms`, `1.23 ms`, `123 ms`.
@@ -191,11 +174,12 @@ impl Workflow {
             format: META_FORMAT,
             transformation: input.transformation,
             parent: Some(tip.id().to_string()),
-            verdict: input.validation.get("verdict").and_then(Value::as_str).map(str::to_string),
+            verdict: verdict_of(&input.validation),
             executor: input.executor,
             model: input.model,
             created: now_rfc3339(),
             attempt: input.attempt,
+            extra: Default::default(),
         };
         let times = BestTimes::of(&input.performance);
         let over_parent = times.speedup_over(&self.best_times_of(&tip_tree));

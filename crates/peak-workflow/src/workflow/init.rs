@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use git2::{Repository, RepositoryInitOptions};
+use peak_record::{Record, ValidationRecord};
 use serde_json::Value;
 
 use crate::context::{self, Files};
@@ -10,7 +11,7 @@ use crate::error::{GitContext, IoContext, Result, WorkflowError};
 use crate::lock::LockMode;
 use crate::time::now_rfc3339;
 
-use super::checkpoint::{CheckpointMeta, best_time, check_context, check_transcript, commit_message, redact_key_values};
+use super::checkpoint::{CheckpointMeta, best_time, check_context, check_transcript, commit_message, redact_key_values, verdict_of};
 use super::objects::{json_bytes, write_tree};
 use super::{
     CHECKPOINT_FILE, DEFAULT_BRANCH, INIT_TRANSFORMATION, META_FORMAT, PERFORMANCE_FILE, REFERENCE_FILE, ROOT_TAG, TRANSCRIPT_FILE, VALIDATION_FILE, Workflow,
@@ -92,7 +93,10 @@ impl Workflow {
     /// The root checkpoint's repository, written at `dir`.
     fn build_root(dir: &Path, files: Files, root: RootInput) -> Result<()> {
         let transcript = root.transcript.unwrap_or_else(|| Value::Object(Default::default()));
-        let validation = root.validation.unwrap_or_else(|| serde_json::json!({"verdict": "reference"}));
+        let validation = root.validation.unwrap_or_else(|| {
+            ValidationRecord { format: peak_record::current(), verdict: Some(peak_record::validation::REFERENCE.into()), ..ValidationRecord::default() }
+                .to_json()
+        });
         let performance = root.performance.unwrap_or_else(|| Value::Object(Default::default()));
         let mut opts = RepositoryInitOptions::new();
         opts.initial_head(DEFAULT_BRANCH).mkpath(true).no_reinit(true);
@@ -101,11 +105,12 @@ impl Workflow {
             format: META_FORMAT,
             transformation: INIT_TRANSFORMATION.to_string(),
             parent: None,
-            verdict: validation.get("verdict").and_then(Value::as_str).map(str::to_string),
+            verdict: verdict_of(&validation),
             executor: root.executor.unwrap_or_else(|| "user".to_string()),
             model: None,
             created: now_rfc3339(),
             attempt: None,
+            extra: Default::default(),
         };
         let kernel = files.get(context::MANIFEST).and_then(|m| context::kernel_name(&String::from_utf8_lossy(m)));
         let message = commit_message(&meta, kernel.as_deref(), best_time(&performance), None, None);
