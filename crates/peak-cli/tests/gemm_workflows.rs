@@ -254,9 +254,10 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    // The eleven steps, then Persistent-Tiles on the same line (the tip the lead replays).
+    // The eleven steps, then Persistent-Tiles and Consumer-Overlap on the same line (the tip
+    // the lead replays).
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles"]);
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap"]);
     let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
     for pair in line.windows(2) {
         assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
@@ -283,7 +284,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     // TMA-Store's checkpoint, one block per tile.
-    let tip = file("HEAD~1");
+    let tip = file("HEAD~2");
     for expected in [
         "#define GEMM_M (M)".to_string(),
         "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
@@ -309,7 +310,8 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
     assert!(!device.contains(other), "no {other} in a {dtype} kernel");
-    persistent_tip_walks_the_tiles(&file("HEAD"), ty);
+    persistent_tip_walks_the_tiles(&file("HEAD~1"), ty);
+    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD"), dtype, ty);
 }
 
 /// Persistent-Tiles' code on the twin: a grid of at most one block per SM whose producer and
@@ -356,6 +358,97 @@ fn persistent_tip_walks_the_tiles(tip: &str, ty: &str) {
         "launch(\"gemm_nt_bias\", [1, clusters * CLUSTER_M], [BLOCK_X, BLOCK_Y + 1], smem,",
     ] {
         assert!(host.contains(expected), "missing {expected:?} in the persistent host:\n{host}");
+    }
+}
+
+/// Consumer-Overlap's code on the twin (after Persistent-Tiles): each consumer warpgroup keeps
+/// one wgmma batch in flight (`peak_wgmma_wait<1>()` in the k-loop) and releases a stage one
+/// k-step late (`empty[(it - 1) % NUM_STAGES]`, inside the loop from t = 1 and once after it,
+/// after `peak_wgmma_wait<0>()`), so every k-step is released exactly once; each warpgroup
+/// computes FRAG_M blocks of 64 rows (TILE_M = 64 * FRAG_M * WG_M) and runs its epilogue alone:
+/// its own boxes of 64 x 64, its own named barrier `1 + wg` of 128 threads, its own TMA stores
+/// of 64-row boxes and its own wait for their reads. WGMMA_N = 192 has its instruction, and
+/// the host stores C in boxes of [64, 64] with the staging buffer still the whole tile.
+fn consumer_overlap_tip_keeps_a_batch_in_flight(tip: &str, dtype: &str, ty: &str) {
+    let macros = tip.split("@peak macros").nth(1).unwrap().split("@peak device").next().unwrap();
+    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    let host = tip.split("@peak host").nth(1).unwrap();
+    for expected in [
+        "#define TILE_M (64 * FRAG_M * WG_M)".to_string(),
+        format!("#elif WGMMA_N == 192\n#define PEAK_WGMMA peak_wgmma_{dtype}_m64n192k16<0>\n#else"),
+        // The snippet wgmma_n192, inserted by peak.
+        format!("wgmma.mma_async.sync.aligned.m64n192k16.f32.{dtype}.{dtype}"),
+    ] {
+        assert!(macros.contains(&expected), "missing {expected:?} in the macros:\n{macros}");
+    }
+    for expected in [
+        // The schedule and the producer as Persistent-Tiles left them.
+        "if (it >= NUM_STAGES) peak_mbar_wait(&empty[s], ((it / NUM_STAGES) - 1) & 1);".to_string(),
+        "peak_tma_load_2d(a_stage, &tma_a, t * 64, by * TILE_M, &full[s]);".into(),
+        "peak_mbar_wait(&full[s], (it / NUM_STAGES) & 1);".into(),
+        // FRAG_M blocks of 64 rows per warpgroup, one wgmma each per k16 slice.
+        "float acc[FRAG_M][WGMMA_N / 2];".into(),
+        "peak_wgmma_desc(a_stage + (wg * FRAG_M + i) * 64 * 128, 16, 1024);".into(),
+        "PEAK_WGMMA(acc[i], da + 2 * k, db + 2 * k, 1);".into(),
+        // The warpgroup's own boxes, rows and stores.
+        "unsigned char* box = staging + ((wg * FRAG_M + i) * (WGMMA_N / 64) + c / 64) * 8192;".into(),
+        "const int gr = by * TILE_M + 64 * (wg * FRAG_M + i) + r, gc = bx * TILE_N + c;".into(),
+        "(gr < GEMM_M && gc < GEMM_N) ? EPILOGUE(acc[i][4 * j + 2 * h], gr, gc) : zero;".into(),
+        format!("const {ty} zero"),
+        "peak_tma_store_2d(&tma_c, bx * TILE_N + 64 * b, by * TILE_M + 64 * (wg * FRAG_M + i), staging + ((wg * FRAG_M + i) * (WGMMA_N / 64) + b) * 8192);"
+            .into(),
+    ] {
+        assert!(device.contains(&expected), "missing {expected:?} in the consumer-overlap tip:\n{device}");
+    }
+    assert_eq!(device.matches("for (int u = cluster; u < units; u += clusters)").count(), 2, "{device}");
+    assert_eq!(device.matches("for (int t = 0; t < KT; ++t, ++it)").count(), 2, "{device}");
+    let consumers = device.split("peak_setmaxnreg_inc<232>();").nth(1).unwrap();
+    // One batch in flight in the k-loop; all retired before the epilogue; the late release,
+    // inside the loop (from t = 1) and once after it, never of the current stage.
+    let release = "peak_mbar_arrive_cluster(&empty[(it - 1) % NUM_STAGES], r);";
+    assert_eq!(consumers.matches(release).count(), 2, "{consumers}");
+    assert!(!consumers.contains("peak_mbar_arrive_cluster(&empty[s]"), "no release of the current stage: {consumers}");
+    assert_eq!(consumers.matches("peak_wgmma_wait<1>();").count(), 1, "{consumers}");
+    assert_eq!(consumers.matches("peak_wgmma_wait<0>();").count(), 1, "{consumers}");
+    let kloop = consumers.find("for (int t = 0; t < KT; ++t, ++it)").unwrap();
+    let commit = consumers.find("peak_wgmma_commit();").unwrap();
+    let in_flight = consumers.find("peak_wgmma_wait<1>();").unwrap();
+    let late = consumers.find("if (t > 0 && WG_THREAD == 0)").expect("the release waits for k-step 1");
+    let first_release = consumers.find(release).unwrap();
+    let drained = consumers.find("peak_wgmma_wait<0>();").unwrap();
+    let last_release = consumers.rfind(release).unwrap();
+    assert!(
+        kloop < commit && commit < in_flight && in_flight < late && late < first_release && first_release < drained && drained < last_release,
+        "{consumers}"
+    );
+    assert!(consumers[first_release..drained].contains('}'), "wait<0> is after the k-loop: {consumers}");
+    // Each warpgroup's epilogue alone: wait for its previous stores' reads, its own barrier,
+    // stage, fence, its barrier again, its stores; its last stores waited for after the loop.
+    assert!(
+        !consumers.contains("peak_bar_sync(1, 128 * WG_M)") && !consumers.contains("wg == 0 &&"),
+        "no barrier or thread shared by the warpgroups: {consumers}"
+    );
+    assert!(!device.contains("__syncthreads()"), "{device}");
+    assert_eq!(consumers.matches("peak_bar_sync(1 + wg, 128);").count(), 2, "{consumers}");
+    assert_eq!(consumers.matches("if (WG_THREAD == 0) peak_tma_store_wait();").count(), 2, "{consumers}");
+    let wait = consumers.find("if (WG_THREAD == 0) peak_tma_store_wait();").unwrap();
+    let barrier = consumers.find("peak_bar_sync(1 + wg, 128);").unwrap();
+    let stage = consumers.find(&format!("const {ty} e0")).unwrap();
+    let fence = consumers.find("peak_fence_proxy_async();").unwrap();
+    let barrier2 = consumers.rfind("peak_bar_sync(1 + wg, 128);").unwrap();
+    let store = consumers.find("peak_tma_store_2d(").unwrap();
+    let after = consumers.rfind("if (WG_THREAD == 0) peak_tma_store_wait();").unwrap();
+    assert!(last_release < wait && wait < barrier && barrier < stage && stage < fence && fence < barrier2 && barrier2 < store && store < after, "{consumers}");
+    assert!(consumers[store..after].matches('}').count() >= 2, "the final wait is outside the tile loop: {consumers}");
+    for expected in [
+        "let tile_m = 64 * FRAG_M * WG_M;".to_string(),
+        // The staging buffer is still the whole tile: WG_M * FRAG_M * WGMMA_N / 64 boxes of 64 x 64.
+        "tile_m * WGMMA_N * 2".into(),
+        format!("cuda_tensor_map(inp, \"{dtype}\", [K, M], [K * 2], [64, tile_m], \"128b\")"),
+        format!("cuda_tensor_map(out, \"{dtype}\", [N, M], [N * 2], [64, 64], \"128b\")"),
+        "launch(\"gemm_nt_bias\", [1, clusters * CLUSTER_M], [BLOCK_X, BLOCK_Y + 1], smem,".into(),
+    ] {
+        assert!(host.contains(&expected), "missing {expected:?} in the consumer-overlap host:\n{host}");
     }
 }
 

@@ -14,6 +14,7 @@ const SHIPPED: &[&str] = &[
     "Orient-Grid",
     "Fuse-Epilogue",
     "Persistent-Tiles",
+    "Consumer-Overlap",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
