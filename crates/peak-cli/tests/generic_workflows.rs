@@ -157,7 +157,8 @@ fn attention_query_tile_branch_replays() {
 /// Query-Tile holds at any sequence length and tile shape: the recorded tip is right against
 /// the naive root for a single row, a sequence shorter than every tile, and lengths no query
 /// or key tile divides (1, 5, 67, 130), at head dimensions 32 and 64, over work-groups of
-/// 4 to 16 by 4 to 16 work-items with 1, 2 or 4 rows each and key tiles of 8 to 32.
+/// 4 to 16 by 4 to 16 work-items with 1, 2, 4 or 8 rows each and key tiles of 8 to 32 (the
+/// combinations the recorded constraints allow).
 #[test]
 fn attention_query_tile_holds_any_length() {
     if !opencl_present("attention_query_tile_holds_any_length") {
@@ -174,7 +175,7 @@ fn attention_query_tile_holds_any_length() {
                 &candidate,
                 &naive,
                 "6",
-                &["batch=3", &format!("seq={seq}"), &format!("dim={dim}"), "BLOCK_X=4,8,16", "BLOCK_Y=4,8,16", "TQ=1,2,4", "TILE_J=8,16,32"],
+                &["batch=3", &format!("seq={seq}"), &format!("dim={dim}"), "BLOCK_X=4,8,16", "BLOCK_Y=4,8,16", "TQ=1,2,4,8", "TILE_J=8,16,32"],
             );
             assert_eq!(report["outcome"], "passed", "dim={dim} seq={seq}: {report}");
         }
