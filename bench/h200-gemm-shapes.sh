@@ -10,7 +10,7 @@
 # There (the GPU machine, no Rust): OUT=some/folder SHAPES="8192x3072x768 8192x768x3072" bash bench/h200-gemm-shapes.sh run
 # (carry carry/gemm-shapes). A later call retunes the same workflow at more shapes when
 # given WF= the folder an earlier call replayed into (brought back as a tar and carried).
-# Settings: SHAPES, WF, PIN, BUDGET, STEP_TIME, RETUNE_BUDGET, RETUNE_TIME, SANITIZE_SAMPLES,
+# Settings: SHAPES, WF, PIN, REPLAY_ONCE, BUDGET, STEP_TIME, RETUNE_BUDGET, RETUNE_TIME, SANITIZE_SAMPLES,
 # SANITIZE_AT, REPS, REPLAY_TIMEOUT, PEAK, PEAK_COMMIT.
 # DTYPE=bf16 (or f16): the 16-bit Hopper line (examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle,
 # Refactor ... TMA-Store) replayed at EACH shape into WF/<shape> (validated at 200 x 136 x 88,

@@ -36,14 +36,34 @@ build() {
   du -sh "$CARRY"; ls "$CARRY" "$CARRY/lib"
 }
 
+# NVIDIA's Vulkan driver for a machine without a display. The driver's ICD file names
+# libGLX_nvidia.so.0, whose vk_icdGetInstanceProcAddr returns no vkCreateInstance on some
+# headless machines (the H200 since 2026-11-25: "Could not get 'vkCreateInstance'"); the
+# same driver's EGL library exports the same ICD entry points and creates an instance there.
+# Uses the first manifest with which vulkaninfo finds an NVIDIA device.
+pick_nvidia_icd() {
+  local egl="$1/nvidia_egl_icd.json" icd
+  printf '{"file_format_version": "1.0.1", "ICD": {"library_path": "libEGL_nvidia.so.0", "api_version": "1.3"}}\n' > "$egl"
+  for icd in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json "$egl"; do
+    [ -r "$icd" ] || continue
+    if VK_DRIVER_FILES="$icd" "$VULKANINFO" --summary 2>/dev/null | grep -q "deviceName.*NVIDIA"; then
+      export VK_DRIVER_FILES="$icd"
+      echo "Vulkan: NVIDIA's driver through $icd"
+      return
+    fi
+  done
+  echo "no Vulkan manifest gives an NVIDIA device (tried the driver's ICD files and $egl); set VK_DRIVER_FILES" >&2
+  exit 1
+}
+
 run() {
   OUT="${OUT:-bench/results}"
   mkdir -p "$OUT"
   export LD_LIBRARY_PATH="$PWD/$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export VK_DRIVER_FILES="${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}"
-  [ -r "$VK_DRIVER_FILES" ] || { echo "NVIDIA's ICD file $VK_DRIVER_FILES is missing; set VK_DRIVER_FILES" >&2; exit 1; }
   command -v glslangValidator >/dev/null || export PEAK_GLSLANG="$PWD/$CARRY/glslangValidator"
   export VULKANINFO="${VULKANINFO:-$PWD/$CARRY/vulkaninfo}"
+  export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"   # EGL asks for one; nothing is written there
+  [ -n "${VK_DRIVER_FILES:-}" ] || pick_nvidia_icd "$OUT"
   export PEAK="${PEAK:-$CARRY/peak}"
   export PEAK_COMMIT="${PEAK_COMMIT:-$(cat "$CARRY/commit" 2>/dev/null || echo unknown)}"
   "$PEAK" info
