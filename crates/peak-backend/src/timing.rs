@@ -19,8 +19,6 @@
 //!    every time peak stores or prints. Two times whose interquartile ranges overlap
 //!    differ by less than the noise of the measurement ([`Spread::overlaps`]).
 
-use serde::{Deserialize, Serialize};
-
 use crate::backend::{Backend, BufferId, EventId};
 use crate::error::BackendError;
 use crate::runner::RunOptions;

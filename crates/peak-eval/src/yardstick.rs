@@ -20,12 +20,10 @@
 
 use std::time::Instant;
 
-use indexmap::IndexMap;
 use peak_backend::Spread;
 use peak_backend::worker::Job;
 use peak_backend::yardstick::{Ask, Traffic};
 use peak_spec::{Context, ExecParams};
-use serde::{Deserialize, Serialize};
 
 use crate::sanitizer::absolute;
 use crate::session::tuning_run_options;
@@ -50,7 +48,7 @@ fn not_available(params: &ExecParams, reason: String) -> Baseline {
         bytes: None,
         flushed_bytes: None,
         reason: Some(reason),
-        elapsed_s: 0.0,
+        elapsed_s: Some(0.0),
     }
 }
 
@@ -59,7 +57,7 @@ fn not_available(params: &ExecParams, reason: String) -> Baseline {
 pub fn time_yardstick(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline {
     let started = Instant::now();
     let baseline = timed(workers, ctx, params);
-    Baseline { elapsed_s: started.elapsed().as_secs_f64(), ..baseline }
+    Baseline { elapsed_s: Some(started.elapsed().as_secs_f64()), ..baseline }
 }
 
 fn timed(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline {
@@ -95,7 +93,7 @@ fn timed(workers: &mut Workers, ctx: &Context, params: &ExecParams) -> Baseline 
         bytes: measured.bytes,
         flushed_bytes: measured.flushed_bytes,
         reason: None,
-        elapsed_s: 0.0,
+        elapsed_s: Some(0.0),
     }
 }
 
@@ -108,6 +106,8 @@ fn flops_per_byte(ctx: &Context, params: &ExecParams) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use indexmap::IndexMap;
+
     use super::*;
 
     fn example(name: &str) -> Context {

@@ -197,9 +197,10 @@ pub struct Baseline {
     /// Why there is no time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Wall seconds the yardstick took, the worker's round trip included.
-    #[serde(default)]
-    pub elapsed_s: f64,
+    /// Wall seconds the yardstick took, the worker's round trip included; absent in the
+    /// records of the first yardsticks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_s: Option<f64>,
 }
 
 /// [`ExecParams`] with either half missing read as empty.
