@@ -29,7 +29,9 @@ one replay stays near 200 s); the tip is retuned over its whole (small) space at
 (RETUNE_BUDGET default 90, RETUNE_TIME default 90 s) and timed at its best configuration
 against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 out, f32
 accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
-REPLAY_ONCE=1 replays at the first shape only and retunes that tip at every shape.
+REPLAY_ONCE=1 replays at the first shape only and retunes that tip at every shape; a
+workflow already at WF/<first shape> (an earlier call's replay, cloned there) is not
+replayed again.
 
 DTYPE=e4m3 runs the fp8 Hopper line the same way (examples/workflows/gemm-nt-bias-cuda-e4m3-deferred.bundle:
 inp and weight e4m3, bias and out bf16, f32 accumulation, validated at 200 x 136 x 80; K a
@@ -142,6 +144,10 @@ def main_half(out):
         wf = os.path.join(base, shapes[0] if once else shape)
         if once and replayed is not None:
             replay = dict(replayed, reused=f"replayed at {shapes[0]}, retuned at {shape}")
+        elif once and os.path.exists(os.path.join(wf, "context")):
+            # A workflow replayed by an earlier call (a returned h200-replayed-*.bundle, cloned
+            # there): its tip is retuned at these shapes.
+            replay = replayed = {"rc": 0, "log": "replayed by an earlier call into " + wf, "reused": f"an earlier replay, retuned at {shape}"}
         else:
             # SAMPLES validation samples per step: a step whose samples the launch script all
             # prunes at the validation size (Persistent-Tiles' larger tiles) fails the replay.
