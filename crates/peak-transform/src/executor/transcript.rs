@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+pub use peak_record::TranscriptEntry;
 use serde::{Deserialize, Serialize};
 
 use super::{ExecutorError, PassRequest, Response};
@@ -16,40 +17,24 @@ pub struct Transcript {
     pub entries: Vec<TranscriptEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TranscriptEntry {
-    /// 1-based pass number.
-    pub pass: usize,
-    /// 1-based attempt number within the pass.
-    pub attempt: u32,
-    /// Who wrote the response: a model name or `agent`.
-    pub producer: String,
-    pub prompt: String,
-    pub response: String,
-    pub tokens_in: Option<u64>,
-    pub tokens_out: Option<u64>,
-    pub latency_ms: u64,
-}
-
-impl TranscriptEntry {
-    pub fn new(request: &PassRequest, response: &Response) -> Self {
-        TranscriptEntry {
-            pass: request.pass,
-            attempt: request.attempt,
-            producer: response.producer.clone(),
-            prompt: request.prompt.clone(),
-            response: response.text.clone(),
-            tokens_in: response.tokens_in,
-            tokens_out: response.tokens_out,
-            latency_ms: response.latency_ms,
-        }
+/// The entry of one request and its reply: the record type every reader of `transcript.json`
+/// shares.
+fn entry(request: &PassRequest, response: &Response) -> TranscriptEntry {
+    TranscriptEntry {
+        pass: request.pass,
+        attempt: request.attempt,
+        producer: response.producer.clone(),
+        prompt: request.prompt.clone(),
+        response: response.text.clone(),
+        tokens_in: response.tokens_in,
+        tokens_out: response.tokens_out,
+        latency_ms: response.latency_ms,
     }
 }
 
 impl Transcript {
     pub fn push(&mut self, request: &PassRequest, response: &Response) {
-        self.entries.push(TranscriptEntry::new(request, response));
+        self.entries.push(entry(request, response));
     }
 
     pub fn load(path: &Path) -> Result<Transcript, ExecutorError> {
