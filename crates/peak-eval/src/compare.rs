@@ -5,6 +5,7 @@
 use peak_backend::RunOptions;
 use peak_backend::Spread;
 use peak_backend::worker::Job;
+use peak_record::{PerformanceRecord, Record};
 use peak_spec::{Context, ExecParams};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -59,11 +60,11 @@ impl CompareReport {
 pub fn best_params(performance: &Value, ctx: &Context, set: &[String]) -> Result<ExecParams, EvalError> {
     let mut space = ctx.space();
     space.apply_overrides(set).map_err(|e| EvalError::Space { context: ctx.dir.display().to_string(), message: format!("--set: {e}") })?;
-    if let Some(best) = performance.get("best").and_then(|b| b.get("params"))
-        && let Ok(params) = serde_json::from_value::<ExecParams>(best.clone())
-        && space.iter().any(|p| p == params)
+    // A record that does not read has no best: the space's first point stands in.
+    if let Some(best) = PerformanceRecord::from_json(performance).ok().and_then(|p| p.best)
+        && space.iter().any(|p| p == best.params)
     {
-        return Ok(params);
+        return Ok(best.params);
     }
     space.iter().next().ok_or_else(|| EvalError::Space {
         context: ctx.dir.display().to_string(),
