@@ -6,13 +6,14 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use indexmap::IndexMap;
 use peak_eval::validate::{Outcome as Validation, Sample, samples};
 use peak_eval::{OutputValidator, ReferenceStore, ValidationReport, Validator, Verdict, Workers, default_cache_dir};
+use peak_record::{PerformanceRecord, Record, ValidationRecord};
 use peak_spec::{Context, ExecParams, Region};
 use peak_transform::{
     AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript,
     Transformation,
 };
 use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, CheckpointView, Workflow};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::defer::{self, CompileCheck};
 use crate::feasible;
@@ -176,7 +177,7 @@ pub(crate) fn finish_committed(wf: &mut Workflow, state: &ApplyState) -> Result<
         id: view.id.to_string(),
         transformation: view.meta.transformation.clone(),
         verdict,
-        best_ms: view.performance["best"]["time_ms"].as_f64(),
+        best_ms: PerformanceRecord::from_json(&view.performance).unwrap_or_default().best_ms(),
         speedup_over_parent: peak_workflow::speedup(&parent.performance, &view.performance),
         attempts: state.recorded_attempts + 1,
     }))
@@ -517,7 +518,9 @@ fn run(
     let parent_view = log.wf.show(&log.state.parent)?;
     let (verdict, detail, validation, performance) = match judged {
         // Nothing ran, so nothing was timed: `peak replay` validates and tunes it on the GPU.
-        Judged::Deferred(check) => (AttemptOutcome::Deferred, format!(": {}", defer::summary(&check)), check.validation(validation_s), json!({})),
+        Judged::Deferred(check) => {
+            (AttemptOutcome::Deferred, format!(": {}", defer::summary(&check)), check.validation(validation_s), PerformanceRecord::default())
+        }
         Judged::Validated { report, sanitized } => {
             reporter.stage("tune");
             let space = restricted(&candidate, &options.set)?;
@@ -525,7 +528,7 @@ fn run(
                 budget: options.budget,
                 time_limit: options.time_limit,
                 seed: options.seed,
-                start_from: seeds_from_parent(&parent_view.performance, &t),
+                start_from: seeds_from_parent(&PerformanceRecord::from_json(&parent_view.performance).unwrap_or_default(), &t),
                 cache_dir: options.cache_dir.clone(),
             };
             let mut performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
@@ -540,15 +543,19 @@ fn run(
                 log.record(Attempt { outcome: AttemptOutcome::SanitizerFinding, error: Some(why.clone()), retry: repairs, ..base.clone() })?;
                 return give_up(&dir, &t, log.count, AttemptOutcome::SanitizerFinding, &why);
             }
-            let mut validation = serde_json::to_value(&report)?;
-            validation["verdict"] = json!(AttemptOutcome::Passed);
-            validation["elapsed_s"] = json!(validation_s);
-            validation["sanitizer"] = serde_json::to_value(&sanitized)?;
-            (AttemptOutcome::Passed, String::new(), validation, performance)
+            // The report's fields, then the verdict: `ValidationRecord`'s order.
+            let validation = ValidationRecord {
+                verdict: Some(AttemptOutcome::Passed.to_string()),
+                elapsed_s: Some(validation_s),
+                sanitizer: Some(serde_json::to_value(&sanitized)?),
+                ..ValidationRecord::from_json(&serde_json::to_value(&report)?)?
+            };
+            (AttemptOutcome::Passed, String::new(), validation.to_json(), performance)
         }
     };
     let transcript_json = json!({ "transformation": t.name, "executor": log.state.executor, "producer": executor.producer(), "entries": transcript.entries });
-    let best_ms = performance["best"]["time_ms"].as_f64();
+    let best_ms = performance.best_ms();
+    let performance = performance.to_json();
     let speedup_over_parent = peak_workflow::speedup(&parent_view.performance, &performance);
     // Saved before the commit: if the process stops right after it, the next run finds
     // this id on HEAD and finishes there (`finish_committed`).
@@ -629,9 +636,9 @@ fn repair_target(t: &Transformation, verdict: &Verdict, candidate: &Context) -> 
 
 /// The parent's top-K, each extended with every combination of the new parameters'
 /// values (capped), as starting points of the search.
-fn seeds_from_parent(performance: &Value, t: &Transformation) -> Vec<IndexMap<String, i64>> {
+fn seeds_from_parent(performance: &PerformanceRecord, t: &Transformation) -> Vec<IndexMap<String, i64>> {
     const MAX_SEEDS: usize = 256;
-    let mut seeds: Vec<IndexMap<String, i64>> = ranked_tunings(&performance["top_k"]).collect();
+    let mut seeds: Vec<IndexMap<String, i64>> = ranked_tunings(performance.top_k()).collect();
     for param in &t.tuning {
         let values = param.domain.expand().unwrap_or_default();
         let mut next = Vec::new();

@@ -21,6 +21,7 @@ use peak_backend::{KernelResources, RunOptions};
 use peak_eval::hash::device_identity;
 use peak_eval::validate::Sample;
 use peak_eval::{Verdict, Workers};
+use peak_record::{Record, ValidationRecord};
 use peak_spec::{Context, ExecParams};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -130,9 +131,10 @@ pub(crate) fn summary(check: &CompileCheck) -> String {
     format!("{compiled} configuration(s) compiled{pruned} for {}", check.target)
 }
 
-/// Whether a recorded checkpoint was deferred (its `validation.json`).
+/// Whether a recorded checkpoint was deferred (its `validation.json`; one that does not
+/// read was not).
 pub fn is_deferred(validation: &Value) -> bool {
-    validation["verdict"] == "deferred"
+    ValidationRecord::from_json(validation).is_ok_and(|v| v.is_deferred())
 }
 
 #[cfg(test)]

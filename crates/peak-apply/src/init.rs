@@ -7,9 +7,10 @@ use anyhow::{Result, bail};
 use indexmap::IndexMap;
 use peak_eval::tune::Entry;
 use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, time_yardstick, tune_context, tuning_run_options};
+use peak_record::{CurvePoint, PerformanceRecord, Ranked, Record, Run};
 use peak_spec::{Context, ExecParams, Space};
 use peak_workflow::{ROOT_TAG, RootInput, Workflow};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::sanitize::{Plan, Sanitize, parse_inputs};
 use crate::winner::check_winner;
@@ -101,7 +102,7 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
         if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &validation_space(&ctx, &options.set)?, options.seed, &mut performance)? {
             bail!("{}: {why}\nhint: fix the kernel, or record it unchecked with `--no-sanitize-winner`", context_dir.display());
         }
-        Some(performance)
+        Some(performance.to_json())
     } else {
         None
     };
@@ -129,8 +130,8 @@ pub(crate) fn with_stored_set(wf: &Workflow, given: &[String]) -> Result<Vec<Str
 }
 
 /// The tuning of every entry of a ranking `measure` wrote (a `top_k` list), best first.
-pub(crate) fn ranked_tunings(ranking: &Value) -> impl Iterator<Item = IndexMap<String, i64>> + '_ {
-    ranking.as_array().into_iter().flatten().filter_map(|e| serde_json::from_value(e["params"]["tuning"].clone()).ok())
+pub(crate) fn ranked_tunings(ranking: &[Ranked]) -> impl Iterator<Item = IndexMap<String, i64>> + '_ {
+    ranking.iter().map(|e| e.params.tuning.clone())
 }
 
 /// How to tune a context into a `performance.json`.
@@ -158,7 +159,7 @@ pub fn measure(
     reference: Option<&Context>,
     settings: &Measure,
     reporter: &dyn TuneReporter,
-) -> Result<Value> {
+) -> Result<PerformanceRecord> {
     let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let setup = TuneSetup {
         context: ctx,
@@ -181,49 +182,48 @@ pub fn measure(
         in_flight: None,
     };
     let report = tune_context(workers, &setup, reporter)?;
-    let runs: Vec<Value> = report
+    let runs: Vec<Run> = report
         .runs
         .iter()
-        .map(|run| {
-            json!({
-                "inputs": run.inputs,
-                "best": run.best.as_ref().map(|b| timed_entry(&run.inputs, b)),
-                "top_k": run.top.iter().map(|e| timed_entry(&run.inputs, e)).collect::<Vec<_>>(),
-                "evaluations": run.evaluations,
-                "space": run.space,
-                "strategy": run.strategy,
-                "why": run.why,
-                "elapsed_s": run.elapsed_s,
-                // Best so far after each improvement, for `peak report`'s convergence curves.
-                "curve": run.curve,
-            })
+        .map(|run| Run {
+            inputs: run.inputs.clone(),
+            best: run.best.as_ref().map(|b| timed_entry(&run.inputs, b)),
+            top_k: run.top.iter().map(|e| timed_entry(&run.inputs, e)).collect(),
+            evaluations: Some(run.evaluations as u64),
+            space: Some(run.space as u64),
+            strategy: Some(run.strategy.clone()),
+            why: Some(run.why.clone()),
+            elapsed_s: Some(run.elapsed_s),
+            // Best so far after each improvement, for `peak report`'s convergence curves.
+            curve: Some(run.curve.iter().map(|p| CurvePoint { evaluations: p.evaluations as u64, best_ms: p.best_ms }).collect()),
+            extra: Map::new(),
         })
         .collect();
-    let Some(last) = runs.iter().rev().find(|r| !r["best"].is_null()) else {
+    let Some((best, top_k)) = runs.iter().rev().find_map(|r| Some((r.best.clone()?, r.top_k.clone()))) else {
         let failures: Vec<String> = report.runs.iter().flat_map(|r| r.failure_examples.iter().map(|f| f.verdict.summary())).collect();
         bail!("{}: no configuration ran successfully{}", ctx.dir.display(), failures.first().map(|f| format!(" (e.g. {f})")).unwrap_or_default());
     };
     // Only the inputs matter to the yardstick; the winner may still change (check_winner),
     // they do not.
-    let headline: ExecParams = serde_json::from_value(last["best"]["params"].clone())?;
-    let baseline = time_yardstick(workers, ctx, &headline);
-    Ok(json!({
-        "best": last["best"],
-        "top_k": last["top_k"],
+    let baseline = time_yardstick(workers, ctx, &best.params);
+    Ok(PerformanceRecord {
+        best: Some(best),
+        top_k: Some(top_k),
         // Seconds spent tuning, every input configuration together (the paper's Table 5).
-        "elapsed_s": report.runs.iter().map(|r| r.elapsed_s).sum::<f64>(),
-        "device": report.device,
-        "source_hash": report.source_hash,
-        "runs": runs,
-        "baseline": baseline,
-    }))
+        elapsed_s: Some(report.runs.iter().map(|r| r.elapsed_s).sum::<f64>()),
+        device: Some(report.device),
+        source_hash: Some(report.source_hash),
+        runs: Some(runs),
+        baseline: Some(baseline),
+        ..PerformanceRecord::default()
+    })
 }
 
 /// One ranked configuration as `performance.json` holds it: its parameters, its median
 /// time and, beside it, the spread of the repetitions it came from (count, min, quartiles,
 /// max: `peak_backend::timing`).
-fn timed_entry(inputs: &IndexMap<String, i64>, entry: &Entry) -> Value {
-    json!({"params": {"inputs": inputs, "tuning": entry.tuning}, "time_ms": entry.median_ms, "spread": entry.spread})
+fn timed_entry(inputs: &IndexMap<String, i64>, entry: &Entry) -> Ranked {
+    Ranked { params: ExecParams { inputs: inputs.clone(), tuning: entry.tuning.clone() }, time_ms: entry.median_ms, spread: entry.spread, extra: Map::new() }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 use indexmap::IndexMap;
 use peak_eval::Workers;
+use peak_record::{PerformanceRecord, Record, TranscriptRecord};
 use peak_spec::Space;
 use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, Workflow};
 use serde_json::{Value, json};
@@ -44,7 +45,8 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
     state::refuse_if_pending(&dir)?;
     let head = wf.head()?;
     let parent = wf.show(&head.id.to_string())?;
-    if parent.performance["best"].is_null() {
+    let parent_performance = PerformanceRecord::from_json(&parent.performance)?;
+    if parent_performance.best.is_none() {
         bail!(
             "checkpoint {} ({}) has no tuning results to start from (deferred, or recorded without measuring)\nhint: replay it where the GPU is (`peak replay`), then retune there",
             head.id.short(),
@@ -60,7 +62,7 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
     let space = restricted(&ctx, &with_stored_set(wf, &options.set)?)?;
     // Judged on the space this retune searches: a `--set` may widen what the checkpoint's
     // tuning was pinned to (a replay's pins) or move it to other sizes.
-    if let Some(sizes) = exhausted(&parent.performance, &space) {
+    if let Some(sizes) = exhausted(&parent_performance, &space) {
         bail!(
             "checkpoint {} ({}) already measured every configuration of its space ({sizes}): a retune has nothing left to search",
             head.id.short(),
@@ -73,7 +75,7 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
         budget: options.budget,
         time_limit: options.time_limit,
         seed: options.seed,
-        start_from: recorded_rankings(&parent.performance),
+        start_from: recorded_rankings(&parent_performance),
         cache_dir: options.cache_dir.clone(),
     };
     let mut performance = measure(workers, &ctx, &space, Some(&root), &settings, reporter.tuning())?;
@@ -109,7 +111,8 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
         "entries": [],
         "retune": RetuneSettings::of(options).to_json(),
     });
-    let best_ms = performance["best"]["time_ms"].as_f64();
+    let best_ms = performance.best_ms();
+    let performance = performance.to_json();
     let speedup_over_parent = peak_workflow::speedup(&parent.performance, &performance);
     let id = wf.checkpoint(CheckpointInput {
         parent: Some(head.id.to_string()),
@@ -155,15 +158,10 @@ impl RetuneSettings {
 
     /// The settings a recorded retune's transcript holds.
     pub fn recorded(transcript: &Value) -> Result<RetuneSettings> {
-        let r = &transcript["retune"];
-        if !r.is_object() {
+        let Some(r) = TranscriptRecord::from_json(transcript).ok().and_then(|t| t.retune) else {
             return Err(anyhow!("transcript.json has no `retune` settings"));
-        }
-        Ok(RetuneSettings {
-            budget: r["budget"].as_u64().map(|b| b as usize),
-            time_limit: r["time_limit_s"].as_f64().map(Duration::from_secs_f64),
-            seed: r["seed"].as_u64().unwrap_or(1),
-        })
+        };
+        Ok(RetuneSettings { budget: r.budget.map(|b| b as usize), time_limit: r.time_limit_s.map(Duration::from_secs_f64), seed: r.seed.unwrap_or(1) })
     }
 
     /// `options` with these settings in place of its own.
@@ -174,16 +172,19 @@ impl RetuneSettings {
 
 /// "60 at n=2048, 60 at n=4096" when every input configuration's search evaluated its whole
 /// space, else `None`.
-fn exhausted(performance: &Value, space: &Space) -> Option<String> {
-    let runs = performance["runs"].as_array().filter(|runs| !runs.is_empty())?;
+fn exhausted(performance: &PerformanceRecord, space: &Space) -> Option<String> {
+    let runs = performance.runs();
+    if runs.is_empty() {
+        return None;
+    }
     let mut measured = BTreeMap::new();
     let mut sizes = Vec::new();
     for run in runs {
-        let (evaluated, whole) = (run["evaluations"].as_u64()?, run["space"].as_u64()?);
+        let (evaluated, whole) = (run.evaluations?, run.space?);
         if evaluated < whole {
             return None;
         }
-        let inputs: BTreeMap<String, String> = run["inputs"].as_object()?.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+        let inputs: BTreeMap<String, String> = run.inputs.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
         sizes.push(format!("{whole} at {}", inputs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")));
         measured.insert(inputs, whole);
     }
@@ -199,9 +200,8 @@ fn exhausted(performance: &Value, space: &Space) -> Option<String> {
 
 /// Every configuration the checkpoint's tuning ranked, at every input size, best first and
 /// without repeats: where the search starts again.
-fn recorded_rankings(performance: &Value) -> Vec<IndexMap<String, i64>> {
-    let runs = performance["runs"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let rankings = runs.iter().map(|run| &run["top_k"]).chain(std::iter::once(&performance["top_k"]));
+fn recorded_rankings(performance: &PerformanceRecord) -> Vec<IndexMap<String, i64>> {
+    let rankings = performance.runs().iter().map(|run| run.top_k.as_slice()).chain(std::iter::once(performance.top_k()));
     let mut seeds: Vec<IndexMap<String, i64>> = Vec::new();
     for tuning in rankings.flat_map(ranked_tunings) {
         if !seeds.contains(&tuning) {
@@ -215,6 +215,10 @@ fn recorded_rankings(performance: &Value) -> Vec<IndexMap<String, i64>> {
 mod tests {
     use super::*;
 
+    fn record(performance: Value) -> PerformanceRecord {
+        PerformanceRecord::from_json(&performance).unwrap()
+    }
+
     #[test]
     fn rankings_of_every_size_are_joined_without_repeats() {
         let entry = |x: i64| json!({"params": {"inputs": {"n": 1}, "tuning": {"X": x}}, "time_ms": 1.0});
@@ -222,7 +226,7 @@ mod tests {
             "top_k": [entry(3), entry(1)],
             "runs": [{"top_k": [entry(1), entry(2)]}, {"top_k": [entry(3), entry(1)]}],
         });
-        let xs: Vec<i64> = recorded_rankings(&performance).iter().map(|t| t["X"]).collect();
+        let xs: Vec<i64> = recorded_rankings(&record(performance)).iter().map(|t| t["X"]).collect();
         assert_eq!(xs, vec![1, 2, 3]);
     }
 
@@ -237,13 +241,13 @@ mod tests {
             Space::new(&manifest).unwrap()
         };
         let run = |evaluations: u64, whole: u64, n: u64| json!({"inputs": {"n": n}, "evaluations": evaluations, "space": whole});
-        let whole = json!({"runs": [run(3, 3, 2048), run(3, 3, 4096)]});
+        let whole = record(json!({"runs": [run(3, 3, 2048), run(3, 3, 4096)]}));
         assert_eq!(exhausted(&whole, &space("1, 2, 3")).as_deref(), Some("3 at n=2048, 3 at n=4096"));
-        assert_eq!(exhausted(&json!({"runs": [run(3, 3, 2048), run(2, 3, 4096)]}), &space("1, 2, 3")), None);
-        assert_eq!(exhausted(&json!({"runs": []}), &space("1, 2, 3")), None, "nothing recorded is not exhausted");
+        assert_eq!(exhausted(&record(json!({"runs": [run(3, 3, 2048), run(2, 3, 4096)]})), &space("1, 2, 3")), None);
+        assert_eq!(exhausted(&record(json!({"runs": []})), &space("1, 2, 3")), None, "nothing recorded is not exhausted");
         // A --set that widens a pinned space, or tunes at a size never measured, has work left.
         assert_eq!(exhausted(&whole, &space("1, 2, 3, 4")), None);
-        assert_eq!(exhausted(&json!({"runs": [run(3, 3, 2048)]}), &space("1, 2, 3")), None);
+        assert_eq!(exhausted(&record(json!({"runs": [run(3, 3, 2048)]})), &space("1, 2, 3")), None);
     }
 
     #[test]

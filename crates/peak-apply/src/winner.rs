@@ -12,9 +12,10 @@ use std::time::Instant;
 use anyhow::Result;
 use peak_eval::validate::Sample;
 use peak_eval::{Validator, Verdict, Workers};
+use peak_record::{PerformanceRecord, Ranked, Rejected, SanitizerWinner};
 use peak_spec::rng::mix_seed;
 use peak_spec::{Context, ExecParams, Space};
-use serde_json::{Value, json};
+use serde_json::Map;
 
 use crate::sanitize::{Plan, input_configurations, smallest_valid, tool_list, validator};
 
@@ -30,15 +31,12 @@ pub struct Checked {
 /// finds a configuration with no failing verdict. The failing ones are recorded in
 /// `sanitizer_rejected` and leave `top_k` (which seeds the next step's search); `best`
 /// becomes the first clean one. Returns how many were checked and whether one was clean.
-pub fn choose_clean(performance: &mut Value, mut check: impl FnMut(&Value) -> Result<Checked>) -> Result<(usize, bool)> {
-    let best = performance["best"].clone();
-    if best.is_null() {
+pub fn choose_clean(performance: &mut PerformanceRecord, mut check: impl FnMut(&Ranked) -> Result<Checked>) -> Result<(usize, bool)> {
+    let Some(best) = performance.best.clone() else {
         return Ok((0, false));
-    }
+    };
     let mut ranking = vec![best.clone()];
-    if let Some(top) = performance["top_k"].as_array() {
-        ranking.extend(top.iter().filter(|e| e["params"] != best["params"]).cloned());
-    }
+    ranking.extend(performance.top_k().iter().filter(|e| e.params != best.params).cloned());
     let mut rejected = Vec::new();
     let mut clean = None;
     for entry in ranking {
@@ -47,32 +45,40 @@ pub fn choose_clean(performance: &mut Value, mut check: impl FnMut(&Value) -> Re
             clean = Some(entry);
             break;
         }
-        rejected.push(json!({ "params": entry["params"], "time_ms": entry["time_ms"], "sanitized_at": checked.at, "verdict": checked.verdict }));
+        let verdict = serde_json::to_value(&checked.verdict)?;
+        rejected.push(Rejected { params: entry.params, time_ms: entry.time_ms, sanitized_at: checked.at, verdict, extra: Map::new() });
     }
-    let dropped: Vec<&Value> = rejected.iter().map(|r| &r["params"]).collect();
-    let top_k: Option<Vec<Value>> = performance["top_k"].as_array().map(|top| top.iter().filter(|e| !dropped.contains(&&e["params"])).cloned().collect());
-    if let Some(top_k) = top_k {
-        performance["top_k"] = Value::Array(top_k);
+    if let Some(top_k) = &mut performance.top_k {
+        top_k.retain(|e| !rejected.iter().any(|r| r.params == e.params));
     }
-    let checked = rejected.len() + usize::from(clean.is_some());
-    if let Some(entry) = &clean {
-        performance["best"] = entry.clone();
+    let found = clean.is_some();
+    let checked = rejected.len() + usize::from(found);
+    if let Some(entry) = clean {
+        performance.best = Some(entry);
     }
-    performance["sanitizer_rejected"] = Value::Array(rejected);
-    Ok((checked, clean.is_some()))
+    performance.sanitizer_rejected = Some(rejected);
+    Ok((checked, found))
 }
 
 /// Check `performance`'s winner on `ctx` and record the check as `sanitizer_winner` (`plan`
 /// `None`: the check is turned off). Returns why nothing can be recorded when every
 /// configuration of the top-K has a finding.
-pub fn check_winner(workers: &mut Workers, plan: Option<&Plan>, ctx: &Context, space: &Space, seed: u64, performance: &mut Value) -> Result<Option<String>> {
+pub fn check_winner(
+    workers: &mut Workers,
+    plan: Option<&Plan>,
+    ctx: &Context,
+    space: &Space,
+    seed: u64,
+    performance: &mut PerformanceRecord,
+) -> Result<Option<String>> {
+    let not_run = |summary: &str| Some(SanitizerWinner { ran: false, summary: summary.to_string(), ..SanitizerWinner::default() });
     let (tools, program, at) = match plan {
         None => {
-            performance["sanitizer_winner"] = json!({ "ran": false, "summary": "off (--no-sanitize-winner)" });
+            performance.sanitizer_winner = not_run("off (--no-sanitize-winner)");
             return Ok(None);
         }
         Some(Plan::Off { reason }) => {
-            performance["sanitizer_winner"] = json!({ "ran": false, "summary": reason });
+            performance.sanitizer_winner = not_run(reason);
             return Ok(None);
         }
         Some(Plan::Run { tools, program, at }) => (tools, program, at),
@@ -85,7 +91,7 @@ pub fn check_winner(workers: &mut Workers, plan: Option<&Plan>, ctx: &Context, s
     let mut first_failure: Option<String> = None;
     let mut runs = 0u64;
     let (checked, clean) = choose_clean(performance, |entry| {
-        let params: ExecParams = serde_json::from_value(entry["params"].clone())?;
+        let params = entry.params.clone();
         let mut run = |at: &ExecParams| -> Result<Verdict> {
             runs += 1;
             let sample = Sample { index: 0, params: at.clone(), data_seed: mix_seed(seed, "sanitizer-winner", runs) };
@@ -113,13 +119,14 @@ pub fn check_winner(workers: &mut Workers, plan: Option<&Plan>, ctx: &Context, s
         (true, n) => format!("{names}: {n} faster configuration(s) had findings; the winner is the fastest clean one"),
         (false, _) => format!("{names}: all {checked} configuration(s) of the top-K have findings; first: {}", first_failure.as_deref().unwrap_or("-")),
     };
-    performance["sanitizer_winner"] = json!({
-        "ran": true,
-        "tools": tools,
-        "checked": checked,
-        "clean": clean,
-        "summary": summary,
-        "elapsed_s": started.elapsed().as_secs_f64(),
+    performance.sanitizer_winner = Some(SanitizerWinner {
+        ran: true,
+        tools: Some(tools.iter().map(|t| t.name().to_string()).collect()),
+        checked: Some(checked as u64),
+        clean: Some(clean),
+        summary: summary.clone(),
+        elapsed_s: Some(started.elapsed().as_secs_f64()),
+        extra: Map::new(),
     });
     Ok((!clean).then_some(summary))
 }
@@ -127,6 +134,8 @@ pub fn check_winner(workers: &mut Workers, plan: Option<&Plan>, ctx: &Context, s
 #[cfg(test)]
 mod tests {
     use peak_eval::sanitizer::Finding;
+    use peak_record::Record;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -134,14 +143,14 @@ mod tests {
         json!({ "params": { "inputs": { "n": 1024 }, "tuning": { "BLOCK": block } }, "time_ms": ms })
     }
 
-    fn performance() -> Value {
-        json!({ "best": entry(64, 1.0), "top_k": [entry(64, 1.0), entry(128, 1.1), entry(32, 1.2)], "runs": [] })
+    fn performance() -> PerformanceRecord {
+        PerformanceRecord::from_json(&json!({ "best": entry(64, 1.0), "top_k": [entry(64, 1.0), entry(128, 1.1), entry(32, 1.2)], "runs": [] })).unwrap()
     }
 
     /// A fake sanitizer: the configurations in `dirty` have a memcheck finding.
-    fn checker<'a>(dirty: &'static [i64], calls: &'a mut Vec<i64>) -> impl FnMut(&Value) -> Result<Checked> + 'a {
+    fn checker<'a>(dirty: &'static [i64], calls: &'a mut Vec<i64>) -> impl FnMut(&Ranked) -> Result<Checked> + 'a {
         move |entry| {
-            let block = entry["params"]["tuning"]["BLOCK"].as_i64().unwrap();
+            let block = entry.params.tuning["BLOCK"];
             calls.push(block);
             let at: ExecParams = serde_json::from_value(json!({ "inputs": { "n": 64 }, "tuning": { "BLOCK": block } })).unwrap();
             let verdict = if dirty.contains(&block) {
@@ -167,6 +176,7 @@ mod tests {
         let mut perf = performance();
         let mut calls = Vec::new();
         assert_eq!(choose_clean(&mut perf, checker(&[128], &mut calls)).unwrap(), (1, true));
+        let perf = perf.to_json();
         assert_eq!(calls, [64]);
         assert_eq!(perf["best"], entry(64, 1.0));
         assert_eq!(perf["top_k"].as_array().unwrap().len(), 3);
@@ -178,6 +188,7 @@ mod tests {
         let mut perf = performance();
         let mut calls = Vec::new();
         assert_eq!(choose_clean(&mut perf, checker(&[64, 128], &mut calls)).unwrap(), (3, true));
+        let perf = perf.to_json();
         assert_eq!(calls, [64, 128, 32], "best first, then the top-K in order, best not twice");
         assert_eq!(perf["best"], entry(32, 1.2));
         assert_eq!(perf["top_k"], json!([entry(32, 1.2)]), "rejected configurations do not seed the next search");
@@ -195,6 +206,7 @@ mod tests {
         let mut perf = performance();
         let mut calls = Vec::new();
         assert_eq!(choose_clean(&mut perf, checker(&[32, 64, 128], &mut calls)).unwrap(), (3, false));
+        let perf = perf.to_json();
         assert_eq!(perf["sanitizer_rejected"].as_array().unwrap().len(), 3);
         assert_eq!(perf["top_k"], json!([]));
     }
@@ -221,6 +233,7 @@ mod tests {
         for (plan, summary) in [(Some(&plan), "none for opencl"), (None, "off (--no-sanitize-winner)")] {
             let mut perf = performance();
             assert_eq!(check_winner(&mut workers, plan, &ctx, &ctx.space(), 1, &mut perf).unwrap(), None);
+            let perf = perf.to_json();
             assert_eq!(perf["sanitizer_winner"], json!({ "ran": false, "summary": summary }));
             assert_eq!(perf["best"], entry(64, 1.0));
         }
