@@ -37,11 +37,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, anyhow, bail};
 use peak_apply::{ApplyOptions, ApplyOutcome, ApplyReporter};
 use peak_eval::Workers;
+use peak_record::{PerformanceRecord, Record, ReferenceRecord};
 use peak_spec::Region;
 use peak_transform::{ExecutorSpec, Library, Outcome, PassRequest};
 use peak_workflow::{LogEntry, Workflow};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::json;
 
 /// The file the decisions go to, inside the workflow's `.git/peak`.
 pub const AUTO_LOG: &str = "auto-log.jsonl";
@@ -506,7 +507,8 @@ impl State {
         let entries = wf.log()?;
         let head = wf.head()?.id.to_string();
         let view = wf.show("HEAD")?;
-        let backend_name = view.reference["backend"].as_str().map(str::to_string).or_else(|| {
+        let recorded = ReferenceRecord::from_json(&view.reference).ok().map(|r| r.backend).filter(|b| !b.is_empty());
+        let backend_name = recorded.or_else(|| {
             let manifest = view.files.get(peak_spec::MANIFEST_FILE)?;
             peak_spec::Manifest::parse(peak_spec::MANIFEST_FILE, manifest).ok().map(|m| m.kernel.backend.name().to_string())
         });
@@ -554,21 +556,23 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
         })
         .collect();
     let _ = writeln!(p, "Transformations applied from the root to here: {}", line.join(" -> "));
-    let perf = &view.performance;
-    match perf.get("best").filter(|b| !b.is_null()) {
+    // Times are shown as JSON writes them (`1.0`, not `1`), as the record holds them.
+    let perf = PerformanceRecord::from_json(&view.performance).unwrap_or_default();
+    match &perf.best {
         Some(best) => {
-            let _ = writeln!(p, "Best time: {} ms at {}", best["time_ms"], best["params"]);
+            let _ = writeln!(p, "Best time: {} ms at {}", json!(best.time_ms), json!(best.params));
         }
         None => {
             let _ = writeln!(p, "Not timed.");
         }
     }
-    if let Some(top) = perf.get("top_k").and_then(Value::as_array).filter(|t| t.len() > 1) {
-        let shown: Vec<String> = top.iter().take(5).map(|e| format!("{} ms {}", e["time_ms"], e["params"]["tuning"])).collect();
+    if perf.top_k().len() > 1 {
+        let shown: Vec<String> = perf.top_k().iter().take(5).map(|e| format!("{} ms {}", json!(e.time_ms), json!(e.params.tuning))).collect();
         let _ = writeln!(p, "Fastest configurations: {}", shown.join("; "));
     }
+    // Fields of records from elsewhere (a profiled checkpoint), which this peak keeps as read.
     for key in ["profile", "metrics"] {
-        if let Some(metrics) = perf.get(key).filter(|m| !m.is_null()) {
+        if let Some(metrics) = perf.extra.get(key).filter(|m| !m.is_null()) {
             let _ = writeln!(p, "Profile metrics: {metrics}");
         }
     }

@@ -10,6 +10,7 @@ use peak_eval::compare::CompareReport;
 use peak_eval::profile::ProfileReport;
 use peak_eval::validate::Outcome as Validation;
 use peak_eval::{TuneReport, TuneReporter, ValidationReport};
+use peak_record::{PerformanceRecord, Record, ValidationRecord};
 use peak_spec::{Context, ExecParams};
 use peak_transform::Transformation;
 use peak_workflow::{AttemptOutcome, AttemptsLog, CheckpointView};
@@ -347,11 +348,12 @@ pub fn checkpoint_text(view: &CheckpointView, with_transcript: bool) -> String {
     let _ = writeln!(out, "  executor        {}{}", m.executor, m.model.as_ref().map(|s| format!(" ({s})")).unwrap_or_default());
     let _ = writeln!(out, "  verdict         {}", m.verdict.as_deref().unwrap_or("-"));
     let _ = writeln!(out, "  created         {}", m.created);
-    if let Some(best) = view.performance.get("best").filter(|b| !b.is_null()) {
-        let _ = writeln!(out, "  best            {} ms at {}", best["time_ms"], best["params"]);
+    // Times are shown as JSON writes them (`1.0`, not `1`), as the record holds them.
+    if let Some(best) = PerformanceRecord::from_json(&view.performance).unwrap_or_default().best {
+        let _ = writeln!(out, "  best            {} ms at {}", json!(best.time_ms), json!(best.params));
     }
-    if let Some(counts) = view.validation.get("counts") {
-        let _ = writeln!(out, "  validation      {counts}");
+    if let Some(counts) = ValidationRecord::from_json(&view.validation).unwrap_or_default().counts {
+        let _ = writeln!(out, "  validation      {}", json!(counts));
     }
     for (name, text) in &view.files {
         let _ = writeln!(out, "\n--- context/{name}\n{}", text.trim_end());

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use peak_apply::ApplyOptions;
+use peak_record::{PerformanceRecord, Record};
 use peak_spec::{Context, ExecParams, Space};
 use peak_transform::Library;
 use peak_workflow::Workflow;
@@ -121,7 +122,7 @@ impl Target {
 
     /// The checkpoint's best configuration, when it has one that `space` allows.
     pub(crate) fn best_params(&self, space: &Space) -> Option<ExecParams> {
-        let params: ExecParams = serde_json::from_value(self.performance.get("best")?.get("params")?.clone()).ok()?;
+        let params = PerformanceRecord::from_json(&self.performance).ok()?.best?.params;
         space.iter().any(|p| p == params).then_some(params)
     }
 }
