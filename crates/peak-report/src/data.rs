@@ -9,10 +9,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
+use peak_record::{PerformanceRecord, Record, ValidationRecord};
 use peak_spec::{Context, ExecParams, Manifest, Regions};
 use peak_workflow::{AttemptOutcome, AttemptRecord, CheckpointView, LogEntry, Workflow, clone_bundle, is_bundle};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::sizes::{StepSize, other_sizes};
 
@@ -218,7 +219,8 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
                 views.insert(id.clone(), wf.show(&id)?);
             }
             let view = &views[&id];
-            let best_params = view.performance.pointer("/best/params").cloned();
+            let performance = performance_of(view);
+            let best = performance.best.as_ref();
             let diff = match index {
                 0 => None,
                 _ => Some(wf.diff(chain[index - 1].id.as_str(), &id)?.to_string()),
@@ -235,11 +237,11 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
                 best_inputs: entry.best_inputs.clone(),
                 speedup_over_root_inputs: entry.speedup_over_root_inputs.clone(),
                 speedup_over_previous_inputs: entry.speedup_over_parent_inputs.clone(),
-                tflops: view.performance.pointer("/best/params").and_then(|p| tflops(view, p, entry.best_time_ms?)),
+                tflops: best.and_then(|b| tflops(view, &b.params, entry.best_time_ms?)),
                 percent_of_vendor: entry.baseline.as_ref().filter(|b| b.kind != "copy").and_then(|b| b.percent),
                 percent_of_copy: entry.baseline.as_ref().filter(|b| b.kind == "copy").and_then(|b| b.percent),
-                best_params,
-                sizes: other_sizes(entry, view, |params, ms| tflops(view, params, ms)),
+                best_params: best.map(|b| json!(b.params)),
+                sizes: other_sizes(entry, &performance, |params, ms| tflops(view, params, ms)),
                 diff,
             });
         }
@@ -263,16 +265,15 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
     let mut tuned = 0;
     for step in &ordered {
         let Some(view) = view_of(&step.id) else { continue };
-        for run in view.performance["runs"].as_array().into_iter().flatten() {
+        for run in performance_of(view).runs() {
             tuned += 1;
-            let curve: Vec<(u64, f64)> =
-                run["curve"].as_array().into_iter().flatten().filter_map(|p| Some((p["evaluations"].as_u64()?, p["best_ms"].as_f64()?))).collect();
+            let curve: Vec<(u64, f64)> = run.curve.iter().flatten().map(|p| (p.evaluations, p.best_ms)).collect();
             if !curve.is_empty() {
                 convergence.push(Convergence {
                     id: step.id.clone(),
                     transformation: step.transformation.clone(),
-                    inputs: run["inputs"].clone(),
-                    evaluations: run["evaluations"].as_u64(),
+                    inputs: json!(run.inputs),
+                    evaluations: run.evaluations,
                     curve,
                 });
             }
@@ -345,7 +346,7 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
         .and_then(|s| s.steps.first())
         .and_then(|r| view_of(&r.id))
         .and_then(|v| v.files.get(peak_spec::MANIFEST_FILE).and_then(|t| Manifest::parse(peak_spec::MANIFEST_FILE, t).ok()));
-    let device = ordered.iter().rev().find_map(|s| view_of(&s.id)?.performance["device"].as_str().map(str::to_string));
+    let device = ordered.iter().rev().find_map(|s| performance_of(view_of(&s.id)?).device);
     let name = path.file_name().map(|n| n.to_string_lossy().trim_end_matches(".bundle").to_string()).unwrap_or_else(|| path.display().to_string());
     Ok(WorkflowReport {
         name,
@@ -383,26 +384,33 @@ fn tips(entries: &[LogEntry]) -> Vec<(String, &LogEntry)> {
     tips
 }
 
+/// A checkpoint's `performance.json`; one that does not read is reported as untuned.
+fn performance_of(view: &CheckpointView) -> PerformanceRecord {
+    PerformanceRecord::from_json(&view.performance).unwrap_or_default()
+}
+
 /// Floating-point rate of the best configuration, from the checkpoint's own manifest.
 /// TFLOP/s of a time `ms` at the configuration `params` (a `best.params`), from the
 /// checkpoint's manifest's `kernel.flops`.
-fn tflops(view: &CheckpointView, params: &Value, ms: f64) -> Option<f64> {
+fn tflops(view: &CheckpointView, params: &ExecParams, ms: f64) -> Option<f64> {
     let manifest = Manifest::parse(peak_spec::MANIFEST_FILE, view.files.get(peak_spec::MANIFEST_FILE)?).ok()?;
     manifest.kernel.flops.as_ref()?;
     let source = view.files.get(&manifest.kernel.source)?;
     let regions = Regions::parse(&manifest.kernel.source, source).ok()?;
     let ctx = Context { dir: PathBuf::new(), manifest, regions };
-    let params: ExecParams = serde_json::from_value(params.clone()).ok()?;
-    Some(ctx.flops(&params)? / (ms * 1e-3) / 1e12)
+    Some(ctx.flops(params)? / (ms * 1e-3) / 1e12)
 }
 
 fn time_breakdown<'a>(steps: &[&Step], view_of: &dyn Fn(&str) -> Option<&'a CheckpointView>) -> TimeBreakdown {
     let mut out = TimeBreakdown::default();
     for step in steps {
         let Some(view) = view_of(&step.id) else { continue };
-        let winner = view.performance.pointer("/sanitizer_winner/elapsed_s").and_then(Value::as_f64);
-        let validation = view.validation["elapsed_s"].as_f64().map(|v| v + winner.unwrap_or(0.0));
-        let tuning = view.performance["elapsed_s"].as_f64();
+        let performance = performance_of(view);
+        let winner = performance.sanitizer_winner.and_then(|w| w.elapsed_s);
+        let validation = ValidationRecord::from_json(&view.validation).unwrap_or_default().elapsed_s.map(|v| v + winner.unwrap_or(0.0));
+        let tuning = performance.elapsed_s;
+        // Read entry by entry, not as a `TranscriptRecord`: an entry that records its latency and
+        // lacks another field (a hand-written transcript) still counts.
         let latencies: Vec<f64> = view.transcript["entries"].as_array().into_iter().flatten().filter_map(|e| e["latency_ms"].as_f64()).collect();
         let transformation = (!latencies.is_empty()).then(|| latencies.iter().sum::<f64>() / 1e3);
         if validation.is_none() && tuning.is_none() {

@@ -1,7 +1,9 @@
 //! The input sizes a step was tuned at besides its headline: one row each in the report's
 //! step tables, as `peak log --sizes` gives one line each (`performance.json`'s `runs`).
 
-use peak_workflow::{CheckpointView, LogEntry};
+use peak_record::PerformanceRecord;
+use peak_spec::ExecParams;
+use peak_workflow::LogEntry;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -21,21 +23,16 @@ pub struct StepSize {
 
 /// Every size `entry` was tuned at but its headline's, in the order they were tuned.
 /// `tflops` gives the rate of a time at a configuration (`best.params` of a run).
-pub(crate) fn other_sizes(entry: &LogEntry, view: &CheckpointView, tflops: impl Fn(&Value, f64) -> Option<f64>) -> Vec<StepSize> {
+pub(crate) fn other_sizes(entry: &LogEntry, performance: &PerformanceRecord, tflops: impl Fn(&ExecParams, f64) -> Option<f64>) -> Vec<StepSize> {
     entry
         .sizes
         .iter()
         .filter(|s| s.inputs.is_some() && s.inputs != entry.best_inputs)
         .filter_map(|s| {
             let inputs = s.inputs.clone()?;
-            let params = view.performance["runs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|run| run.get("inputs") == Some(&inputs))
-                .and_then(|run| run.pointer("/best/params"));
+            let best = serde_json::from_value(inputs.clone()).ok().and_then(|at| performance.run_at(&at)?.best.as_ref());
             Some(StepSize {
-                tflops: params.and_then(|p| tflops(p, s.best_time_ms)),
+                tflops: best.and_then(|b| tflops(&b.params, s.best_time_ms)),
                 inputs,
                 best_time_ms: s.best_time_ms,
                 speedup_over_root: s.speedup_over_root,
