@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use peak_backend::Backend;
+use peak_record::{PerformanceRecord, Record};
 use peak_spec::{Context, DType, HostArray};
 use serde_json::{Value, json};
 use support::{Env, context_at, example, nvrtc_present, s, unbundle};
@@ -103,7 +104,7 @@ fn the_hip_dispatch_export_writes_a_hipcc_harness_over_the_same_instances() {
         .map(|&(n, x, y)| json!({"inputs": {"n": n}, "best": {"params": {"inputs": {"n": n}, "tuning": {"BLOCK_X": x, "BLOCK_Y": y}}, "time_ms": 1.0}}))
         .collect();
     let mut source = peak_export::Source::context(&ctx).unwrap();
-    source.performance = json!({"best": runs[1]["best"], "runs": runs});
+    source.performance = PerformanceRecord::from_json(&json!({"best": runs[1]["best"], "runs": runs})).unwrap();
     let backend = peak_cuda::OfflineBackend::new(peak_cuda::Dialect::Hip, peak_cuda::Arch::parse("sm_90a").unwrap()).unwrap();
     let target = peak_export::Target { device: backend.device().clone(), functions: backend.script_functions() };
     let out = env.path("out");
@@ -145,7 +146,8 @@ fn the_cuda_dispatch_export_of_the_gemm_tip_compiles_with_nvrtc() {
         })
         .collect();
     let mut source = peak_export::Source::context(&ctx).unwrap();
-    source.performance = json!({"best": runs[3]["best"], "runs": runs, "device": "cuda NVIDIA H200 sm_90a (test record)"});
+    source.performance =
+        PerformanceRecord::from_json(&json!({"best": runs[3]["best"], "runs": runs, "device": "cuda NVIDIA H200 sm_90a (test record)"})).unwrap();
     let backend = peak_cuda::OfflineBackend::new(peak_cuda::Dialect::Cuda, peak_cuda::Arch::parse("sm_90a").unwrap()).unwrap();
     let target = peak_export::Target { device: backend.device().clone(), functions: backend.script_functions() };
     let out = env.path("out");

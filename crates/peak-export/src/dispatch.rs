@@ -17,9 +17,9 @@
 //! the file built with no options is that one.
 
 use indexmap::IndexMap;
+use peak_record::Ranked;
 use peak_spec::ExecParams;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::source::Source;
 use crate::{ExportError, Result, cexpr};
@@ -53,16 +53,7 @@ impl Table {
     pub fn from_source(source: &Source) -> Result<Table> {
         let manifest = &source.ctx.manifest;
         let inputs: Vec<String> = manifest.inputs.keys().cloned().collect();
-        let point = |v: &Value| -> Option<(ExecParams, Option<f64>)> {
-            let params: ExecParams = serde_json::from_value(v.get("params")?.clone()).ok()?;
-            Some((params, v.get("time_ms").and_then(Value::as_f64)))
-        };
-        let runs: Vec<(ExecParams, Option<f64>)> = source
-            .performance
-            .get("runs")
-            .and_then(Value::as_array)
-            .map(|runs| runs.iter().filter_map(|r| r.get("best").and_then(point)).collect())
-            .unwrap_or_default();
+        let runs: Vec<Ranked> = source.performance.runs().iter().filter_map(|r| r.best.clone()).collect();
         if runs.is_empty() {
             return Err(ExportError::Usage(match source.origin.kind.as_str() {
                 "context" => "--dispatch needs a checkpoint's performance record (tuned shapes); a context folder has none".to_string(),
@@ -71,7 +62,7 @@ impl Table {
         }
         let mut configs: Vec<IndexMap<String, i64>> = Vec::new();
         let mut shapes = Vec::new();
-        for (params, time_ms) in runs {
+        for Ranked { params, time_ms, .. } in runs {
             if inputs.iter().any(|n| !params.inputs.contains_key(n)) || manifest.tuning.keys().any(|n| !params.tuning.contains_key(n)) {
                 return Err(ExportError::Usage(format!(
                     "--dispatch: the record's tuned shape {params} does not name every input and tuning parameter of the manifest"
@@ -84,10 +75,9 @@ impl Table {
                     configs.len() - 1
                 }
             };
-            shapes.push(TunedShape { params, config, time_ms });
+            shapes.push(TunedShape { params, config, time_ms: Some(time_ms) });
         }
-        let best = source.performance.get("best").and_then(point);
-        let fallback = best.and_then(|(p, _)| configs.iter().position(|c| *c == p.tuning)).unwrap_or(0);
+        let fallback = source.performance.best.as_ref().and_then(|b| configs.iter().position(|c| *c == b.params.tuning)).unwrap_or(0);
         let constraints: Vec<String> = manifest.constraints.inputs.iter().chain(&manifest.constraints.tuning).cloned().collect();
         let names: Vec<&str> = manifest.inputs.keys().chain(manifest.tuning.keys()).map(String::as_str).collect();
         let constraints_c = constraints.iter().map(|c| cexpr::to_c(c, &names)).collect::<Option<Vec<_>>>();

@@ -9,9 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
+use peak_record::{PerformanceRecord, Record};
 use peak_spec::{Context, ExecParams};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::{ExportError, Result};
 
@@ -48,8 +48,9 @@ impl Origin {
 pub struct Source {
     pub ctx: Context,
     pub origin: Origin,
-    /// `performance.json`, or `Value::Null` for a context folder.
-    pub performance: Value,
+    /// `performance.json`; empty for a context folder, and for a record that does not read
+    /// (every parameter then comes from `--set`).
+    pub performance: PerformanceRecord,
     /// Keeps a materialized checkpoint's folder alive as long as the source.
     _dir: Option<tempfile::TempDir>,
 }
@@ -75,7 +76,7 @@ impl Source {
     pub fn context(dir: &Path) -> Result<Source> {
         let ctx = Context::load(dir).map_err(|e| ExportError::Usage(e.to_string()))?;
         let origin = Origin { kind: "context".into(), workflow: None, checkpoint: None, transformation: None, context: dir.to_path_buf(), measured_on: None };
-        Ok(Source { ctx, origin, performance: Value::Null, _dir: None })
+        Ok(Source { ctx, origin, performance: PerformanceRecord::default(), _dir: None })
     }
 
     pub fn checkpoint(workflow: &Path, rev: &str) -> Result<Source> {
@@ -96,16 +97,16 @@ impl Source {
         let dir = tmp.path().join("context");
         wf.materialize(rev, &dir).map_err(|e| ExportError::Io { path: dir.clone(), message: e.to_string() })?;
         let ctx = Context::load(&dir).map_err(|e| ExportError::Usage(format!("checkpoint {rev}: its context does not load: {e}")))?;
-        let measured_on = view.performance.get("device").and_then(Value::as_str).map(str::to_string);
+        let performance = PerformanceRecord::from_json(&view.performance).unwrap_or_default();
         let origin = Origin {
             kind: "checkpoint".into(),
             workflow: Some(workflow.to_path_buf()),
             checkpoint: Some(view.id.as_str().to_string()),
             transformation: Some(view.meta.transformation.clone()),
             context: dir,
-            measured_on,
+            measured_on: performance.device.clone(),
         };
-        Ok(Source { ctx, origin, performance: view.performance, _dir: Some(tmp) })
+        Ok(Source { ctx, origin, performance, _dir: Some(tmp) })
     }
 
     /// The configuration: the performance record's best, then `set` (`NAME=VALUE`, one
@@ -128,7 +129,7 @@ impl Source {
             overrides.insert(name.to_string(), value);
         }
 
-        let best = self.performance.get("best").and_then(parse_point);
+        let best = self.performance.best.as_ref();
         let mut sources = Vec::new();
         let mut params = ExecParams::default();
         // Inputs: --set, else the record's best.
@@ -136,25 +137,21 @@ impl Source {
             if let Some(v) = overrides.get(name) {
                 params.inputs.insert(name.clone(), *v);
                 sources.push((name.clone(), "--set".to_string()));
-            } else if let Some(v) = best.as_ref().and_then(|(p, _)| p.inputs.get(name)) {
+            } else if let Some(v) = best.and_then(|b| b.params.inputs.get(name)) {
                 params.inputs.insert(name.clone(), *v);
                 sources.push((name.clone(), "performance record".to_string()));
             }
         }
         // Tuning: the best of the run at these inputs, else the overall best; then --set.
-        let run_best = self
-            .performance
-            .get("runs")
-            .and_then(Value::as_array)
-            .and_then(|runs| runs.iter().filter_map(|r| r.get("best").and_then(parse_point)).find(|(p, _)| p.inputs == params.inputs));
+        let run_best = self.performance.runs().iter().filter_map(|r| r.best.as_ref()).find(|b| b.params.inputs == params.inputs);
         let record = run_best.or(best);
-        let mut recorded_time_ms = record.as_ref().and_then(|(p, t)| (p.inputs == params.inputs).then_some(*t).flatten());
+        let mut recorded_time_ms = record.and_then(|b| (b.params.inputs == params.inputs).then_some(b.time_ms));
         for name in manifest.tuning.keys() {
             if let Some(v) = overrides.get(name) {
                 params.tuning.insert(name.clone(), *v);
                 sources.push((name.clone(), "--set".to_string()));
                 recorded_time_ms = None;
-            } else if let Some(v) = record.as_ref().and_then(|(p, _)| p.tuning.get(name)) {
+            } else if let Some(v) = record.and_then(|b| b.params.tuning.get(name)) {
                 params.tuning.insert(name.clone(), *v);
                 sources.push((name.clone(), "performance record".to_string()));
             }
@@ -170,7 +167,7 @@ impl Source {
         if !missing.is_empty() {
             let why = match self.origin.kind.as_str() {
                 "context" => "a context folder has no performance record".to_string(),
-                _ if self.performance.get("best").is_none() => "the checkpoint has no performance record (deferred or not measured)".to_string(),
+                _ if self.performance.best.is_none() => "the checkpoint has no performance record (deferred or not measured)".to_string(),
                 _ => "the performance record does not give them".to_string(),
             };
             let example: Vec<String> = missing.iter().map(|n| format!("--set {n}=VALUE")).collect();
@@ -185,10 +182,4 @@ impl Source {
         }
         Ok(Chosen { params, sources, recorded_time_ms })
     }
-}
-
-/// `{"params": {...}, "time_ms": x}` from a performance record.
-fn parse_point(value: &Value) -> Option<(ExecParams, Option<f64>)> {
-    let params: ExecParams = serde_json::from_value(value.get("params")?.clone()).ok()?;
-    Some((params, value.get("time_ms").and_then(Value::as_f64)))
 }

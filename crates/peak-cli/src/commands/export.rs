@@ -28,7 +28,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
         println!("  fallback the nearest tuned shape whose configuration is valid (dispatch.h); kernel defaults: configuration {}", table.fallback);
     } else {
         println!("  params   {}", report.params);
-        let tuned = source.performance.get("runs").and_then(|r| r.as_array()).map_or(0, |r| r.iter().filter(|r| !r["best"].is_null()).count());
+        let tuned = source.performance.runs().iter().filter(|r| r.best.is_some()).count();
         if tuned > 1 && args.set.set.is_empty() {
             println!("  note     the record tuned {tuned} shapes; --dispatch exports them all with a dispatch table by shape");
         }
