@@ -2,6 +2,7 @@
 //! tuned so later checkpoints have a speedup over it.
 
 use anyhow::{Result, bail};
+use peak_record::{PerformanceRecord, Record, ReferenceRecord};
 use peak_spec::Backend as Language;
 use serde_json::json;
 
@@ -39,11 +40,11 @@ pub fn run(args: InitArgs) -> Result<()> {
     if args.json {
         return print_json(&json!({ "workflow": wf.dir(), "root": root.id, "reference": root.reference, "performance": root.performance }));
     }
-    let inputs = root.reference["inputs"].as_array().map_or(0, Vec::len);
+    let inputs = ReferenceRecord::from_json(&root.reference).unwrap_or_default().inputs.len();
     println!("initialized workflow {} with root checkpoint {} ({})", wf.dir().display(), root.id.short(), ctx.name());
     println!("  reference: {inputs} input configuration(s), seed {}", m.seed);
-    if let Some(ms) = root.performance["best"]["time_ms"].as_f64() {
-        println!("  root best: {} at {}", format_ms(ms), root.performance["best"]["params"]);
+    if let Some(best) = PerformanceRecord::from_json(&root.performance).unwrap_or_default().best {
+        println!("  root best: {} at {}", format_ms(best.time_ms), json!(best.params));
     }
     Ok(())
 }
