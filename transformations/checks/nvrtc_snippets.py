@@ -17,6 +17,7 @@ USES = {
     "mma_sync": "__shared__ __align__(16) unsigned short s[16 * 16]; unsigned a[4], b[4]; float d[4] = {}; peak_ldmatrix_a(a, s); peak_ldmatrix_b(b, s); peak_mma_16816(d, a, b); peak_mma_16816_bf16(d, a, b); C[0] = d[0];",
     "tma": "__shared__ __align__(128) float box[64]; __shared__ unsigned long long bar; if (threadIdx.x == 0) { peak_mbar_init(&bar, 1); peak_fence_mbar_init(); } __syncthreads(); if (threadIdx.x == 0) { peak_mbar_arrive_expect_tx(&bar, 256); peak_tma_load_2d(box, &tmap, 0, 0, &bar); } peak_mbar_wait(&bar, 0); C[0] = box[0];",
     "tma_store": "__shared__ __align__(1024) unsigned char box[64 * 128]; *reinterpret_cast<float*>(box + peak_swizzle_128b(threadIdx.x % 64, 4 * (threadIdx.x / 64))) = A[0]; peak_fence_proxy_async(); peak_bar_sync(1, blockDim.x); if (threadIdx.x == 0) { peak_tma_store_2d(&tmap, 0, 0, box); peak_tma_store_wait(); } C[0] = 0.0f;",
+    "named_barrier": "if (threadIdx.x < 64) peak_bar_arrive(1, 128); else asm volatile(\"bar.sync 1, 128;\" ::: \"memory\"); C[0] = 0.0f;",
     "wgmma": "__shared__ __align__(1024) unsigned short s[64 * 64]; float d[64]; unsigned long long desc = peak_wgmma_desc(s, 16, 1024); peak_wgmma_fence(); peak_wgmma_m64n128k16(d, desc, desc, 0); peak_wgmma_bf16_m64n128k16<0>(d, desc, desc, 1); peak_wgmma_f16_m64n64k16<1>(d, desc, desc, 1); peak_wgmma_commit(); peak_wgmma_wait<0>(); C[0] = d[0];",
 }
 

@@ -15,6 +15,7 @@ const SHIPPED: &[&str] = &[
     "Fuse-Epilogue",
     "Persistent-Tiles",
     "Consumer-Overlap",
+    "Ping-Pong",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
