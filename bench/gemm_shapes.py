@@ -192,14 +192,18 @@ def main_half(out):
         print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
         # Written after every shape: a device call that runs out of time keeps what it measured.
-        merge(rows, device, half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps), out)
+        # Keyed by dtype and shapes: a later call at other shapes keeps this call's command.
+        merge(rows, device, half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps, once), out,
+              command_key=f"{DTYPE} {' '.join(shapes)}")
 
 
-def half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps):
-    return (f"DTYPE={DTYPE} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} STEP_TIME={step_time} "
-               f"SANITIZE_SAMPLES={samples} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): per shape peak replay "
-               f"{os.path.relpath(BUNDLE, ROOT)} --into WF/<shape> --set M= --set N= --set K= (each row's replay.command), peak retune -w WF/<shape> "
-               f"at the shape, peak baseline WF/<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
+def half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps, once):
+    replayed = ("peak replay once, at the first shape (or an earlier call's replay cloned there), into WF/<first shape>; per shape"
+                if once else "per shape peak replay")
+    return (f"DTYPE={DTYPE}{' REPLAY_ONCE=1' if once else ''} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} "
+            f"STEP_TIME={step_time} SANITIZE_SAMPLES={samples} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): {replayed} "
+            f"{os.path.relpath(BUNDLE, ROOT)} --into WF/<shape> --set M= --set N= --set K= (each row's replay.command), peak retune -w WF/<shape> "
+            f"at the shape, peak baseline WF/<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
 
 
 def row_key(row):
