@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use indexmap::IndexMap;
 use peak_eval::tune::Entry;
 use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, time_yardstick, tune_context, tuning_run_options};
-use peak_record::{CurvePoint, PerformanceRecord, Ranked, Record, Run};
+use peak_record::{CurvePoint, PerformanceRecord, Ranked, Record, ReferenceRecord, Run};
 use peak_spec::{Context, ExecParams, Space};
 use peak_workflow::{ROOT_TAG, RootInput, Workflow};
 use serde_json::{Map, Value, json};
@@ -116,17 +116,23 @@ pub(crate) fn setting_name(setting: &str) -> Option<&str> {
 
 /// `given` settings, followed by the `stored` ones (a `reference.json`'s `set`: the input
 /// sizes the workflow was created at) whose names `given` does not restrict.
-pub(crate) fn merge_set(given: &[String], stored: &Value) -> Vec<String> {
+pub(crate) fn merge_set(given: &[String], stored: &[String]) -> Vec<String> {
     let named: Vec<&str> = given.iter().filter_map(|s| setting_name(s)).collect();
-    let kept = stored.as_array().into_iter().flatten().filter_map(Value::as_str).filter(|s| setting_name(s).is_none_or(|n| !named.contains(&n)));
-    given.iter().cloned().chain(kept.map(str::to_string)).collect()
+    let kept = stored.iter().filter(|s| setting_name(s).is_none_or(|n| !named.contains(&n)));
+    given.iter().chain(kept).cloned().collect()
+}
+
+/// The `--set` sizes a root was made at (`reference.json`'s `set`); none where the record
+/// names none or does not read (older records stored none).
+pub(crate) fn stored_set(reference: &Value) -> Vec<String> {
+    ReferenceRecord::from_json(reference).ok().and_then(|r| r.set).unwrap_or_default()
 }
 
 /// `given` settings with the input sizes `peak init` (or `peak replay`) was given for the
 /// workflow: a step validates and tunes at the sizes its reference was made at unless
 /// `--set` names other ones.
 pub(crate) fn with_stored_set(wf: &Workflow, given: &[String]) -> Result<Vec<String>> {
-    Ok(merge_set(given, &wf.show(ROOT_TAG)?.reference["set"]))
+    Ok(merge_set(given, &stored_set(&wf.show(ROOT_TAG)?.reference)))
 }
 
 /// The tuning of every entry of a ranking `measure` wrote (a `top_k` list), best first.
@@ -232,10 +238,11 @@ mod tests {
 
     #[test]
     fn stored_sizes_fill_in_what_set_does_not_name() {
-        let stored = json!(["n=256", "batch=4"]);
+        let stored = stored_set(&json!({"context": "x", "backend": "opencl", "inputs": [], "set": ["n=256", "batch=4"]}));
         assert_eq!(merge_set(&[], &stored), ["n=256", "batch=4"]);
         assert_eq!(merge_set(&["n=512".into(), "BM=16".into()], &stored), ["n=512", "BM=16", "batch=4"]);
         // A workflow made before sizes were stored has none.
-        assert_eq!(merge_set(&["n=512".into()], &Value::Null), ["n=512"]);
+        let older = stored_set(&json!({"context": "x", "backend": "opencl", "inputs": []}));
+        assert_eq!(merge_set(&["n=512".into()], &older), ["n=512"]);
     }
 }

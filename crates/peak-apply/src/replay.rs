@@ -16,6 +16,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use peak_eval::Workers;
+use peak_record::{Record, ReferenceRecord, TranscriptRecord};
 use peak_spec::{MANIFEST_FILE, Manifest};
 use peak_transform::{ReplayExecutor, Transcript};
 use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle};
@@ -88,7 +89,9 @@ pub fn replay(
             outcomes.push(outcome);
             continue;
         }
-        let transcript: Transcript = serde_json::from_value(step.transcript["entries"].clone())
+        let transcript = TranscriptRecord::from_json(&step.transcript)
+            .ok()
+            .and_then(|record| record.entries)
             .map(|entries| Transcript { entries })
             .with_context(|| format!("checkpoint {}: transcript.json has no replayable entries", step.id.short()))?;
         let repairs = transcript.entries.iter().map(|e| e.attempt).max().unwrap_or(1).saturating_sub(1);
@@ -172,7 +175,8 @@ fn replay_root(
     workers: &mut Workers,
     reporter: &dyn ApplyReporter,
 ) -> Result<()> {
-    let seed = root.reference["seed"].as_u64().unwrap_or(options.seed);
+    let reference = ReferenceRecord::from_json(&root.reference).unwrap_or_default();
+    let seed = reference.seed.unwrap_or(options.seed);
     let root_dir = into.with_extension("root-context");
     let _ = std::fs::remove_dir_all(&root_dir);
     recorded.materialize(&root.id.to_string(), &root_dir)?;
@@ -185,7 +189,7 @@ fn replay_root(
         budget: options.budget,
         time_limit: options.time_limit,
         // The sizes the recording was made at, unless this replay names others.
-        set: merge_set(&options.set, &root.reference["set"]),
+        set: merge_set(&options.set, reference.set.as_deref().unwrap_or_default()),
         cache_dir: options.cache_dir.clone(),
     };
     let result = init_workflow(into, &root_dir, &init, workers, reporter.tuning());

@@ -37,6 +37,13 @@ impl TranscriptRecord {
     }
 }
 
+/// The latency of every recorded reply of a stored `transcript.json`, in milliseconds, read
+/// entry by entry rather than as a [`TranscriptRecord`]: an entry that records its latency
+/// but lacks another field (a hand-written or truncated transcript) still counts.
+pub fn recorded_latencies_ms(transcript: &Value) -> Vec<f64> {
+    transcript.get("entries").and_then(Value::as_array).into_iter().flatten().filter_map(|e| e.get("latency_ms")?.as_f64()).collect()
+}
+
 impl Record for TranscriptRecord {
     const FILE: &'static str = "transcript.json";
     fn format(&self) -> Option<u32> {

@@ -409,9 +409,7 @@ fn time_breakdown<'a>(steps: &[&Step], view_of: &dyn Fn(&str) -> Option<&'a Chec
         let winner = performance.sanitizer_winner.and_then(|w| w.elapsed_s);
         let validation = ValidationRecord::from_json(&view.validation).unwrap_or_default().elapsed_s.map(|v| v + winner.unwrap_or(0.0));
         let tuning = performance.elapsed_s;
-        // Read entry by entry, not as a `TranscriptRecord`: an entry that records its latency and
-        // lacks another field (a hand-written transcript) still counts.
-        let latencies: Vec<f64> = view.transcript["entries"].as_array().into_iter().flatten().filter_map(|e| e["latency_ms"].as_f64()).collect();
+        let latencies = peak_record::transcript::recorded_latencies_ms(&view.transcript);
         let transformation = (!latencies.is_empty()).then(|| latencies.iter().sum::<f64>() / 1e3);
         if validation.is_none() && tuning.is_none() {
             out.unrecorded += 1;
