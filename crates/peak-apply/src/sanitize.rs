@@ -130,6 +130,14 @@ impl Plan {
         }
     }
 
+    /// The plan for `ctx` from a command's settings: `requested` resolved for its backend
+    /// ([`Plan::resolve`]), then placed at the `--sanitize-at` input values
+    /// ([`parse_inputs`]). The one policy of every command that sanitizes: apply, init,
+    /// retune, `peak validate` and the MCP tools.
+    pub fn for_context(requested: &Sanitize, at: &[String], ctx: &Context) -> Result<Plan> {
+        Ok(Plan::resolve(requested, ctx.backend())?.at(parse_inputs(at, ctx)?))
+    }
+
     /// Run the sanitizer at these input values where a configuration is valid there (a
     /// size smaller than any the manifest lists: `n=512`), else at the smallest listed.
     pub fn at(self, inputs: IndexMap<String, i64>) -> Plan {
@@ -141,6 +149,24 @@ impl Plan {
 
     pub fn runs(&self) -> bool {
         matches!(self, Plan::Run { .. })
+    }
+
+    /// The sanitizer's half of a validation whose outputs came out `outputs`: run on
+    /// `picked` ([`Plan::validate`]) only when every output was right, since sanitizing a
+    /// wrong kernel tells nothing new, slowly; `None` when they were not.
+    pub fn after_outputs(
+        &self,
+        outputs: Outcome,
+        workers: &mut Workers,
+        candidate: &Context,
+        space: &Space,
+        picked: &[Sample],
+        count: usize,
+    ) -> Result<Option<Record>> {
+        match outputs {
+            Outcome::Passed => self.validate(workers, candidate, space, picked, count).map(Some),
+            Outcome::Failed | Outcome::Inconclusive => Ok(None),
+        }
     }
 
     /// Run the sanitizer on a candidate whose outputs passed on `picked`: on up to `count`
@@ -465,6 +491,17 @@ tuning = ["BLOCK <= n"]
             let err = parse_inputs(&[bad.into()], &ctx).unwrap_err().to_string();
             assert!(err.contains(&format!("--sanitize-at {bad}")) && err.contains(says), "{err}");
         }
+    }
+
+    #[test]
+    fn a_commands_settings_resolve_and_place_the_plan_in_one_step() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = context(tmp.path());
+        // Turned off: nothing runs, but a bad size is refused all the same, as apply does.
+        let off = Plan::for_context(&Sanitize::Tools(vec![]), &["n=32".into()], &ctx).unwrap();
+        assert_eq!(off, Plan::Off { reason: "none (turned off)".into() });
+        let err = Plan::for_context(&Sanitize::Tools(vec![]), &["m=4".into()], &ctx).unwrap_err().to_string();
+        assert!(err.contains("--sanitize-at m=4: `m` is not an input of this kernel"), "{err}");
     }
 
     #[test]

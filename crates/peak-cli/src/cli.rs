@@ -636,10 +636,14 @@ pub struct ValidateArgs {
     /// where it cannot run).
     #[arg(long, default_value = "auto", value_name = "TOOL,...|auto|none")]
     pub sanitize: peak_apply::Sanitize,
-    /// How many of the samples the sanitizer runs on (it is slow), each at the smallest
-    /// input size it is valid for.
-    #[arg(long, default_value_t = 4)]
+    /// How many of the samples the sanitizer runs on (at most --samples; it is slow), each
+    /// at the smallest input size it is valid for, as `peak apply` counts them.
+    #[arg(long, default_value_t = 16, value_name = "N")]
     pub sanitize_samples: usize,
+    /// Run the sanitizer at this input size where a configuration is valid there, e.g.
+    /// `n=512` (smaller than the manifest's sizes: sanitized runs are 10-1000x slower).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub sanitize_at: Vec<String>,
     /// Seconds one run may take before it is killed and judged timed-out.
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,

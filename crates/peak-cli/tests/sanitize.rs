@@ -100,6 +100,22 @@ fn peak_validate_resolves_the_sanitizer_as_apply_does_when_not_told() {
     let report = json(&env.ok(&["validate", &naive, "--against", &naive, "--samples", "2", "--set", "n=64", "--json"]));
     assert_eq!(report["outcome"], "passed", "{report}");
     assert_eq!(report["sanitizer"]["summary"], "none for opencl", "{report}");
+    assert_eq!(report["sanitizer"]["requested_samples"], 16, "apply's default count: {report}");
     let text = env.ok(&["validate", &naive, "--against", &naive, "--samples", "2", "--set", "n=64"]);
     assert!(text.contains("sanitizer: none for opencl"), "{text}");
+}
+
+#[test]
+fn peak_validate_places_the_sanitizer_as_apply_does() {
+    let env = Env::new();
+    let naive = example("matmul-opencl-naive");
+    // `--sanitize-at` is apply's flag, checked against the kernel's inputs before anything
+    // runs, whether or not the sanitizer runs on this backend.
+    let out = env.peak(&["validate", &naive, "--against", &naive, "--sanitize-at", "m=4"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--sanitize-at m=4: `m` is not an input of this kernel (its inputs: n)"), "{stderr}");
+    let out = env.peak(&["validate", &naive, "--against", &naive, "--sanitize", "none", "--sanitize-at", "n"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sanitize-at n: expected NAME=INTEGER"));
 }

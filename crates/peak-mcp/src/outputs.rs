@@ -229,6 +229,12 @@ fn validation() -> Value {
             ("outcome", string("passed, failed, or all-pruned.")),
             ("counts", record("Samples per verdict.")),
             ("samples", list("Each sample's execution parameters and verdict.", record("A sample."))),
+            (
+                "sanitizer",
+                record(
+                    "What compute-sanitizer did once every output was right: summary (the tools and samples, or why nothing ran, e.g. `none for opencl`), requested_samples, tools, outcome, samples with their verdicts. Absent when the outputs did not pass.",
+                ),
+            ),
         ],
         &["context", "device", "outcome", "counts", "samples"],
     )

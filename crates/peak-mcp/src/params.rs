@@ -101,6 +101,8 @@ pub struct InitWorkflowParams {
     pub budget: Option<usize>,
     #[serde(flatten)]
     pub sampling: SampleParams,
+    #[serde(flatten)]
+    pub sanitizer: SanitizerSettings,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -133,6 +135,39 @@ pub struct SearchLimits {
     pub time_limit_s: Option<f64>,
 }
 
+/// compute-sanitizer settings, as `peak apply`'s flags (`--sanitize`, `--sanitize-samples`,
+/// `--no-sanitize-winner`, `--sanitize-at`) give them (shared by the transformation tools,
+/// `init_workflow`, `retune` and `validate`; each field says which of them use it).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SanitizerSettings {
+    /// compute-sanitizer tools run on the validation samples whose outputs are right and on
+    /// the tuned winner: `auto` (memcheck,racecheck on CUDA and HIP, nothing elsewhere;
+    /// skipped, saying so, where compute-sanitizer is not installed), `none`, or a
+    /// comma-separated list of memcheck, racecheck, initcheck, synccheck (an error where it
+    /// cannot run). Default `auto`. Example: "memcheck,racecheck".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub sanitize: Option<String>,
+    /// How many of the validation samples whose outputs are right the sanitizer runs on
+    /// (at most `samples`; sanitized runs are slow), each at the smallest input size it is
+    /// valid for. Default 16. Not for `retune` or `init_workflow`, which validate no samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    pub sanitize_samples: Option<usize>,
+    /// Sanitize the tuned winner before recording it, falling back along the top-K when it
+    /// has a finding; false records it unchecked. Default true. Not for `validate`, which
+    /// tunes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub sanitize_winner: Option<bool>,
+    /// Input sizes to run the sanitizer at where a configuration is valid there, as
+    /// `NAME=INTEGER` over the kernel's inputs, smaller than the manifest's sizes
+    /// (sanitized runs are 10 to 1000 times slower). Default: the smallest listed sizes.
+    /// Example: ["n=512"].
+    #[serde(default)]
+    pub sanitize_at: Vec<String>,
+}
+
 /// How a transformation is carried out (shared by `start_transformation` and `apply_transformation`).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ApplySettings {
@@ -150,6 +185,8 @@ pub struct ApplySettings {
     pub limits: SearchLimits,
     #[serde(flatten)]
     pub library: LibraryParams,
+    #[serde(flatten)]
+    pub sanitizer: SanitizerSettings,
     /// Where no GPU is: compile-check the result on the sampled execution parameters
     /// instead of validating and tuning it, and record the checkpoint as `deferred`;
     /// `peak replay` validates and tunes it where the GPU is. Default false.
@@ -195,6 +232,8 @@ pub struct RetuneParams {
     pub limits: SearchLimits,
     #[serde(flatten)]
     pub sampling: SampleParams,
+    #[serde(flatten)]
+    pub sanitizer: SanitizerSettings,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -221,6 +260,8 @@ pub struct ValidateParams {
     pub samples: Option<usize>,
     #[serde(flatten)]
     pub sampling: SampleParams,
+    #[serde(flatten)]
+    pub sanitizer: SanitizerSettings,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

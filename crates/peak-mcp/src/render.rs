@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Result;
-use peak_apply::{ApplyOutcome, ApplyReporter};
+use peak_apply::{ApplyOutcome, ApplyReporter, SanitizerRecord};
 use peak_eval::compare::CompareReport;
 use peak_eval::profile::ProfileReport;
 use peak_eval::validate::Outcome as Validation;
@@ -229,9 +229,13 @@ pub fn outcome_answer(workflow: &str, outcome: &ApplyOutcome, failures: &[(Attem
 // Measuring.
 // ---------------------------------------------------------------------------------------
 
-pub fn validation_text(label: &str, report: &ValidationReport) -> String {
+/// The verdicts, and what compute-sanitizer did after them (`None`: the outputs did not
+/// pass, so it was not asked), as `peak validate` prints them.
+pub fn validation_text(label: &str, report: &ValidationReport, sanitizer: Option<&SanitizerRecord>) -> String {
     let mut out = String::new();
+    let sanitizer_failed = sanitizer.is_some_and(|r| r.failure().is_some());
     let word = match report.outcome {
+        Validation::Passed if sanitizer_failed => "FAIL",
         Validation::Passed => "PASS",
         Validation::Failed => "FAIL",
         Validation::Inconclusive => "INCONCLUSIVE (every sample was pruned as invalid, nothing was checked)",
@@ -241,6 +245,7 @@ pub fn validation_text(label: &str, report: &ValidationReport) -> String {
     for s in &report.samples {
         let _ = writeln!(out, "  {:<16} {}  {}", s.verdict.category(), s.params, s.verdict.summary());
     }
+    let _ = writeln!(out, "sanitizer: {}", sanitizer.map_or("not run: the outputs did not pass", |r| r.summary.as_str()));
     out
 }
 

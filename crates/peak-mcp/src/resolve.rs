@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use peak_apply::ApplyOptions;
+use peak_apply::{ApplyOptions, Sanitize};
 use peak_record::{PerformanceRecord, Record};
 use peak_spec::{Context, ExecParams, Space};
 use peak_transform::Library;
 use peak_workflow::Workflow;
 use serde_json::Value;
 
-use crate::params::{ApplySettings, TargetParams};
+use crate::params::{ApplySettings, SanitizerSettings, TargetParams};
 use crate::server::Settings;
 
 /// The built-in library with the server's and the call's extra folders layered over it.
@@ -26,23 +26,86 @@ pub(crate) fn library(settings: &Settings, extra: &[String]) -> Result<Library> 
 }
 
 /// A transformation tool's settings as `peak_apply` options, the server's folders included.
-pub(crate) fn apply_options(settings: &Settings, transformation: String, executor: String, s: ApplySettings) -> ApplyOptions {
+pub(crate) fn apply_options(settings: &Settings, tool: &str, transformation: String, executor: String, s: ApplySettings) -> Result<ApplyOptions> {
+    let ApplySettings { retries, samples, sampling, limits, library, sanitizer: sanitizer_settings, defer, arch } = s;
     let defaults = ApplyOptions::default();
-    ApplyOptions {
+    let Sanitizer { sanitize, samples: sanitize_samples, winner: sanitize_winner, at: sanitize_at } =
+        sanitizer(tool, Sanitizes::SamplesAndWinner, sanitizer_settings)?;
+    Ok(ApplyOptions {
         transformation,
         executor,
-        retries: s.retries.unwrap_or(defaults.retries),
-        samples: s.samples.unwrap_or(defaults.samples),
-        seed: s.sampling.seed.unwrap_or(defaults.seed),
-        budget: s.limits.budget,
-        time_limit: s.limits.time_limit_s.map(Duration::from_secs_f64),
-        set: s.sampling.set,
-        library_dirs: settings.library_dirs.iter().cloned().chain(s.library.library_dirs.into_iter().map(PathBuf::from)).collect(),
+        retries: retries.unwrap_or(defaults.retries),
+        samples: samples.unwrap_or(defaults.samples),
+        sanitize,
+        sanitize_samples,
+        sanitize_winner,
+        sanitize_at,
+        seed: sampling.seed.unwrap_or(defaults.seed),
+        budget: limits.budget,
+        time_limit: limits.time_limit_s.map(Duration::from_secs_f64),
+        set: sampling.set,
+        library_dirs: settings.library_dirs.iter().cloned().chain(library.library_dirs.into_iter().map(PathBuf::from)).collect(),
         cache_dir: settings.cache_dir.clone(),
-        defer: s.defer.then_some(peak_apply::Defer { arch: s.arch }),
-        // The sanitizer settings keep their defaults (auto, 16 samples, winner checked).
-        ..defaults
+        defer: defer.then_some(peak_apply::Defer { arch }),
+    })
+}
+
+/// What a tool sanitizes, so a setting it has no use for is refused rather than dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sanitizes {
+    /// Validation samples and the tuned winner: the transformation tools.
+    SamplesAndWinner,
+    /// The tuned winner only: `init_workflow` and `retune`.
+    Winner,
+    /// Validation samples only: `validate`.
+    Samples,
+}
+
+/// The sanitizer settings with `peak apply`'s defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Sanitizer {
+    pub(crate) sanitize: Sanitize,
+    pub(crate) samples: usize,
+    pub(crate) winner: bool,
+    pub(crate) at: Vec<String>,
+}
+
+/// A tool's sanitizer parameters, parsed as the CLI parses `--sanitize`,
+/// `--sanitize-samples`, `--no-sanitize-winner` and `--sanitize-at`; a bad value, or one
+/// `tool` has no use for, is an error naming the parameter. Whether each `sanitize_at`
+/// name is one of the kernel's inputs is checked once the kernel is known
+/// (`Plan::for_context`).
+pub(crate) fn sanitizer(tool: &str, uses: Sanitizes, s: SanitizerSettings) -> Result<Sanitizer> {
+    let SanitizerSettings { sanitize, sanitize_samples, sanitize_winner, sanitize_at } = s;
+    let defaults = ApplyOptions::default();
+    if sanitize_samples.is_some() && uses == Sanitizes::Winner {
+        bail!(
+            "sanitize_samples: {tool} validates no samples, it sanitizes only the tuned winner\nhint: leave sanitize_samples out; sanitize, sanitize_winner and sanitize_at apply"
+        );
     }
+    if sanitize_winner.is_some() && uses == Sanitizes::Samples {
+        bail!(
+            "sanitize_winner: {tool} tunes nothing, so there is no winner to sanitize\nhint: leave sanitize_winner out; sanitize, sanitize_samples and sanitize_at apply"
+        );
+    }
+    let sanitize = match sanitize {
+        Some(text) => {
+            text.parse::<Sanitize>().map_err(|e| anyhow!("sanitize: {e}\nhint: `auto` (the default), `none`, or a list such as \"memcheck,racecheck\""))?
+        }
+        None => defaults.sanitize,
+    };
+    for setting in &sanitize_at {
+        let well_formed = setting.split_once('=').is_some_and(|(name, value)| !name.trim().is_empty() && value.trim().parse::<i64>().is_ok());
+        if !well_formed {
+            bail!("sanitize_at: {setting:?}: expected NAME=INTEGER over the kernel's inputs, e.g. \"n=512\"");
+        }
+    }
+    Ok(Sanitizer {
+        sanitize,
+        samples: sanitize_samples.unwrap_or(defaults.sanitize_samples),
+        winner: sanitize_winner.unwrap_or(defaults.sanitize_winner),
+        at: sanitize_at,
+    })
 }
 
 /// The context's space narrowed by the call's `set`; an empty result is an error.
@@ -124,5 +187,51 @@ impl Target {
     pub(crate) fn best_params(&self, space: &Space) -> Option<ExecParams> {
         let params = PerformanceRecord::from_json(&self.performance).ok()?.best?.params;
         space.iter().any(|p| p == params).then_some(params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use peak_eval::sanitizer::SanitizerTool;
+
+    fn settings(sanitize: Option<&str>, samples: Option<usize>, winner: Option<bool>, at: &[&str]) -> SanitizerSettings {
+        SanitizerSettings {
+            sanitize: sanitize.map(str::to_string),
+            sanitize_samples: samples,
+            sanitize_winner: winner,
+            sanitize_at: at.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn sanitizer_settings_default_and_parse_as_the_cli_does() {
+        let defaults = ApplyOptions::default();
+        let left_out = sanitizer("apply_transformation", Sanitizes::SamplesAndWinner, settings(None, None, None, &[])).unwrap();
+        assert_eq!(
+            left_out,
+            Sanitizer { sanitize: defaults.sanitize, samples: defaults.sanitize_samples, winner: defaults.sanitize_winner, at: defaults.sanitize_at }
+        );
+        let given =
+            sanitizer("start_transformation", Sanitizes::SamplesAndWinner, settings(Some(" racecheck,memcheck"), Some(2), Some(false), &["n=512"])).unwrap();
+        let both = Sanitize::Tools(vec![SanitizerTool::Racecheck, SanitizerTool::Memcheck]);
+        assert_eq!(given, Sanitizer { sanitize: both, samples: 2, winner: false, at: vec!["n=512".into()] });
+        let off = sanitizer("validate", Sanitizes::Samples, settings(Some("none"), None, None, &[])).unwrap();
+        assert_eq!(off.sanitize, Sanitize::Tools(vec![]));
+    }
+
+    #[test]
+    fn a_bad_sanitizer_setting_is_named() {
+        let err = |uses, s| sanitizer("retune", uses, s).unwrap_err().to_string();
+        let bad = err(Sanitizes::Winner, settings(Some("asan"), None, None, &[]));
+        assert!(bad.starts_with("sanitize: unknown sanitizer tool 'asan'") && bad.contains("`none`"), "{bad}");
+        for at in ["n", "n=big", "=4"] {
+            let bad = err(Sanitizes::Winner, settings(None, None, None, &[at]));
+            assert!(bad.starts_with(&format!("sanitize_at: {at:?}: expected NAME=INTEGER")), "{bad}");
+        }
+        let unused = err(Sanitizes::Winner, settings(None, Some(4), None, &[]));
+        assert!(unused.starts_with("sanitize_samples: retune validates no samples"), "{unused}");
+        let unused = sanitizer("validate", Sanitizes::Samples, settings(None, None, Some(true), &[])).unwrap_err().to_string();
+        assert!(unused.starts_with("sanitize_winner: validate tunes nothing"), "{unused}");
     }
 }

@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use peak_apply::{ApplyOptions, InitOptions};
+use peak_apply::{ApplyOptions, InitOptions, Plan, SanitizerRecord};
 use peak_backend::worker::PoolOptions;
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::validate::{Outcome as Validation, samples};
 use peak_eval::{
-    OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, Validator, Workers, default_cache_dir, tune_context, tuning_run_options,
+    OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, ValidationReport, Validator, Workers, default_cache_dir, tune_context,
+    tuning_run_options,
 };
 use peak_spec::{Context, Region};
 use peak_transform::Library;
@@ -30,7 +31,7 @@ use serde_json::{Value, json};
 use crate::params::*;
 use crate::progress::Progress;
 use crate::render;
-use crate::resolve::{Reference, Target, apply_options, bounded_count, library, restricted};
+use crate::resolve::{Reference, Sanitizer, Sanitizes, Target, apply_options, bounded_count, library, restricted, sanitizer};
 
 /// Makes the worker processes one tool call runs kernels in. Called on the thread doing
 /// the work (a `Workers` holds child processes and stays on that thread).
@@ -162,6 +163,15 @@ fn error_result(err: &anyhow::Error) -> CallToolResult {
 }
 
 type ToolResult = Result<CallToolResult, ErrorData>;
+
+/// The `validate` tool's data: the verdicts, and what compute-sanitizer did after them
+/// (left out when the outputs did not pass, so it was not asked), as `peak validate --json`.
+#[derive(Serialize)]
+struct Validated<'a> {
+    #[serde(flatten)]
+    report: &'a ValidationReport,
+    sanitizer: Option<&'a SanitizerRecord>,
+}
 
 impl PeakServer {
     pub fn new(settings: Settings) -> PeakServer {
@@ -325,14 +335,17 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn init_workflow(&self, Parameters(p): Parameters<InitWorkflowParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
+            let Sanitizer { sanitize, samples: _, winner, at } = sanitizer("init_workflow", Sanitizes::Winner, p.sanitizer)?;
             let options = InitOptions {
                 seed: p.sampling.seed.unwrap_or(1),
                 measure: p.measure.unwrap_or(true),
+                sanitize,
+                sanitize_winner: winner,
+                sanitize_at: at,
                 budget: p.budget,
                 time_limit: None,
                 set: p.sampling.set,
                 cache_dir: settings.cache_dir.clone(),
-                ..InitOptions::default()
             };
             let mut workers = (settings.workers)();
             let wf = peak_apply::init_workflow(Path::new(&p.workflow), Path::new(&p.context), &options, &mut workers, progress)?;
@@ -354,7 +367,7 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn start_transformation(&self, Parameters(p): Parameters<StartTransformationParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
-            let options = apply_options(settings, p.transformation, "agent".into(), p.settings);
+            let options = apply_options(settings, "start_transformation", p.transformation, "agent".into(), p.settings)?;
             let events = render::Events::new(progress);
             let mut workers = (settings.workers)();
             let outcome = peak_apply::apply(Path::new(&p.workflow), &options, &mut workers, &events)?;
@@ -418,7 +431,7 @@ impl PeakServer {
             if p.executor.trim() == "agent" {
                 bail!("apply_transformation needs an LLM executor (provider:model)\nhint: to write the regions yourself, call start_transformation and then submit_region");
             }
-            let options = apply_options(settings, p.transformation, p.executor, p.settings);
+            let options = apply_options(settings, "apply_transformation", p.transformation, p.executor, p.settings)?;
             let events = render::Events::new(progress);
             let mut workers = (settings.workers)();
             let outcome = peak_apply::apply(Path::new(&p.workflow), &options, &mut workers, &events)?;
@@ -434,8 +447,12 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn retune(&self, Parameters(p): Parameters<RetuneParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
+            let Sanitizer { sanitize, samples: _, winner, at } = sanitizer("retune", Sanitizes::Winner, p.sanitizer)?;
             let defaults = ApplyOptions::default();
             let options = ApplyOptions {
+                sanitize,
+                sanitize_winner: winner,
+                sanitize_at: at,
                 seed: p.sampling.seed.unwrap_or(defaults.seed),
                 budget: Some(p.limits.budget.unwrap_or(512)),
                 time_limit: p.limits.time_limit_s.map(Duration::from_secs_f64),
@@ -453,9 +470,11 @@ impl PeakServer {
 
     /// Check that a context or checkpoint computes the same outputs as a reference (by
     /// default the workflow's root) on sampled execution parameters, each with fresh random
-    /// inputs, in crash-isolated workers. Every sample gets a verdict (passed,
-    /// compile-failed, wrong-output, crashed, timed-out, invalid-config); any failure makes
-    /// the result an error holding the verdicts.
+    /// inputs, in crash-isolated workers; when every output is right, compute-sanitizer
+    /// checks the samples as a transformation's validation does (`sanitize`, default
+    /// `auto`: memcheck and racecheck on CUDA and HIP, nothing elsewhere). Every sample gets
+    /// a verdict (passed, compile-failed, wrong-output, crashed, timed-out, invalid-config);
+    /// any failure or sanitizer finding makes the result an error holding the verdicts.
     #[tool(annotations(read_only_hint = true))]
     async fn validate(&self, Parameters(p): Parameters<ValidateParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
@@ -468,15 +487,23 @@ impl PeakServer {
             let mut space = restricted(&target.ctx, &p.sampling.set)?;
             space.at_validation_sizes(&target.ctx.manifest, &p.sampling.set)?;
             let chosen = samples(&space, p.samples.unwrap_or(16), p.sampling.seed.unwrap_or(1));
+            // Resolved before anything runs, as `peak validate` and an apply do: tools asked
+            // for but missing, or a size that is not an input, fail at once.
+            let Sanitizer { sanitize, samples: sanitize_samples, winner: _, at } = sanitizer("validate", Sanitizes::Samples, p.sanitizer)?;
+            let plan = Plan::for_context(&sanitize, &at, &target.ctx)?;
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
             let mut validators: Vec<Box<dyn Validator>> =
                 vec![Box::new(OutputValidator::new(reference.context().clone(), ReferenceStore::new(cache_dir.join("references"))))];
             let mut workers = (settings.workers)();
             let report = peak_eval::validate(&mut workers, &target.ctx, &chosen, &mut validators, progress)?;
-            let text = render::validation_text(&target.label, &report);
+            let sanitized = plan.after_outputs(report.outcome, &mut workers, &target.ctx, &space, &chosen, sanitize_samples)?;
+            let text = render::validation_text(&target.label, &report, sanitized.as_ref());
+            let data = Validated { report: &report, sanitizer: sanitized.as_ref() };
+            let finding = sanitized.as_ref().is_some_and(|r| r.failure().is_some());
             Ok(match report.outcome {
-                Validation::Failed => Answer::failed(text, &report),
-                _ => Answer::ok(text, &report),
+                Validation::Failed => Answer::failed(text, data),
+                _ if finding => Answer::failed(text, data),
+                _ => Answer::ok(text, data),
             })
         })
         .await

@@ -192,6 +192,16 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
     for property in ["context", "workflow", "checkpoint", "against", "samples", "seed", "set"] {
         assert!(validate["properties"].get(property).is_some(), "validate lacks {property}: {validate}");
     }
+    // The sanitizer settings, as `peak apply`'s flags name them, on every tool that
+    // validates, tunes a winner or both.
+    for tool in ["start_transformation", "apply_transformation", "init_workflow", "retune", "validate"] {
+        let properties = &schema(tool)["properties"];
+        for (property, kind) in [("sanitize", "string"), ("sanitize_samples", "integer"), ("sanitize_winner", "boolean"), ("sanitize_at", "array")] {
+            assert_eq!(properties[property]["type"], kind, "{tool}.{property}: {properties}");
+        }
+        let described = properties["sanitize"]["description"].as_str().unwrap_or_default();
+        assert!(described.contains("`auto`") && described.contains("`none`") && described.contains("memcheck"), "{tool}.sanitize: {described}");
+    }
     let read_only = |name: &str| tools.iter().find(|t| t.name == name).unwrap().annotations.as_ref().and_then(|a| a.read_only_hint);
     assert_eq!(read_only("log"), Some(true));
     assert_eq!(read_only("submit_region"), None);
@@ -223,6 +233,26 @@ fn bad_input_is_a_tool_error_and_unknown_tools_are_protocol_errors() -> Result<(
     assert!(error && text.contains("invalid type: string \"many\""), "{text}");
     let (error, text) = session.call("submit_region", json!({ "workflow": "x" }));
     assert!(error && text.contains("missing field `text`"), "{text}");
+    // Sanitizer settings are parsed as the CLI's flags are, and a bad one is named.
+    let naive = common::example("matmul-opencl-naive");
+    let (error, text) = session.call("validate", json!({ "context": s(&naive), "against": s(&naive), "sanitize": "asan" }));
+    assert!(error && text.contains("sanitize: unknown sanitizer tool 'asan'") && text.contains("`none`"), "{text}");
+    let (error, text) = session.call("start_transformation", json!({ "workflow": s(nowhere.path()), "transformation": "Refactor", "sanitize": "" }));
+    assert!(error && text.contains("sanitize: name sanitizer tools"), "{text}");
+    let (error, text) =
+        session.call("apply_transformation", json!({ "workflow": "x", "transformation": "Refactor", "executor": "ollama:m", "sanitize_at": ["n"] }));
+    assert!(error && text.contains("sanitize_at: \"n\": expected NAME=INTEGER"), "{text}");
+    let (error, text) = session.call("validate", json!({ "context": s(&naive), "against": s(&naive), "sanitize_at": ["m=4"] }));
+    assert!(error && text.contains("`m` is not an input of this kernel"), "checked against the kernel's inputs: {text}");
+    let (error, text) = session.call("validate", json!({ "context": s(&naive), "against": s(&naive), "sanitize": "racecheck" }));
+    assert!(error && text.contains("CUDA and HIP kernels only; this kernel is opencl"), "{text}");
+    // A setting the tool has no use for is refused, not dropped.
+    let (error, text) = session.call("validate", json!({ "context": s(&naive), "against": s(&naive), "sanitize_winner": false }));
+    assert!(error && text.contains("sanitize_winner: validate tunes nothing"), "{text}");
+    let (error, text) = session.call("retune", json!({ "workflow": s(nowhere.path()), "sanitize_samples": 2 }));
+    assert!(error && text.contains("sanitize_samples: retune validates no samples"), "{text}");
+    let (error, text) = session.call("validate", json!({ "context": s(&naive), "against": s(&naive), "sanitize_samples": "all" }));
+    assert!(error && text.contains("invalid type: string \"all\""), "{text}");
     let unknown = session.call_raw("make_it_fast", json!({}));
     assert!(unknown.is_err(), "an unknown tool: {unknown:?}");
 
@@ -294,7 +324,10 @@ fn agent_carries_refactor_through_to_a_checkpoint() -> Result<(), Failed> {
     let progress = session.recorder.take();
     assert!(progress.iter().any(|m| m.starts_with("tune")), "the root's tuning reports progress: {progress:?}");
 
-    let apply = json!({ "workflow": wf, "transformation": "refactor", "samples": 3, "budget": 4, "set": ["n=256"], "retries": 2 });
+    let apply = json!({
+        "workflow": wf, "transformation": "refactor", "samples": 3, "budget": 4, "set": ["n=256"], "retries": 2,
+        "sanitize": "none", "sanitize_samples": 2, "sanitize_at": ["n=64"],
+    });
     let first = session.ok("start_transformation", apply.clone());
     assert!(first.contains("pass 1 of 2") && first.contains("`macros` region") && first.contains("submit_region"), "{first}");
     assert!(first.contains("#define TX get_local_id(0)") || first.contains("get_local_id(0)"), "the prompt speaks OpenCL: {first}");
@@ -343,6 +376,13 @@ fn agent_carries_refactor_through_to_a_checkpoint() -> Result<(), Failed> {
     assert!(report.contains("samples that would have been enough: 1"), "{report}");
     let shown = session.ok("show_checkpoint", json!({ "workflow": wf }));
     assert!(shown.contains("transformation  Refactor") && shown.contains("executor        agent"), "{shown}");
+    // The sanitizer settings reached the apply (and its saved state, which submit_region
+    // resumed from): turned off, not `auto`'s "none for opencl".
+    let head = session.call_raw("show_checkpoint", json!({ "workflow": wf }))?.structured_content.unwrap_or_default();
+    let sanitizer = &head["validation"]["sanitizer"];
+    assert_eq!(sanitizer["summary"], "none (turned off)", "{sanitizer}");
+    assert_eq!(sanitizer["requested_samples"], 2, "{sanitizer}");
+    assert_eq!(head["performance"]["sanitizer_winner"]["summary"], "none (turned off)", "{head}");
 
     // Lines of work: tag, branch from the root, check it out, and compare.
     session.ok("tag", json!({ "workflow": wf, "name": "refactored" }));
@@ -361,7 +401,12 @@ fn a_deferred_transformation_is_compile_checked_only() -> Result<(), Failed> {
     let tmp = tempfile::tempdir()?;
     let wf = tmp.path().join("wf");
     let wf = s(&wf);
-    session.ok("init_workflow", json!({ "workflow": wf, "context": s(&common::example("matmul-opencl-naive")), "set": ["n=256"], "budget": 4 }));
+    session.ok(
+        "init_workflow",
+        json!({ "workflow": wf, "context": s(&common::example("matmul-opencl-naive")), "set": ["n=256"], "budget": 4, "sanitize": "none" }),
+    );
+    let root = session.call_raw("show_checkpoint", json!({ "workflow": wf, "checkpoint": "root" }))?.structured_content.unwrap_or_default();
+    assert_eq!(root["performance"]["sanitizer_winner"]["summary"], "none (turned off)", "init_workflow takes the sanitizer settings: {root}");
     session.recorder.take();
     session.ok("start_transformation", json!({ "workflow": wf, "transformation": "refactor", "samples": 3, "set": ["n=256"], "defer": true }));
     session.ok("submit_region", json!({ "workflow": wf, "text": MACROS }));
@@ -378,13 +423,23 @@ fn validate_and_tune_report_verdicts_and_progress() -> Result<(), Failed> {
     let session = Session::start();
     let naive = common::example("matmul-opencl-naive");
     let passed = session.ok("validate", json!({ "context": s(&common::example("matmul-opencl-tiled")), "against": s(&naive), "samples": 2, "set": ["n=256"] }));
-    assert!(passed.starts_with("PASS"), "{passed}");
+    assert!(passed.starts_with("PASS") && passed.contains("sanitizer: none for opencl"), "auto runs nothing on OpenCL, and says so: {passed}");
     let progress = session.recorder.take_all();
     let counted: Vec<(f64, Option<f64>)> = progress.iter().map(|p| (p.progress, p.total)).collect();
     assert_eq!(counted, [(1.0, Some(2.0)), (2.0, Some(2.0))], "one progress notification per sample, with the total: {progress:?}");
 
     let (error, failed) = session.call("validate", json!({ "context": s(&common::fixture("wrong")), "against": s(&naive), "samples": 2, "set": ["n=256"] }));
     assert!(error && failed.starts_with("FAIL") && failed.contains("wrong-output"), "a wrong output is a tool error:\n{failed}");
+    assert!(failed.contains("sanitizer: not run: the outputs did not pass"), "{failed}");
+    session.recorder.take();
+
+    // `sanitize: none` as `peak validate --sanitize none`: recorded as turned off.
+    let off = json!({ "context": s(&naive), "against": s(&naive), "samples": 2, "set": ["n=256"], "sanitize": "none", "sanitize_samples": 1 });
+    let result = session.call_raw("validate", off)?;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let sanitizer = &result.structured_content.unwrap_or_default()["sanitizer"];
+    assert_eq!(sanitizer["summary"], "none (turned off)", "{sanitizer}");
+    assert_eq!(sanitizer["requested_samples"], 1, "{sanitizer}");
     session.recorder.take();
 
     let tuned = session.ok("tune", json!({ "context": s(&naive), "budget": 3, "set": ["n=256"], "top": 2 }));

@@ -2,11 +2,12 @@
 //!
 //! N execution parameters sampled from the candidate's space (seeded), each on fresh
 //! random inputs, run in a crash-isolated worker and compared with the reference's outputs
-//! on the same inputs. When every output is right, compute-sanitizer checks the samples as
-//! `peak apply` does, with the same default (`--sanitize auto`: memcheck and racecheck on
-//! CUDA and HIP where compute-sanitizer is installed; what ran, or why nothing did, is
-//! reported). Every sample gets a verdict; the command fails (exit 1) unless every sample
-//! that could run passed and the sanitizer found nothing.
+//! on the same inputs. When every output is right, compute-sanitizer checks the samples
+//! through `peak apply`'s plan (`peak_apply::Plan`: the same flags, defaults and sample
+//! placement; `--sanitize auto` runs memcheck and racecheck on CUDA and HIP where
+//! compute-sanitizer is installed; what ran, or why nothing did, is reported). Every sample
+//! gets a verdict; the command fails (exit 1) unless every sample that could run passed and
+//! the sanitizer found nothing.
 
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ pub fn run(args: ValidateArgs) -> Result<()> {
         return Err(usage(anyhow!("{}: no execution parameter satisfies the constraints (after --set)", candidate.manifest_path().display())));
     }
     // Resolved before anything runs: tools asked for but missing fail at once.
-    let plan = Plan::resolve(&args.sanitize, candidate.backend()).map_err(usage)?;
+    let plan = Plan::for_context(&args.sanitize, &args.sanitize_at, &candidate).map_err(usage)?;
 
     let timeout = Duration::from_secs_f64(args.timeout);
     let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() });
@@ -67,11 +68,7 @@ pub fn run(args: ValidateArgs) -> Result<()> {
     } else {
         validate(&mut workers, &candidate, &chosen, &mut validators, &Lines)?
     };
-    // Right outputs first, as an apply checks: sanitizing a wrong kernel tells nothing new.
-    let sanitizer = match report.outcome {
-        Outcome::Passed => Some(plan.validate(&mut workers, &candidate, &space, &chosen, args.sanitize_samples)?),
-        _ => None,
-    };
+    let sanitizer = plan.after_outputs(report.outcome, &mut workers, &candidate, &space, &chosen, args.sanitize_samples)?;
     let sanitizer_failed = sanitizer.as_ref().is_some_and(|r| r.failure().is_some());
     if args.json {
         print_json(&Report { reference: reference.dir.display().to_string(), seed: args.candidate.seed, report: &report, sanitizer: sanitizer.as_ref() })?;
