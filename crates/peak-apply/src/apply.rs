@@ -20,7 +20,7 @@ use crate::feasible;
 use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
 use crate::manifest::{extend, prompt_params};
 use crate::outcome;
-use crate::sanitize::{self, Plan, parse_inputs};
+use crate::sanitize::{self, Plan};
 use crate::state::{self, ApplyState, agent_dir, apply_dir, fresh_context};
 use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
@@ -288,7 +288,7 @@ fn run(
     // apply's missing compiler, fails at once. A deferred apply runs nothing to sanitize.
     let plan = match &options.defer {
         Some(defer) => defer::prepare(workers, parent.backend().name(), defer).map(|()| Plan::Off { reason: "deferred".into() }),
-        None => Plan::resolve(&options.sanitize, parent.backend()).and_then(|plan| Ok(plan.at(parse_inputs(&options.sanitize_at, &parent)?))),
+        None => Plan::for_context(&options.sanitize, &options.sanitize_at, &parent),
     };
     let plan = match plan {
         Ok(plan) => plan,
@@ -464,12 +464,7 @@ fn run(
                     picked = fresh;
                     report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
                 }
-                // Right outputs first: sanitizing a wrong kernel tells nothing new, slowly.
-                let sanitized = if report.outcome == Validation::Passed {
-                    Some(plan.validate(workers, &candidate, &space, &picked, options.sanitize_samples)?)
-                } else {
-                    None
-                };
+                let sanitized = plan.after_outputs(report.outcome, workers, &candidate, &space, &picked, options.sanitize_samples)?;
                 validation_s += started.elapsed().as_secs_f64();
                 match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
                     (_, Some(finding)) => {

@@ -12,7 +12,7 @@ use peak_spec::{Context, ExecParams, Space};
 use peak_workflow::{ROOT_TAG, RootInput, Workflow};
 use serde_json::{Map, Value, json};
 
-use crate::sanitize::{Plan, Sanitize, parse_inputs};
+use crate::sanitize::{Plan, Sanitize};
 use crate::winner::check_winner;
 
 #[derive(Debug, Clone)]
@@ -89,8 +89,7 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
     let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs, "set": sizes });
     let performance = if options.measure {
         // Resolved before tuning, so a sanitizer asked for but missing fails at once.
-        let plan =
-            if options.sanitize_winner { Some(Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?)) } else { None };
+        let plan = if options.sanitize_winner { Some(Plan::for_context(&options.sanitize, &options.sanitize_at, &ctx)?) } else { None };
         let settings = Measure {
             budget: options.budget,
             time_limit: options.time_limit,

@@ -20,7 +20,7 @@ use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
 use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
-use crate::sanitize::{Plan, parse_inputs};
+use crate::sanitize::Plan;
 use crate::state::{self, fresh_context, retune_dir};
 use crate::winner::check_winner;
 use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
@@ -58,7 +58,7 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
     let context_dir = work.join("context");
     let ctx = fresh_context(wf, &head.id.to_string(), &context_dir)?;
     let root = fresh_context(wf, "root", &work.join("root"))?;
-    let plan = Plan::resolve(&options.sanitize, ctx.backend())?.at(parse_inputs(&options.sanitize_at, &ctx)?);
+    let plan = Plan::for_context(&options.sanitize, &options.sanitize_at, &ctx)?;
     let space = restricted(&ctx, &with_stored_set(wf, &options.set)?)?;
     // Judged on the space this retune searches: a `--set` may widen what the checkpoint's
     // tuning was pinned to (a replay's pins) or move it to other sizes.
