@@ -49,6 +49,7 @@
 
 mod command;
 mod compile;
+mod error;
 mod execute;
 mod fleet;
 pub mod launcher;
@@ -62,9 +63,10 @@ mod supervise;
 
 pub use crate::runner::StageTimes;
 pub use command::WorkerCommand;
+pub use error::WorkerError;
 pub use fleet::{Dispatch, Fleet};
 pub use outputs::output_file;
-pub use pool::{Answer, PoolOptions, WorkerError, WorkerPool};
+pub use pool::{Answer, PoolOptions, WorkerPool};
 pub use protocol::{Failure, FailureKind, Job, Message, OutputMode, OutputReport, PROTOCOL_VERSION, ReferenceArray, Request, RunReport};
 pub use resources::{COMPILE_REPORT, check_resources};
 pub use serve::{refuse, serve};

@@ -14,7 +14,8 @@ use std::thread::JoinHandle;
 use crate::backend::DeviceInfo;
 
 use super::command::WorkerCommand;
-use super::pool::{Answer, PoolOptions, WorkerError, WorkerPool};
+use super::error::WorkerError;
+use super::pool::{Answer, PoolOptions, WorkerPool};
 use super::protocol::{Failure, Job, RunReport};
 
 /// Either one pool or a fleet: what a tuning run sends its jobs to.

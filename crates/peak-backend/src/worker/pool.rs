@@ -1,5 +1,7 @@
 //! The parent side: [`WorkerPool`] queues jobs, keeps a few in flight so compiles overlap
 //! the device's work, and answers each as the worker finishes it (match answers by id).
+//! When the worker dies or falls silent, `blame` decides which job that is (the worker
+//! process itself is `supervise.rs`'s).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -7,11 +9,10 @@ use std::process::ExitStatus;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use thiserror::Error;
-
 use crate::backend::DeviceInfo;
 
 use super::command::WorkerCommand;
+use super::error::WorkerError;
 use super::protocol::{Failure, FailureKind, Job, Message, Request, RunReport};
 use super::supervise::{Event, Worker, describe_exit, is_fault};
 
@@ -40,24 +41,6 @@ impl Default for PoolOptions {
             forward_stderr: false,
         }
     }
-}
-
-#[derive(Debug, Error)]
-pub enum WorkerError {
-    #[error("cannot start the worker `{command}`: {message}")]
-    Spawn { command: String, message: String },
-    #[error("the {backend} backend is not available in the worker: {message}")]
-    Unavailable { backend: String, message: String },
-    #[error("the worker `{command}` did not start: {message}{}", tail_note(.stderr))]
-    Startup { command: String, message: String, stderr: String },
-    #[error("the worker broke the protocol: {message}")]
-    Protocol { message: String },
-    #[error("writing to the worker failed: {0}")]
-    Io(String),
-}
-
-fn tail_note(stderr: &str) -> String {
-    if stderr.trim().is_empty() { String::new() } else { format!("\nits stderr ended with:\n{}", stderr.trim_end()) }
 }
 
 /// One answered job.
@@ -109,7 +92,7 @@ pub(super) struct Running {
 impl WorkerPool {
     /// Start a worker and wait until it is ready. `backend` names the backend in messages.
     pub fn start(backend: &str, command: WorkerCommand, options: PoolOptions) -> Result<WorkerPool, WorkerError> {
-        let (worker, device) = Worker::spawn(backend, &command, &options)?;
+        let (worker, device) = Worker::spawn(backend, &command, options.startup_timeout, options.forward_stderr)?;
         Ok(WorkerPool {
             command,
             options,
@@ -289,12 +272,104 @@ impl WorkerPool {
 }
 
 impl WorkerPool {
+    /// The worker is gone: answer for the job it was running, or, when that is unknown,
+    /// resend everything one job at a time until the culprit is found.
+    ///
+    /// A death that need not be the job's doing (`second_chance`: no fault signal, see
+    /// [`is_fault`]) may be a launcher killed on a cluster, a lost node, the OOM killer.
+    /// The job then runs once more, alone on a fresh worker, and only a second death is
+    /// blamed on it.
+    pub(super) fn blame(&mut self, kind: FailureKind, message: &str, second_chance: bool) -> Option<Answer> {
+        // The running job is the culprit only if no other job that has been on the device
+        // is still unanswered: such a job may have faulted asynchronously (PoCL runs
+        // kernels on its own threads) after the next one started. The worker runs jobs in
+        // the order their compiles end, so a job sent earlier may not have run yet; jobs
+        // that never started (compiling, or compiled and waiting) count as the jobs after
+        // the running one always did. When in doubt, resend one at a time.
+        let oldest = self.in_flight.front().map(|r| r.id);
+        let running = self.started.take();
+        let ran = std::mem::take(&mut self.ran);
+        let culprit = match running {
+            Some(r) if ran.iter().all(|&id| id == r.id) => Some(r.id),
+            Some(_) => None,
+            None if self.in_flight.len() == 1 => oldest,
+            None => None,
+        };
+        // A job that ran on inputs the worker kept from earlier jobs may have met damage
+        // one of them did (a fault on a damaged index, a hang on a damaged loop bound; see
+        // `Message::Started`): it too runs again, alone, before it is blamed.
+        let second_chance = second_chance || running.is_some_and(|r| r.kept_inputs);
+        let tail = self.last_stderr.take().unwrap_or_default();
+        let tail = if tail.trim().is_empty() { String::new() } else { format!("\nworker stderr:\n{}", last_lines(&tail, 20)) };
+        // A culprit on its second chance is no culprit yet: it runs again, alone, first.
+        let retry = culprit.filter(|id| second_chance && !self.retried.contains(id));
+        // Everything sent to the dead worker goes back to the front of the queue, in order.
+        while let Some(request) = self.in_flight.pop_back() {
+            if Some(request.id) == culprit && retry.is_none() {
+                continue;
+            }
+            self.queue.push_front(request);
+        }
+        match culprit {
+            Some(id) if retry.is_some() => {
+                self.retried.push(id);
+                self.serial_until = Some(id);
+                None
+            }
+            Some(id) => {
+                if self.serial_until.is_some_and(|last| id >= last) {
+                    self.serial_until = None;
+                }
+                Some(Answer { id, result: Err(Failure::new(kind, format!("{message}{tail}"))) })
+            }
+            None => {
+                self.serial_until = self.queue.iter().map(|r| r.id).max();
+                None
+            }
+        }
+    }
+
+    pub(super) fn respawn(&mut self) -> Result<(), WorkerError> {
+        let (worker, device) = Worker::spawn(&self.backend, &self.command, self.options.startup_timeout, self.options.forward_stderr)?;
+        // Free-memory figures may differ between starts; the identity must not.
+        let identity = |d: &DeviceInfo| (d.backend.clone(), d.name.clone(), d.driver.clone(), d.arch.clone());
+        if identity(&device) != identity(&self.device) {
+            return Err(WorkerError::Protocol {
+                message: format!("the restarted worker reports another device: {} instead of {}", device.name, self.device.name),
+            });
+        }
+        self.worker = Some(worker);
+        self.restarts += 1;
+        self.started = None;
+        self.ran.clear();
+        self.last_progress = Instant::now();
+        Ok(())
+    }
+
+    /// Kill the current worker (and its process group) and reap it.
+    pub(super) fn discard_worker(&mut self) -> Option<ExitStatus> {
+        let mut worker = self.worker.take()?;
+        let status = worker.kill();
+        self.last_stderr = Some(worker.stderr_tail());
+        status
+    }
+
+    pub(super) fn protocol(&mut self, message: String) -> WorkerError {
+        self.discard_worker();
+        WorkerError::Protocol { message }
+    }
+
     /// Close the worker's input and give it `grace` to exit on its own before it is
     /// killed. Tools that wrap the worker (compute-sanitizer, Nsight Compute) write their
     /// report as it exits, so they need the time.
     pub fn close(mut self, grace: Duration) -> Option<ExitStatus> {
         self.worker.take().and_then(|mut worker| worker.shutdown(grace))
     }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 impl Drop for WorkerPool {

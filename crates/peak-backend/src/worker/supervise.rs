@@ -1,5 +1,6 @@
-//! Crashes and time-outs: the worker process's life (spawned in its own process group,
-//! killed with it, reaped), and which job a death or a silence is blamed on.
+//! The worker process's life: spawned in its own process group, killed with it, reaped,
+//! and how its end reads ([`describe_exit`], `is_fault`). Which job a death or a silence
+//! is blamed on is the pool's (`WorkerPool::blame`, in `pool.rs`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ExitStatus, Stdio};
@@ -9,8 +10,8 @@ use std::time::{Duration, Instant};
 use crate::backend::DeviceInfo;
 
 use super::command::WorkerCommand;
-use super::pool::{Answer, PoolOptions, WorkerError, WorkerPool};
-use super::protocol::{FAULT_EXIT, Failure, FailureKind, Message, PROTOCOL_VERSION};
+use super::error::WorkerError;
+use super::protocol::{FAULT_EXIT, Message, PROTOCOL_VERSION};
 
 pub(super) enum Event {
     Message(Box<Message>),
@@ -45,97 +46,8 @@ impl Tail {
     }
 }
 
-impl WorkerPool {
-    /// The worker is gone: answer for the job it was running, or, when that is unknown,
-    /// resend everything one job at a time until the culprit is found.
-    ///
-    /// A death that need not be the job's doing (`second_chance`: no fault signal, see
-    /// [`is_fault`]) may be a launcher killed on a cluster, a lost node, the OOM killer.
-    /// The job then runs once more, alone on a fresh worker, and only a second death is
-    /// blamed on it.
-    pub(super) fn blame(&mut self, kind: FailureKind, message: &str, second_chance: bool) -> Option<Answer> {
-        // The running job is the culprit only if no other job that has been on the device
-        // is still unanswered: such a job may have faulted asynchronously (PoCL runs
-        // kernels on its own threads) after the next one started. The worker runs jobs in
-        // the order their compiles end, so a job sent earlier may not have run yet; jobs
-        // that never started (compiling, or compiled and waiting) count as the jobs after
-        // the running one always did. When in doubt, resend one at a time.
-        let oldest = self.in_flight.front().map(|r| r.id);
-        let running = self.started.take();
-        let ran = std::mem::take(&mut self.ran);
-        let culprit = match running {
-            Some(r) if ran.iter().all(|&id| id == r.id) => Some(r.id),
-            Some(_) => None,
-            None if self.in_flight.len() == 1 => oldest,
-            None => None,
-        };
-        // A job that ran on inputs the worker kept from earlier jobs may have met damage
-        // one of them did (a fault on a damaged index, a hang on a damaged loop bound; see
-        // `Message::Started`): it too runs again, alone, before it is blamed.
-        let second_chance = second_chance || running.is_some_and(|r| r.kept_inputs);
-        let tail = self.last_stderr.take().unwrap_or_default();
-        let tail = if tail.trim().is_empty() { String::new() } else { format!("\nworker stderr:\n{}", last_lines(&tail, 20)) };
-        // A culprit on its second chance is no culprit yet: it runs again, alone, first.
-        let retry = culprit.filter(|id| second_chance && !self.retried.contains(id));
-        // Everything sent to the dead worker goes back to the front of the queue, in order.
-        while let Some(request) = self.in_flight.pop_back() {
-            if Some(request.id) == culprit && retry.is_none() {
-                continue;
-            }
-            self.queue.push_front(request);
-        }
-        match culprit {
-            Some(id) if retry.is_some() => {
-                self.retried.push(id);
-                self.serial_until = Some(id);
-                None
-            }
-            Some(id) => {
-                if self.serial_until.is_some_and(|last| id >= last) {
-                    self.serial_until = None;
-                }
-                Some(Answer { id, result: Err(Failure::new(kind, format!("{message}{tail}"))) })
-            }
-            None => {
-                self.serial_until = self.queue.iter().map(|r| r.id).max();
-                None
-            }
-        }
-    }
-
-    pub(super) fn respawn(&mut self) -> Result<(), WorkerError> {
-        let (worker, device) = Worker::spawn(&self.backend, &self.command, &self.options)?;
-        // Free-memory figures may differ between starts; the identity must not.
-        let identity = |d: &DeviceInfo| (d.backend.clone(), d.name.clone(), d.driver.clone(), d.arch.clone());
-        if identity(&device) != identity(&self.device) {
-            return Err(WorkerError::Protocol {
-                message: format!("the restarted worker reports another device: {} instead of {}", device.name, self.device.name),
-            });
-        }
-        self.worker = Some(worker);
-        self.restarts += 1;
-        self.started = None;
-        self.ran.clear();
-        self.last_progress = Instant::now();
-        Ok(())
-    }
-
-    /// Kill the current worker (and its process group) and reap it.
-    pub(super) fn discard_worker(&mut self) -> Option<ExitStatus> {
-        let mut worker = self.worker.take()?;
-        let status = worker.kill();
-        self.last_stderr = Some(worker.stderr.lock().unwrap_or_else(|p| p.into_inner()).text());
-        status
-    }
-
-    pub(super) fn protocol(&mut self, message: String) -> WorkerError {
-        self.discard_worker();
-        WorkerError::Protocol { message }
-    }
-}
-
 impl Worker {
-    pub(super) fn spawn(backend: &str, command: &WorkerCommand, options: &PoolOptions) -> Result<(Worker, DeviceInfo), WorkerError> {
+    pub(super) fn spawn(backend: &str, command: &WorkerCommand, startup_timeout: Duration, forward: bool) -> Result<(Worker, DeviceInfo), WorkerError> {
         let mut cmd = command.command();
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         #[cfg(unix)]
@@ -172,7 +84,6 @@ impl Worker {
         });
         let stderr = Arc::new(Mutex::new(Tail::default()));
         let sink = stderr.clone();
-        let forward = options.forward_stderr;
         std::thread::spawn(move || {
             let mut pipe = stderr_pipe;
             let mut buf = [0u8; 4096];
@@ -192,7 +103,7 @@ impl Worker {
             let _ = worker.kill();
             WorkerError::Startup { command: command.display(), message, stderr: worker.stderr.lock().unwrap_or_else(|p| p.into_inner()).text() }
         };
-        match worker.events.recv_timeout(options.startup_timeout) {
+        match worker.events.recv_timeout(startup_timeout) {
             Ok(Event::Message(message)) => match *message {
                 Message::Ready { protocol, device, .. } if protocol == PROTOCOL_VERSION => Ok((worker, device)),
                 Message::Ready { protocol, .. } => Err(startup_failure(
@@ -212,14 +123,12 @@ impl Worker {
                 let status = worker.child.wait().ok();
                 Err(startup_failure(&mut worker, format!("it exited before it was ready ({})", describe_exit(status))))
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                Err(startup_failure(&mut worker, format!("no `ready` within {:.0} s", options.startup_timeout.as_secs_f64())))
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(startup_failure(&mut worker, format!("no `ready` within {:.0} s", startup_timeout.as_secs_f64()))),
         }
     }
 
     /// Kill the whole process group and reap the child.
-    fn kill(&mut self) -> Option<ExitStatus> {
+    pub(super) fn kill(&mut self) -> Option<ExitStatus> {
         self.stdin.take();
         #[cfg(unix)]
         // SAFETY: signalling our own child's process group.
@@ -231,6 +140,11 @@ impl Worker {
         // Let the stderr reader drain what the dying process wrote.
         std::thread::sleep(Duration::from_millis(20));
         status
+    }
+
+    /// What the worker wrote last to stderr (its tail).
+    pub(super) fn stderr_tail(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).text()
     }
 
     /// Close stdin so the worker finishes and exits; kill it if it dawdles.
@@ -288,11 +202,6 @@ pub fn describe_exit(status: Option<ExitStatus>) -> String {
         Some(code) => format!("exit status {code}"),
         None => "exit status unknown".into(),
     }
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.trim_end().lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[cfg(test)]
