@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::lock::LockHolder;
+use crate::lock_holder::LockHolder;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkflowError {

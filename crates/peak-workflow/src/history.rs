@@ -266,7 +266,7 @@ impl Workflow {
                     speedup_over_parent: over_parent.as_ref().map(|s| s.ratio),
                     within_spread_of_parent: over_parent.as_ref().and_then(|s| s.within_spread),
                     speedup_over_parent_inputs: over_parent.and_then(|s| s.inputs),
-                    baseline: node.times.yardstick().cloned(),
+                    baseline: Yardstick::of(&node.times),
                     sizes,
                     summary: node.summary,
                 }

@@ -108,6 +108,7 @@ mod error;
 mod fsck;
 mod history;
 mod lock;
+mod lock_holder;
 mod secrets;
 mod speedup;
 mod time;
@@ -120,7 +121,8 @@ pub use diff::{DiffSide, FileChange, FileDiff, FileStatus, ParamChange, Performa
 pub use error::{Result, WorkflowError};
 pub use fsck::{Finding, FindingKind};
 pub use history::{CheckpointView, LogEntry, ResumeState, SizeEntry, WITHIN_SPREAD, render_log, render_log_sizes};
-pub use lock::{LockHolder, LockMode};
+pub use lock::LockMode;
+pub use lock_holder::LockHolder;
 pub use peak_record::AttemptOutcome;
 pub use secrets::{is_key_var, redact as redact_secrets};
 pub use speedup::{format_inputs, speedup};

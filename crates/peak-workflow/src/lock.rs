@@ -10,15 +10,13 @@
 //! holder died mid-operation. Its `operation` says what was cut short, which is what
 //! recovery needs (see `OP_REFRESH_WORKTREE`).
 
-use std::fmt;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{IoContext, Result, WorkflowError};
+use crate::lock_holder::LockHolder;
 use crate::secrets;
 use crate::time::now_rfc3339;
 
@@ -38,40 +36,6 @@ impl Default for LockMode {
     /// while still failing fast when a long session holds the lock.
     fn default() -> Self {
         LockMode::Wait(Duration::from_secs(10))
-    }
-}
-
-/// The record a lock holder writes into the lock file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockHolder {
-    pub pid: u32,
-    pub host: String,
-    /// The holder's command line, with anything key-shaped redacted.
-    pub command: String,
-    /// When the lock was taken (RFC 3339, UTC).
-    pub started: String,
-    /// The command holding the lock for its whole run (`apply`, `submit`, `retune`, ...),
-    /// if one does; `None` for a single operation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// The operation in progress (`checkpoint`, `checkout`, ..., or `idle` between the
-    /// operations of a session that keeps the lock).
-    pub operation: String,
-    /// With operation `refresh-worktree`: the commit HEAD is being moved to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
-}
-
-impl fmt::Display for LockHolder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.session {
-            Some(session) => write!(
-                f,
-                "pid {} on {} (`{}`), running {session} (now: {}), holding the lock since {}",
-                self.pid, self.host, self.command, self.operation, self.started
-            ),
-            None => write!(f, "pid {} on {} (`{}`), doing {}, holding the lock since {}", self.pid, self.host, self.command, self.operation, self.started),
-        }
     }
 }
 

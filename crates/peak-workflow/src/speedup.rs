@@ -7,10 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use peak_record::{PerformanceRecord, Ranked, Record};
+use peak_record::{Baseline, PerformanceRecord, Ranked, Record};
 use serde_json::Value;
-
-use crate::yardstick::Yardstick;
 
 /// A checkpoint's tuned times: the headline and the best at every input configuration of
 /// its `runs`, keyed by the inputs in a canonical form.
@@ -24,8 +22,8 @@ pub(crate) struct BestTimes {
     /// (canonical key, the inputs as recorded, best time, its interquartile range), in
     /// `runs` order.
     at: Vec<(String, Value, f64, Option<Iqr>)>,
-    /// The record's yardstick (`baseline`), with the percentage of it.
-    yardstick: Option<Yardstick>,
+    /// The record's yardstick (`baseline`), for its percentage (`Yardstick::of`).
+    baseline: Option<Baseline>,
 }
 
 /// The first and third quartiles of a time's repetitions (`spread.q1_ms`, `q3_ms`).
@@ -72,21 +70,19 @@ impl BestTimes {
         // No inputs: a record that names none (every kernel peak writes has some).
         let headline_inputs_value = performance.best.as_ref().filter(|b| !b.params.inputs.is_empty()).and_then(|b| serde_json::to_value(&b.params.inputs).ok());
         let headline_iqr = performance.best.as_ref().and_then(iqr);
-        let mut times = BestTimes {
+        BestTimes {
             headline: performance.best_ms().and_then(positive),
             headline_inputs: headline_inputs_value.as_ref().and_then(canonical),
             headline_inputs_value,
             headline_iqr,
             at,
-            yardstick: None,
-        };
-        times.yardstick = Yardstick::of(performance, &times);
-        times
+            baseline: performance.baseline.clone(),
+        }
     }
 
-    /// The record's yardstick, with this checkpoint's percentage of it.
-    pub(crate) fn yardstick(&self) -> Option<&Yardstick> {
-        self.yardstick.as_ref()
+    /// The record's yardstick (`baseline`), as recorded.
+    pub(crate) fn baseline(&self) -> Option<&Baseline> {
+        self.baseline.as_ref()
     }
 
     pub(crate) fn headline(&self) -> Option<f64> {

@@ -7,7 +7,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::speedup::{BestTimes, format_inputs, positive};
-use peak_record::PerformanceRecord;
 
 pub use peak_record::NOT_AVAILABLE;
 
@@ -31,9 +30,9 @@ pub struct Yardstick {
 
 impl Yardstick {
     /// The `baseline` of a `performance.json`, with the percentage taken against `times`
-    /// (the same record's).
-    pub(crate) fn of(performance: &PerformanceRecord, times: &BestTimes) -> Option<Yardstick> {
-        let baseline = performance.baseline.as_ref()?;
+    /// (the same record's, which carry its `baseline`).
+    pub(crate) fn of(times: &BestTimes) -> Option<Yardstick> {
+        let baseline = times.baseline()?;
         let time_ms = baseline.time_ms.and_then(positive);
         let inputs = serde_json::to_value(&baseline.inputs).ok();
         let kernel_ms = inputs.as_ref().and_then(|i| times.time_at(i));
@@ -71,7 +70,7 @@ impl Yardstick {
 
 /// The yardstick a `performance.json` records, with the checkpoint's percentage of it.
 pub fn yardstick(performance: &Value) -> Option<Yardstick> {
-    BestTimes::of(performance).yardstick().cloned()
+    Yardstick::of(&BestTimes::of(performance))
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use git2::Oid;
 
 use crate::error::{IoContext, Result};
-use crate::lock::{self, LockHolder, LockMode, OP_IDLE, OP_REFRESH_WORKTREE, WorkflowLock};
+use crate::lock::{self, LockMode, OP_IDLE, OP_REFRESH_WORKTREE, WorkflowLock};
+use crate::lock_holder::LockHolder;
 
 use super::Workflow;
 
