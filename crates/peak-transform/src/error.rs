@@ -7,8 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::format::Backend;
-use peak_spec::Pattern;
+use peak_spec::{Backend, Pattern};
 
 /// A transformation file, snippet or library directory that cannot be used.
 #[derive(Debug, thiserror::Error)]

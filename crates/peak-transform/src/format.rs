@@ -261,6 +261,11 @@ impl Transformation {
     }
 }
 
+/// Lower-case letters and digits only: the key names are compared by.
+pub(crate) fn normalize(name: &str) -> String {
+    name.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
 fn syntax_error(file: &Path, text: &str, e: &toml::de::Error) -> LibraryError {
     LibraryError::Syntax { file: file.to_path_buf(), line: e.span().map(|s| line_of(text, s.start)), message: e.message().trim().to_string() }
 }
@@ -435,7 +440,7 @@ impl RawTransformation {
         if self.name.trim().is_empty() || self.name.trim() != self.name {
             return Err(invalid("name".into(), "must be non-empty, without leading or trailing spaces".into()));
         }
-        if crate::library::normalize(&self.name).is_empty() {
+        if normalize(&self.name).is_empty() {
             return Err(invalid("name".into(), "needs at least one letter or digit".into()));
         }
         if self.description.trim().is_empty() {
@@ -707,5 +712,11 @@ instructions = "Pad each {{shared}} tile."
     fn substitution_replaces_known_terms_only() {
         let table: TranslationTable = [("thread_x".to_string(), "threadIdx.x".to_string())].into();
         assert_eq!(substitute("a {{thread_x}} b {{ thread_x }} {{other}}", &table), "a threadIdx.x b threadIdx.x {{other}}");
+    }
+
+    #[test]
+    fn normalize_ignores_case_and_punctuation() {
+        assert_eq!(normalize("TB-Tiling"), "tbtiling");
+        assert_eq!(normalize("tb_tiling "), "tbtiling");
     }
 }

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::LibraryError;
-use crate::format::{Backend, BackendText, Transformation, TranslationTable, is_term, line_of};
+use crate::format::{Backend, BackendText, Transformation, TranslationTable, is_term, line_of, normalize};
 use peak_spec::Pattern;
 
 mod builtin {
@@ -347,11 +347,6 @@ fn file_name(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Lower-case letters and digits only: the key names are compared by.
-pub(crate) fn normalize(name: &str) -> String {
-    name.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
-}
-
 fn levenshtein(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -376,11 +371,5 @@ mod tests {
         assert_eq!(levenshtein("tbtiling", "tbtiling"), 0);
         assert_eq!(levenshtein("tbtilng", "tbtiling"), 1);
         assert_eq!(levenshtein("kitten", "sitting"), 3);
-    }
-
-    #[test]
-    fn normalize_ignores_case_and_punctuation() {
-        assert_eq!(normalize("TB-Tiling"), "tbtiling");
-        assert_eq!(normalize("tb_tiling "), "tbtiling");
     }
 }
