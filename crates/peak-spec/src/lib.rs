@@ -8,6 +8,7 @@
 
 pub mod context;
 pub mod data;
+pub mod dtype;
 pub mod error;
 pub mod expr;
 pub mod fp8;

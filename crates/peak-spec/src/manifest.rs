@@ -219,7 +219,7 @@ impl Manifest {
             text.push_str(&format!("\nScalar inputs: {}.", inputs.join(", ")));
         }
         if !self.shapes.is_empty() {
-            let shapes: Vec<String> = self.shapes.iter().map(crate::shapes::describe).collect();
+            let shapes: Vec<String> = self.shapes.iter().map(describe_shape).collect();
             text.push_str(&format!("\nTuned at the named shapes: {}.", shapes.join("; ")));
         }
         if !self.arrays.is_empty() {
@@ -241,6 +241,11 @@ impl Manifest {
         }
         text
     }
+}
+
+/// One named shape (`[[shapes]]`, see [`crate::shapes`]): `M=8192 N=3072 K=768`.
+pub fn describe_shape(shape: &IndexMap<String, i64>) -> String {
+    shape.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
 /// Declares that the context computes a GEMM, so prompts can say exactly which and the
@@ -625,67 +630,7 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DType {
-    F32,
-    F16,
-    Bf16,
-    I32,
-    U32,
-    /// OCP FP8 E4M3 (1 byte; no infinities, largest finite 448): CUDA's `__nv_fp8_e4m3`.
-    E4m3,
-    /// OCP FP8 E5M2 (1 byte; IEEE-like, largest finite 57344): CUDA's `__nv_fp8_e5m2`.
-    E5m2,
-}
-
-impl DType {
-    pub fn size_bytes(self) -> usize {
-        match self {
-            DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F16 | DType::Bf16 => 2,
-            DType::E4m3 | DType::E5m2 => 1,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::F32 => "f32",
-            DType::F16 => "f16",
-            DType::Bf16 => "bf16",
-            DType::I32 => "i32",
-            DType::U32 => "u32",
-            DType::E4m3 => "e4m3",
-            DType::E5m2 => "e5m2",
-        }
-    }
-
-    pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F16 | DType::Bf16 | DType::E4m3 | DType::E5m2)
-    }
-
-    /// One of the 8-bit float types, which only the CUDA backend has (`cuda_fp8.h`).
-    pub fn is_fp8(self) -> bool {
-        matches!(self, DType::E4m3 | DType::E5m2)
-    }
-
-    /// Every element type, in the order error messages list them.
-    pub const ALL: [DType; 7] = [DType::F32, DType::F16, DType::Bf16, DType::E4m3, DType::E5m2, DType::I32, DType::U32];
-}
-
-impl fmt::Display for DType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for DType {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        DType::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| format!("unknown element type '{s}': expected f32, f16, bf16, e4m3, e5m2, i32 or u32"))
-    }
-}
-
+pub use crate::dtype::DType;
 pub use crate::init::{Init, InitKind, IntExpr, Outliers, Shaped};
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -31,12 +31,9 @@
 
 use indexmap::IndexMap;
 
+/// `M=8192 N=3072 K=768` (where [`Manifest::shapes`] are written).
+pub use crate::manifest::describe_shape as describe;
 use crate::manifest::{Domain, Manifest};
-
-/// `M=8192 N=3072 K=768`.
-pub fn describe(shape: &IndexMap<String, i64>) -> String {
-    shape.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
-}
 
 /// Every shape, `(M=8192 N=3072 K=768), (M=16 ...)`, for errors.
 pub fn list<'a>(shapes: impl IntoIterator<Item = &'a IndexMap<String, i64>>) -> String {
