@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use crate::error::EvalError;
 use crate::hash::device_identity;
-use crate::sanitizer::absolute;
 use crate::workers::Workers;
+use crate::workers::absolute;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Side {

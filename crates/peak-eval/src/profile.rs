@@ -16,8 +16,9 @@ use peak_spec::{Context, ExecParams};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvalError;
-use crate::sanitizer::{absolute, locate_tool};
+use crate::sanitizer::locate_tool;
 use crate::workers::Workers;
+use crate::workers::absolute;
 
 const DURATION: &str = "gpu__time_duration.sum";
 const DRAM_RATE: &str = "dram__bytes.sum.per_second";

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::EvalError;
 use crate::hash::{canonical, device_identity, key, sha256_hex, source_hash};
-use crate::sanitizer::absolute;
+use crate::workers::absolute;
 
 const FORMAT: u32 = 1;
 

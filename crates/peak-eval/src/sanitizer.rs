@@ -6,7 +6,7 @@
 //! The log is parsed into [`Finding`]s: tool, kernel, source file and line when the
 //! kernel was compiled with line information, and the error text.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::EvalError;
 use crate::validate::{Sample, Validator};
+pub use crate::verdict::Finding;
 use crate::verdict::Verdict;
-use crate::workers::Workers;
+use crate::workers::{Workers, absolute};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -50,44 +51,6 @@ impl FromStr for SanitizerTool {
             .find(|t| t.name() == s.trim())
             .ok_or_else(|| format!("unknown sanitizer tool '{s}': expected memcheck, racecheck, initcheck or synccheck"))
     }
-}
-
-/// One error or warning the tool reported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    pub tool: String,
-    /// "error" or "warning" (racecheck's warp-level hazards are warnings).
-    pub severity: String,
-    /// The tool's first line, e.g. "Invalid __global__ write of size 4 bytes".
-    pub error: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    /// The indented lines that followed (thread, block, address), host frames left out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub details: Vec<String>,
-}
-
-impl Finding {
-    pub fn headline(&self) -> String {
-        let mut text = format!("{}: {}", self.tool, self.error);
-        if let Some(kernel) = &self.kernel {
-            text.push_str(&format!(" in `{kernel}`"));
-        }
-        match (&self.file, self.line) {
-            (Some(file), Some(line)) => text.push_str(&format!(" at {}:{line}", short_path(file))),
-            (Some(file), None) => text.push_str(&format!(" in {}", short_path(file))),
-            _ => {}
-        }
-        text
-    }
-}
-
-fn short_path(file: &str) -> &str {
-    Path::new(file).file_name().and_then(|n| n.to_str()).unwrap_or(file)
 }
 
 /// What a log holds besides the findings.
@@ -370,10 +333,6 @@ impl SanitizerValidator {
         })?;
         Ok((parse_report(tool, &text).findings, result.err()))
     }
-}
-
-pub(crate) fn absolute(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]

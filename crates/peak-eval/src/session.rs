@@ -15,11 +15,11 @@ use crate::cache::{CacheIdentity, ResultsCache};
 use crate::error::EvalError;
 use crate::hash::{device_identity, source_hash};
 use crate::reference::{ReferenceStore, check_compatible};
-use crate::sanitizer::absolute;
 use crate::search::{SearchSpace, input_configurations};
 use crate::tune::{TuneOptions, TuneReporter, TuneRun, WorkerMeasurer, tune};
 use crate::validate::tolerance;
 use crate::workers::Workers;
+use crate::workers::absolute;
 
 /// Where peak keeps its caches: `$PEAK_CACHE_DIR`, else `$XDG_CACHE_HOME/peak`, else
 /// `~/.cache/peak`.

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::EvalError;
 use crate::hash::{device_identity, source_hash};
 use crate::reference::{ReferenceStore, check_compatible};
-use crate::sanitizer::absolute;
 use crate::verdict::{Verdict, WrongOutput};
 use crate::workers::Workers;
+use crate::workers::absolute;
 
 /// One sampled execution parameter and the data seed of its fresh inputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,13 +2,14 @@
 //!
 //! They serialize with a `category` tag whose values are the names reports and workflows
 //! count by: `passed`, `compile-failed`, `invalid-config`, `launch-failed`, `crashed`,
-//! `timed-out`, `wrong-output`, `modified-input`, `sanitizer-finding`.
+//! `timed-out`, `wrong-output`, `modified-input`, `sanitizer-finding`. The last carries the
+//! [`Finding`]s the sanitizer's log was parsed into (`sanitizer.rs`), so they are data here too.
+
+use std::path::Path;
 
 use peak_backend::worker::{Failure, FailureKind};
 use peak_spec::Comparison;
 use serde::{Deserialize, Serialize};
-
-use crate::sanitizer::Finding;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "category", rename_all = "kebab-case")]
@@ -111,6 +112,44 @@ impl From<Failure> for Verdict {
             FailureKind::TimedOut => Verdict::TimedOut { message: f.message },
         }
     }
+}
+
+/// One error or warning the tool reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub tool: String,
+    /// "error" or "warning" (racecheck's warp-level hazards are warnings).
+    pub severity: String,
+    /// The tool's first line, e.g. "Invalid __global__ write of size 4 bytes".
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The indented lines that followed (thread, block, address), host frames left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+}
+
+impl Finding {
+    pub fn headline(&self) -> String {
+        let mut text = format!("{}: {}", self.tool, self.error);
+        if let Some(kernel) = &self.kernel {
+            text.push_str(&format!(" in `{kernel}`"));
+        }
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => text.push_str(&format!(" at {}:{line}", short_path(file))),
+            (Some(file), None) => text.push_str(&format!(" in {}", short_path(file))),
+            _ => {}
+        }
+        text
+    }
+}
+
+fn short_path(file: &str) -> &str {
+    Path::new(file).file_name().and_then(|n| n.to_str()).unwrap_or(file)
 }
 
 #[cfg(test)]

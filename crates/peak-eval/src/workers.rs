@@ -2,6 +2,7 @@
 //! on first use and kept for the whole run.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use peak_backend::worker::{Dispatch, Fleet, PoolOptions, WorkerCommand, WorkerPool, launcher};
 
@@ -124,4 +125,10 @@ impl Workers {
         }
         Ok(self.pools.get_mut(&key).expect("inserted above"))
     }
+}
+
+/// The path a job names for the worker: canonical, so the worker's own working folder
+/// does not matter (the path as given where it cannot be resolved).
+pub(crate) fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }

@@ -25,9 +25,9 @@ use peak_backend::worker::Job;
 use peak_backend::yardstick::{Ask, Traffic};
 use peak_spec::{Context, ExecParams};
 
-use crate::sanitizer::absolute;
 use crate::session::tuning_run_options;
 use crate::workers::Workers;
+use crate::workers::absolute;
 
 pub use peak_record::{Baseline, NOT_AVAILABLE};
 
