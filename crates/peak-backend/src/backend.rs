@@ -190,8 +190,8 @@ pub trait Backend: Send + Sync {
         &self,
         _ctx: &peak_spec::Context,
         _params: &peak_spec::ExecParams,
-        _options: &crate::runner::RunOptions,
-    ) -> Option<Result<crate::yardstick::VendorRun, BackendError>> {
+        _options: &crate::measurement::RunOptions,
+    ) -> Option<Result<crate::measurement::VendorRun, BackendError>> {
         None
     }
 }

@@ -7,6 +7,7 @@ pub mod backend;
 pub mod error;
 #[cfg(feature = "test-harness")]
 pub mod harness;
+mod measurement;
 pub mod plan;
 pub mod runner;
 pub mod script;

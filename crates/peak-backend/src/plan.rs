@@ -4,8 +4,22 @@
 //! replays the plan for the correctness run, the warm-up and every timed repetition.
 //! Keeping it as data means interpreter time never lands between timed launches, and a
 //! backend never has to expose live objects to the script.
+//!
+//! [`MAX_ARRAY_BYTES`] bounds every buffer: the manifest's arrays (the runner's sizing) and
+//! the scratch a script allocates.
 
 use peak_spec::DType;
+
+/// The most bytes one array or scratch buffer may take: a terabyte, beyond the memory of any
+/// device peak runs on. A size expression asking for more is a mistake or an execution
+/// parameter that cannot run; refusing it up front keeps every later `count * element
+/// size` far from overflow and the host from attempting an allocation it cannot make.
+pub const MAX_ARRAY_BYTES: u64 = 1 << 40;
+
+/// Whether `count` elements of `dtype` stay within [`MAX_ARRAY_BYTES`].
+pub fn fits_in_memory(count: i64, dtype: peak_spec::DType) -> bool {
+    u64::try_from(count).ok().and_then(|c| c.checked_mul(dtype.size_bytes() as u64)).is_some_and(|bytes| bytes <= MAX_ARRAY_BYTES)
+}
 
 /// A buffer as the script sees it: one of the manifest's arrays, or scratch it allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

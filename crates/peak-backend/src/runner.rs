@@ -15,7 +15,9 @@ use thiserror::Error;
 
 use crate::backend::{Backend, BufferId, CompileRequest, KernelArg, Launch, Module};
 use crate::error::BackendError;
+pub use crate::measurement::RunOptions;
 use crate::plan::{BufRef, LaunchPlan, PlanArg, Step};
+pub use crate::plan::{MAX_ARRAY_BYTES, fits_in_memory};
 use crate::script::{ScriptArray, ScriptError, ScriptInput, build_plan};
 use crate::timing::{Spread, Timed, time_runs};
 
@@ -70,33 +72,6 @@ impl From<ScriptError> for RunError {
             ScriptError::Invalid { reason } => RunError::Invalid(reason),
             other => RunError::Script(other),
         }
-    }
-}
-
-/// How to run: the defaults suit a quick `peak run`; the tuner asks for more.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunOptions {
-    pub warmup: usize,
-    /// Timed repetitions; 0 runs once for outputs only.
-    pub repetitions: usize,
-    /// Copies of the arrays to rotate between timed runs, so caches do not flatter.
-    pub input_sets: usize,
-    /// Evict the device's cache before each run, where the backend knows its size
-    /// ([`crate::timing`]); on by default.
-    pub flush_cache: bool,
-    /// Read the input arrays back and report any that changed.
-    pub check_inputs: bool,
-    /// Salt for random array contents: each value gives fresh inputs.
-    pub data_seed: u64,
-    /// Stop timing after a repetition slower than this (the tuner passes a multiple of
-    /// the best time so far, so hopeless variants cost one timed run, not twenty).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cutoff_ms: Option<f64>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions { warmup: 3, repetitions: 20, input_sets: 1, flush_cache: true, check_inputs: false, data_seed: 0, cutoff_ms: None }
     }
 }
 
@@ -191,17 +166,6 @@ pub fn median(values: &[f64]) -> Option<f64> {
     v.sort_by(|a, b| a.total_cmp(b));
     let mid = v.len() / 2;
     Some(if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
-}
-
-/// The most bytes one array or scratch buffer may take: a terabyte, beyond the memory of any
-/// device peak runs on. A size expression asking for more is a mistake or an execution
-/// parameter that cannot run; refusing it up front keeps every later `count * element
-/// size` far from overflow and the host from attempting an allocation it cannot make.
-pub const MAX_ARRAY_BYTES: u64 = 1 << 40;
-
-/// Whether `count` elements of `dtype` stay within [`MAX_ARRAY_BYTES`].
-pub fn fits_in_memory(count: i64, dtype: peak_spec::DType) -> bool {
-    u64::try_from(count).ok().and_then(|c| c.checked_mul(dtype.size_bytes() as u64)).is_some_and(|bytes| bytes <= MAX_ARRAY_BYTES)
 }
 
 /// One array, sized and its init evaluated for one execution parameter.

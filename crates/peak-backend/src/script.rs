@@ -214,10 +214,10 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
             if count <= 0 {
                 return runtime_error(&ctx, format!("alloc: element count must be positive, got {count}"));
             }
-            if !crate::runner::fits_in_memory(count, dtype) {
+            if !crate::plan::fits_in_memory(count, dtype) {
                 return runtime_error(
                     &ctx,
-                    format!("alloc: {count} elements of {dtype} are more than the {} bytes one buffer may take", crate::runner::MAX_ARRAY_BYTES),
+                    format!("alloc: {count} elements of {dtype} are more than the {} bytes one buffer may take", crate::plan::MAX_ARRAY_BYTES),
                 );
             }
             let mut plan = plan.lock().unwrap();

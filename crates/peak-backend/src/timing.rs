@@ -21,7 +21,8 @@
 
 use crate::backend::{Backend, BufferId, EventId};
 use crate::error::BackendError;
-use crate::runner::RunOptions;
+use crate::measurement::RunOptions;
+pub use crate::measurement::Timed;
 
 /// Timed runs whose times are read at once, at most: Vulkan's query pool holds 4096
 /// timestamps, two per run.
@@ -34,14 +35,6 @@ const MIN_FLUSH_BYTES: u64 = 16 << 20;
 const MAX_FLUSH_BYTES: u64 = 1 << 30;
 
 pub use peak_record::Spread;
-
-/// The times of one call of [`time_runs`] and how the cache was handled.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Timed {
-    pub times_ms: Vec<f64>,
-    /// Bytes written before every run to evict the cache; `None`: not flushed.
-    pub flushed_bytes: Option<usize>,
-}
 
 /// The bytes that evict a cache of `cache_bytes`: twice it, within sane bounds.
 pub fn flush_bytes(cache_bytes: u64) -> usize {

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::error::BackendError;
-use crate::runner::RunOptions;
-use crate::timing::{Timed, time_runs};
+pub use crate::measurement::VendorRun;
+use crate::measurement::{RunOptions, Timed};
+use crate::timing::time_runs;
 
 /// The bytes a kernel moves at one execution parameter, from its manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -70,16 +71,6 @@ pub fn time_copy(backend: &dyn Backend, bytes: usize, options: &RunOptions) -> R
     backend.free(src);
     backend.free(dst);
     timed
-}
-
-/// A vendor library's call timed on the device ([`Backend::vendor_call`]).
-#[derive(Debug, Clone)]
-pub struct VendorRun {
-    /// The library, as a yardstick kind: `cublaslt`.
-    pub library: String,
-    /// What was called, for people: routine, layout, epilogue, types, algorithm.
-    pub call: String,
-    pub timed: Timed,
 }
 
 /// Which yardstick a worker job asks for.
