@@ -48,7 +48,7 @@ pub struct Figure {
 fn finish(id: &str, title: &str, note: Option<String>, svg: String) -> Figure {
     // A <title> first inside <svg> names the figure for screen readers and tooltips.
     let svg = match svg.find('>') {
-        Some(end) => format!("{}<title>{}</title>{}", &svg[..=end], crate::html::escape(title), &svg[end + 1..]),
+        Some(end) => format!("{}<title>{}</title>{}", &svg[..=end], crate::markup::escape(title), &svg[end + 1..]),
         None => svg,
     };
     Figure { id: id.to_string(), title: title.to_string(), note, svg }

@@ -7,23 +7,8 @@ use anyhow::Result;
 
 use crate::data::{FAILURE_KINDS, Report, Series, WorkflowReport};
 use crate::figures;
+pub use crate::markup::escape;
 use crate::tables::{format_ms, seconds, speedup, tflops};
-
-/// Escape text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const CSS: &str = r#"
 :root { --ink:#2b3340; --muted:#667085; --line:#e4e7ec; --bg:#f6f7f9; --card:#fff; --accent:#4e79a7; --good:#3d9a5b; --bad:#d04a4a; }

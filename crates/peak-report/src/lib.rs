@@ -26,6 +26,7 @@
 pub mod data;
 pub mod figures;
 pub mod html;
+mod markup;
 pub mod sizes;
 pub mod tables;
 
