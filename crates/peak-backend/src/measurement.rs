@@ -1,8 +1,8 @@
-//! The words of a timed run, which the [`Backend`](crate::backend::Backend) trait speaks
-//! (`vendor_call`) and the runner, [`crate::timing`] and [`crate::yardstick`] share: how to
-//! run ([`RunOptions`]), what one timing gave ([`Timed`]) and a vendor library's call,
-//! timed ([`VendorRun`]). Each is re-exported where it is used: `runner::RunOptions`,
-//! `timing::Timed`, `yardstick::VendorRun`.
+//! The words of a timed run, which the `Backend` trait speaks (`vendor_call`) and the
+//! runner, `timing.rs` and `yardstick.rs` share, so none of them depends on another for
+//! them: how to run ([`RunOptions`]), what one timing gave ([`Timed`]) and a vendor
+//! library's call, timed ([`VendorRun`]). Each is re-exported where it is used:
+//! `runner::RunOptions`, `timing::Timed`, `yardstick::VendorRun`.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ pub struct RunOptions {
     /// Copies of the arrays to rotate between timed runs, so caches do not flatter.
     pub input_sets: usize,
     /// Evict the device's cache before each run, where the backend knows its size
-    /// ([`crate::timing`]); on by default.
+    /// (`timing.rs`); on by default.
     pub flush_cache: bool,
     /// Read the input arrays back and report any that changed.
     pub check_inputs: bool,
@@ -33,7 +33,7 @@ impl Default for RunOptions {
     }
 }
 
-/// The times of one call of [`time_runs`](crate::timing::time_runs) and how the cache was handled.
+/// The times of one call of `timing::time_runs` and how the cache was handled.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Timed {
     pub times_ms: Vec<f64>,
@@ -41,7 +41,7 @@ pub struct Timed {
     pub flushed_bytes: Option<usize>,
 }
 
-/// A vendor library's call timed on the device ([`Backend::vendor_call`](crate::backend::Backend::vendor_call)).
+/// A vendor library's call timed on the device (`Backend::vendor_call`).
 #[derive(Debug, Clone)]
 pub struct VendorRun {
     /// The library, as a yardstick kind: `cublaslt`.
