@@ -4,8 +4,9 @@
 //! a CPU reference, launcher functions, other kernels, typedefs in a local header. The
 //! import reads it the way the compiler would, as far as it needs to
 //! ([`preprocess`]: local headers inlined, `#if` groups decided where they can be), keeps
-//! the chosen kernel and what it uses ([`select`]: device functions, types, constants,
-//! macros; `#include`s NVRTC cannot find left out, each thing left out named in a note),
+//! the chosen kernel and what it uses ([`select`], by what each piece declares
+//! ([`declare`]): device functions, types, constants, macros; `#include`s NVRTC cannot
+//! find left out, each thing left out named in a note),
 //! and reads the kernel's signature with the file's typedefs followed ([`signature`]).
 //!
 //! The signature says most of what a manifest needs: pointer parameters are arrays (their
@@ -19,6 +20,7 @@
 //! reads and adjusts it. [`import_file`] writes the context only into a fresh folder, and
 //! leaves nothing behind when it does not load as a whole.
 
+mod declare;
 mod flags;
 mod launch;
 mod preprocess;
@@ -38,8 +40,8 @@ use crate::context::Context;
 use crate::manifest::{ArraySpec, Backend, Constraints, DType, Domain, Init, KernelSection, Manifest, MatmulShape, Tolerance, Validation};
 use crate::pattern::Pattern;
 use crate::regions::Regions;
+use declare::{Declaration, Role};
 use preprocess::Preprocessed;
-use select::{Declaration, Role};
 use signature::Typedefs;
 
 /// A kernel function found in a source file.

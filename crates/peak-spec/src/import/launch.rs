@@ -8,8 +8,8 @@
 //! is a heuristic: the proposal says in the host region what it read, and where it cannot
 //! tell, it falls back to one thread per element of the first output and says why.
 
+use super::declare::function_name;
 use super::scan;
-use super::select::function_name;
 use crate::manifest::{Backend, Domain};
 
 /// A launch proposal for the host region.

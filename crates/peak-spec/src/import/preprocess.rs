@@ -219,7 +219,7 @@ impl Pre<'_> {
         for (j, span) in spans.iter().enumerate().skip(at) {
             if !span.directive {
                 has_code = true;
-                names.extend(super::select::declare(&code[span.code..span.end], self.backend).names);
+                names.extend(super::declare::declare(&code[span.code..span.end], self.backend).names);
                 continue;
             }
             let line = directive_text(&text[span.code..span.end], &code[span.code..span.end]);

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
+use super::declare::function_name;
 use super::preprocess::{Kind, Preprocessed};
 use super::scan;
-use super::select::function_name;
 use crate::manifest::DType;
 
 /// One parameter of a kernel's signature.
