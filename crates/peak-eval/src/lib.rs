@@ -7,7 +7,7 @@
 //! - [`tune`]: how fast can it go? Strategies ([`strategy`]: exhaustive, random and an
 //!   ensemble autotuner) over the constrained space ([`search`]), measured in crash-isolated
 //!   workers ([`workers`], `peak_backend::worker`), remembered in a durable results cache
-//!   ([`cache`]) so a killed run resumes; [`replay`] runs strategies on a recorded cache
+//!   ([`cache`]) so a killed run resumes; [`simulation`] runs strategies on a recorded cache
 //!   with no device; [`profile`] attaches Nsight Compute metrics.
 //! - [`compare`]: two contexts timed in one run on the same inputs, interleaved.
 //! - [`yardstick`]: what every checkpoint is measured against (cuBLASLt for a GEMM, a copy of
@@ -23,10 +23,10 @@ pub mod hash;
 pub mod model;
 pub mod profile;
 pub mod reference;
-pub mod replay;
 pub mod sanitizer;
 pub mod search;
 pub mod session;
+pub mod simulation;
 pub mod strategy;
 pub mod tune;
 pub mod validate;

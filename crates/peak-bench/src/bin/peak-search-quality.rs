@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use peak_eval::cache::Outcome;
-use peak_eval::replay::{Recording, ReplayMeasurer, simulate};
+use peak_eval::simulation::{Recording, ReplayMeasurer, simulate};
 use peak_eval::{SearchSpace, StrategyKind, TuneOptions, tune};
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use peak_eval::cache::{CacheIdentity, Measurement, Outcome, Record, ResultsCache};
-use peak_eval::replay::{Recording, simulate};
+use peak_eval::simulation::{Recording, simulate};
 use peak_eval::verdict::Verdict;
 use peak_eval::{SearchSpace, StrategyKind};
 
@@ -150,7 +150,7 @@ fn auto_beats_random_on_recorded_caches() {
 
 #[test]
 fn a_previous_top_k_is_evaluated_first_and_foreign_values_move_to_the_nearest_point() {
-    use peak_eval::replay::ReplayMeasurer;
+    use peak_eval::simulation::ReplayMeasurer;
     use peak_eval::tune::TopK;
     use peak_eval::{TuneOptions, tune};
 
@@ -188,7 +188,7 @@ fn a_previous_top_k_is_evaluated_first_and_foreign_values_move_to_the_nearest_po
 
 #[test]
 fn carried_points_take_half_the_budget_and_single_parameter_changes_find_what_they_missed() {
-    use peak_eval::replay::ReplayMeasurer;
+    use peak_eval::simulation::ReplayMeasurer;
     use peak_eval::{TuneOptions, tune};
 
     // Separable costs over six parameters; the best point has SPLIT = 0. The carried
