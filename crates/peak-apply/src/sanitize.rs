@@ -93,7 +93,7 @@ pub enum Plan {
 
 impl Plan {
     /// The plan for a kernel of `backend`, finding compute-sanitizer where it is needed.
-    pub fn resolve(requested: &Sanitize, backend: Backend) -> Result<Plan> {
+    fn resolve(requested: &Sanitize, backend: Backend) -> Result<Plan> {
         let plan = Plan::resolve_with(requested, backend, SanitizerValidator::locate)?;
         if let (Sanitize::Auto, Plan::Off { reason }) = (requested, &plan)
             && matches!(backend, Backend::Cuda | Backend::Hip)
@@ -110,7 +110,7 @@ impl Plan {
         Ok(plan)
     }
 
-    /// [`Plan::resolve`] with the binary's lookup given (tests fake a machine without it).
+    /// `Plan::resolve` with the binary's lookup given (tests fake a machine without it).
     pub fn resolve_with(requested: &Sanitize, backend: Backend, locate: impl FnOnce() -> Result<PathBuf, EvalError>) -> Result<Plan> {
         let sanitizable = matches!(backend, Backend::Cuda | Backend::Hip);
         let tools = match requested {
@@ -131,8 +131,8 @@ impl Plan {
     }
 
     /// The plan for `ctx` from a command's settings: `requested` resolved for its backend
-    /// ([`Plan::resolve`]), then placed at the `--sanitize-at` input values
-    /// ([`parse_inputs`]). The one policy of every command that sanitizes: apply, init,
+    /// (`Plan::resolve`), then placed at the `--sanitize-at` input values
+    /// (`parse_inputs`). The one policy of every command that sanitizes: apply, init,
     /// retune, `peak validate` and the MCP tools.
     pub fn for_context(requested: &Sanitize, at: &[String], ctx: &Context) -> Result<Plan> {
         Ok(Plan::resolve(requested, ctx.backend())?.at(parse_inputs(at, ctx)?))
@@ -140,7 +140,7 @@ impl Plan {
 
     /// Run the sanitizer at these input values where a configuration is valid there (a
     /// size smaller than any the manifest lists: `n=512`), else at the smallest listed.
-    pub fn at(self, inputs: IndexMap<String, i64>) -> Plan {
+    fn at(self, inputs: IndexMap<String, i64>) -> Plan {
         match self {
             Plan::Run { tools, program, .. } => Plan::Run { tools, program, at: inputs },
             off => off,
@@ -152,7 +152,7 @@ impl Plan {
     }
 
     /// The sanitizer's half of a validation whose outputs came out `outputs`: run on
-    /// `picked` ([`Plan::validate`]) only when every output was right, since sanitizing a
+    /// `picked` (`Plan::validate`) only when every output was right, since sanitizing a
     /// wrong kernel tells nothing new, slowly; `None` when they were not.
     pub fn after_outputs(
         &self,
@@ -171,7 +171,7 @@ impl Plan {
 
     /// Run the sanitizer on a candidate whose outputs passed on `picked`: on up to `count`
     /// of those samples, moved to small inputs ([`samples`]), all at once.
-    pub fn validate(&self, workers: &mut Workers, candidate: &Context, space: &Space, picked: &[Sample], count: usize) -> Result<Record> {
+    fn validate(&self, workers: &mut Workers, candidate: &Context, space: &Space, picked: &[Sample], count: usize) -> Result<Record> {
         let (tools, program, at) = match self {
             Plan::Off { reason } => {
                 return Ok(Record { summary: reason.clone(), requested_samples: count, tools: Vec::new(), outcome: None, samples: Vec::new() });
