@@ -92,3 +92,27 @@ pub trait Record: Serialize + DeserializeOwned + Default {
 pub fn current() -> Option<u32> {
     Some(FORMAT)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_record_of_a_newer_format_is_refused_naming_the_file_and_the_format() {
+        let err = PerformanceRecord::from_json(&json!({"format": FORMAT + 1, "best": null})).unwrap_err().to_string();
+        assert!(err.contains("performance.json") && err.contains(&format!("format {}", FORMAT + 1)) && err.contains("upgrade peak"), "{err}");
+        // This peak's own format, and none at all (written before formats), read.
+        assert!(ValidationRecord::from_json(&json!({"format": FORMAT, "verdict": "passed"})).is_ok());
+        assert_eq!(ValidationRecord::from_json(&json!({"verdict": "passed"})).unwrap().format(), None);
+    }
+
+    #[test]
+    fn a_malformed_record_names_the_file_and_what_was_expected() {
+        let err = PerformanceRecord::from_json(&json!({"best": {"params": {"inputs": {}, "tuning": {}}, "time_ms": "fast"}})).unwrap_err().to_string();
+        assert!(err.starts_with("performance.json: ") && err.contains("expected f64"), "{err}");
+        // A file never written reads as the empty record.
+        assert_eq!(CheckpointMeta::from_json(&Value::Null).unwrap(), CheckpointMeta::default());
+    }
+}
