@@ -19,8 +19,8 @@ default 420), STEP_TIME (tuning seconds per replayed step, default 15), RETUNE_B
 
 DTYPE=bf16 (or f16, with its bundle) runs the 16-bit Hopper line instead
 (examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle, Refactor ... TMA-Store ->
-Persistent-Tiles -> Consumer-Overlap; a tip whose blocks walk several tiles is validated
-again with TILES_PER_CTA = 2 and 4 only):
+Persistent-Tiles -> Consumer-Overlap, or BRANCH=ping-pong -> Ping-Pong; a tip whose blocks walk several tiles is validated
+again with TILES_PER_CTA = 1, 2 and 4, under memcheck, racecheck and synccheck):
 the bundle is replayed at EACH shape into its own workflow (WF/<shape>): every step
 validated at the manifest's [validation.inputs] (200 x 136 x 88), sanitized once
 (SANITIZE_SAMPLES, default 1) at SANITIZE_AT (default M=256 N=256 K=128) and tuned at the
@@ -54,6 +54,8 @@ DTYPE = os.environ.get("DTYPE", "f32")
 HALF = DTYPE in ("bf16", "f16", "e4m3")
 BUNDLE = os.environ.get("BUNDLE", os.path.join(ROOT, "examples/workflows/gemm-nt-bias-cuda-deferred.bundle" if DTYPE == "f32"
                                                else f"examples/workflows/gemm-nt-bias-cuda-{DTYPE}-deferred.bundle"))
+# BRANCH: the bundle's branch to replay (its HEAD's when unset), e.g. ping-pong.
+BRANCH = os.environ.get("BRANCH")
 RESULT = os.path.join(ROOT, "bench/results/h200-gemm-shapes.json")
 # The configuration the line was designed for: the fastest fp32 tile of the square case
 # study's exhaustive sweep (h200-f32-tile-sweep.json: 16 x 16 threads, 16 x 8 outputs each).
@@ -83,7 +85,12 @@ def baseline(peak, ctx, inputs, tuning, reps):
 
 # Steps whose blocks walk several tiles (TILES_PER_CTA): their tip is validated again with
 # every block walking two or more.
-TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap")
+TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong")
+
+
+# Ping-Pong's consumer warpgroups take turns through named barriers: its tile-loop
+# validation also runs racecheck and synccheck (TILE_LOOP_SANITIZE overrides).
+TILE_LOOP_SANITIZE = ["--sanitize", os.environ.get("TILE_LOOP_SANITIZE", "memcheck,racecheck,synccheck")]
 
 
 def tip_best(peak, wf):
@@ -103,7 +110,8 @@ def neighbourhood(m, n, k):
 def replay_at(peak, wf, sizes, budget, step_time, samples, sanitize_samples, sanitize_at, pins, timeout, log_path):
     """peak replay of BUNDLE into wf, tuned at `sizes`; the replay's record for a row."""
     started = time.time()
-    cmd = [peak, "replay", BUNDLE, "--into", wf, "--budget", budget, "--time", step_time, "--samples", samples,
+    branch = ["--branch", BRANCH] if BRANCH else []
+    cmd = [peak, "replay", BUNDLE, *branch, "--into", wf, "--budget", budget, "--time", step_time, "--samples", samples,
            "--sanitize-samples", sanitize_samples, *sanitize_at, *sizes, *pins]
     try:
         with open(log_path, "w") as log_file:
@@ -163,12 +171,14 @@ def main_half(out):
         if replay["rc"] == 0 and entries and entries[0]["transformation"] in TILE_LOOP_STEPS and "reused" not in replay:
             # The replay validates 4 samples, not all of which have fewer blocks than tiles:
             # the persistent tip is validated again at [validation.inputs] (200 x 136 x 88: 2
-            # to 12 tiles) with TILES_PER_CTA = 2 and 4 only, so that every block walks two
-            # tiles or more and the pipeline's phases and the staging buffer cross tiles.
+            # to 12 tiles) with TILES_PER_CTA = 1, 2 and 4, so that blocks walk one tile (Ping-Pong's
+            # second warpgroup then only pre-arrives) or several, and the pipeline's phases and
+            # the staging buffer cross tiles.
             started = time.time()
             try:
                 r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, f"examples/gemm-nt-bias-cuda-{DTYPE}"),
-                        "--set", "TILES_PER_CTA=2,4", "--samples", "8", "--sanitize-samples", "1", "--json"], timeout=timeout)
+                        "--set", "TILES_PER_CTA=1,2,4", "--samples", "12", "--sanitize-samples", "1", *TILE_LOOP_SANITIZE, "--json"],
+                       timeout=timeout)
                 row["tile_loop_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
             except subprocess.TimeoutExpired:
                 row["tile_loop_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
@@ -200,7 +210,7 @@ def main_half(out):
 def half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps, once):
     replayed = ("peak replay once, at the first shape (or an earlier call's replay cloned there), into WF/<first shape>; per shape"
                 if once else "per shape peak replay")
-    return (f"DTYPE={DTYPE}{' REPLAY_ONCE=1' if once else ''} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} "
+    return (f"DTYPE={DTYPE}{' REPLAY_ONCE=1' if once else ''}{' BRANCH=' + BRANCH if BRANCH else ''} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} "
             f"STEP_TIME={step_time} SANITIZE_SAMPLES={samples} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): {replayed} "
             f"{os.path.relpath(BUNDLE, ROOT)} --into WF/<shape> --set M= --set N= --set K= (each row's replay.command), peak retune -w WF/<shape> "
             f"at the shape, peak baseline WF/<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
