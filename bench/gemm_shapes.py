@@ -85,7 +85,11 @@ def baseline(peak, ctx, inputs, tuning, reps):
 
 # Steps whose blocks walk several tiles (TILES_PER_CTA): their tip is validated again with
 # every block walking two or more.
-TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong")
+TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong", "Persistent-Split-K")
+# A split-K tip is validated again where its splits reach past K (K = 424: 7 k-steps, so the
+# last split of 2 or 4 has a k-step wholly past K, which TMA fills with zeros) and where M
+# is smaller than one tile (a decode step), under the same sanitizers.
+SPLIT_VALIDATION = ["--set", "K_SPLITS=2,4", "--set", "M=16,200", "--set", "N=136", "--set", "K=424"]
 
 
 # Ping-Pong's consumer warpgroups take turns through named barriers: its tile-loop
@@ -182,6 +186,14 @@ def main_half(out):
                 row["tile_loop_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
             except subprocess.TimeoutExpired:
                 row["tile_loop_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
+            if entries[0]["transformation"] == "Persistent-Split-K":
+                started = time.time()
+                try:
+                    r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, f"examples/gemm-nt-bias-cuda-{DTYPE}"),
+                            *SPLIT_VALIDATION, "--samples", "12", "--sanitize-samples", "2", *TILE_LOOP_SANITIZE, "--json"], timeout=timeout)
+                    row["split_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
+                except subprocess.TimeoutExpired:
+                    row["split_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
         if replay["rc"] == 0 and int(retune_budget) > 0:
             started = time.time()
             try:
