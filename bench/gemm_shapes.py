@@ -21,7 +21,7 @@ DTYPE=bf16 (or f16, with its bundle) runs the 16-bit Hopper line instead
 (examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle, Refactor ... TMA-Store ->
 Persistent-Tiles -> Consumer-Overlap, or BRANCH=ping-pong -> Ping-Pong; a tip whose blocks walk several tiles is validated
 again with TILES_PER_CTA = 1, 2 and 4, under memcheck, racecheck and synccheck):
-the bundle is replayed at EACH shape into its own workflow (WF/<shape>): every step
+the bundle is replayed at EACH shape into its own workflow (WF/<dtype>[-<branch>]-<shape>): every step
 validated at the manifest's [validation.inputs] (200 x 136 x 88), sanitized once
 (SANITIZE_SAMPLES, default 1) at SANITIZE_AT (default M=256 N=256 K=128) and tuned at the
 shape (--samples 4, BUDGET default 12 evaluations and STEP_TIME default 12 s per step, so
@@ -30,7 +30,7 @@ one replay stays near 200 s); the tip is retuned over its whole (small) space at
 against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 out, f32
 accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
 REPLAY_ONCE=1 replays at the first shape only and retunes that tip at every shape; a
-workflow already at WF/<first shape> (an earlier call's replay, cloned there) is not
+workflow already at WF/<dtype>[-<branch>]-<first shape> (an earlier call's replay of the same line, cloned there) is not
 replayed again.
 
 DTYPE=e4m3 runs the fp8 Hopper line the same way (examples/workflows/gemm-nt-bias-cuda-e4m3-deferred.bundle:
@@ -153,7 +153,9 @@ def main_half(out):
         m, n, k = (int(x) for x in shape.split("x"))
         inputs = {"M": m, "N": n, "K": k}
         sizes = ["--set", f"M={m}", "--set", f"N={n}", "--set", f"K={k}"]
-        wf = os.path.join(base, shapes[0] if once else shape)
+        # The folder names the dtype and branch: an earlier call's workflow left in the same WF
+        # (a warm machine keeps /tmp) is reused only for the same line, never another dtype's.
+        wf = os.path.join(base, f"{DTYPE}{'-' + BRANCH if BRANCH else ''}-{shapes[0] if once else shape}")
         if once and replayed is not None:
             replay = dict(replayed, reused=f"replayed at {shapes[0]}, retuned at {shape}")
         elif once and os.path.exists(os.path.join(wf, "context")):
@@ -220,12 +222,12 @@ def main_half(out):
 
 
 def half_command(shapes, budget, step_time, samples, retune_budget, retune_time, reps, once):
-    replayed = ("peak replay once, at the first shape (or an earlier call's replay cloned there), into WF/<first shape>; per shape"
+    replayed = ("peak replay once, at the first shape (or an earlier call's replay cloned there), into WF/<dtype>[-<branch>]-<first shape>; per shape"
                 if once else "per shape peak replay")
     return (f"DTYPE={DTYPE}{' REPLAY_ONCE=1' if once else ''}{' BRANCH=' + BRANCH if BRANCH else ''} bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} BUDGET={budget} "
             f"STEP_TIME={step_time} SANITIZE_SAMPLES={samples} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): {replayed} "
-            f"{os.path.relpath(BUNDLE, ROOT)} --into WF/<shape> --set M= --set N= --set K= (each row's replay.command), peak retune -w WF/<shape> "
-            f"at the shape, peak baseline WF/<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
+            f"{os.path.relpath(BUNDLE, ROOT)} --into WF/<dtype>[-<branch>]-<shape> --set M= --set N= --set K= (each row's replay.command), peak retune -w WF/<dtype>[-<branch>]-<shape> "
+            f"at the shape, peak baseline WF/<dtype>[-<branch>]-<shape>/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration>")
 
 
 def row_key(row):
