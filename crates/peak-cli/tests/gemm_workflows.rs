@@ -462,6 +462,94 @@ fn gemm_nt_bias_f16_twin_walks_the_same_line_deferred() {
     hopper_twin_walks_the_line("f16", "__half", "__half2float", "__float2half");
 }
 
+/// The branch `ping-pong` of the 16-bit twin `dtype`: Ping-Pong then Persistent-Split-K on the
+/// Consumer-Overlap tip, each written by the agent and compile-checked (`--defer`). Ping-Pong:
+/// whole tiles per consumer warpgroup, alternate tiles, turns on named barriers 3 and 4, one
+/// owner's release per k-step (so `empty` expects CLUSTER_M arrivals). Persistent-Split-K:
+/// KT counts one split's k-steps, the loops run over units * K_SPLITS items, the loads read
+/// the split's k range, and with K_SPLITS > 1 raw f32 sums go to `partial` and a reduction
+/// kernel applies EPILOGUE once, launched only then.
+fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
+    let env = Env::new();
+    let wf = env.path(dtype);
+    unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let parent = |entry: &serde_json::Value| show(entry["parents"][0].as_str().unwrap());
+    let split = show("ping-pong");
+    let turns = parent(&split);
+    let overlap = parent(&turns);
+    assert_eq!(show("HEAD")["id"], overlap["id"], "the bundle's HEAD stays on the Consumer-Overlap line");
+    for (entry, name) in [(&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
+        assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);
+    }
+    for entry in [&split, &turns] {
+        assert_eq!((entry["meta"]["verdict"].as_str(), entry["meta"]["executor"].as_str()), (Some("deferred"), Some("agent")), "{}", entry["meta"]);
+        let counts = entry["validation"]["compile_check"]["counts"].as_object().unwrap();
+        assert!(counts["compiled"].as_u64().unwrap() > 0, "{counts:?}");
+        assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "{counts:?}");
+    }
+    let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
+    let (tip, ping_pong) = (source(&split), source(&turns));
+    let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
+    let turns_device = region(&ping_pong, "@peak device", "@peak host");
+    for expected in [
+        "peak_mbar_init(&empty[s], CLUSTER_M);",
+        "if (wg == 1) peak_bar_arrive(3, 256);",
+        "peak_bar_sync(3 + wg, 256);",
+        "peak_bar_arrive(3 + (1 - wg), 256);",
+        "const int it = tile * KT + t;",
+        "const int gr = by * TILE_M + 64 * i + r, gc = bx * TILE_N + c;",
+    ] {
+        assert!(turns_device.contains(expected), "missing {expected:?} in Ping-Pong's device region:\n{turns_device}");
+    }
+    // The turn: the other warpgroup is let in after the last issue, before the drain.
+    let handoff = turns_device.find("peak_bar_arrive(3 + (1 - wg), 256);").unwrap();
+    assert!(handoff < turns_device.find("peak_wgmma_wait<0>();").unwrap(), "{turns_device}");
+    assert!(region(&ping_pong, "@peak macros", "@peak device").contains("#define TILE_M (64 * FRAG_M)"));
+    assert!(ping_pong.split("@peak host").nth(1).unwrap().contains("WG_M * tile_m * WGMMA_N * 2"));
+
+    let device = region(&tip, "@peak device", "@peak host");
+    let host = tip.split("@peak host").nth(1).unwrap();
+    assert!(region(&tip, "@peak macros", "@peak device").contains("#define PARTIAL_AT(s, r, c) partial[((size_t)(s) * (GEMM_M) + (r)) * (GEMM_N) + (c)]"));
+    for expected in [
+        format!("{ty}* out, int M, int N, int K, float* partial)"),
+        "const int KT = (((GEMM_K) + TILE_K - 1) / TILE_K + K_SPLITS - 1) / K_SPLITS;".into(),
+        "const int work = units * K_SPLITS;".into(),
+        "for (int u = cluster; u < work; u += clusters)".into(),
+        "for (int tile = wg; cluster + tile * clusters < work; tile += 2)".into(),
+        "peak_tma_load_2d(a_stage, &tma_a, (split * KT + t) * TILE_K, by * TILE_M, &full[s]);".into(),
+        "#if K_SPLITS == 1".into(),
+        "*reinterpret_cast<float2*>(&PARTIAL_AT(split, gr, gc))".into(),
+        format!("gemm_nt_bias_splitk_reduce(const {ty}* bias, {ty}* out, int M, int N, int K, float* partial)"),
+        "for (int s = 0; s < K_SPLITS; ++s) sum += PARTIAL_AT(s, r, c);".into(),
+        "C_AT(r, c) = EPILOGUE(sum, r, c);".into(),
+    ] {
+        assert!(device.contains(&expected), "missing {expected:?} in Persistent-Split-K's device region:\n{device}");
+    }
+    assert_eq!(device.matches("peak_grouped_tile(u % units, unit_rows, tiles_n, 8, ur, bx);").count(), 2, "{device}");
+    // Only the unsplit build stores C from the GEMM kernel; the split build never stages it.
+    let (unsplit, split_build) = device.split_once("#else").unwrap();
+    assert!(unsplit.contains("peak_tma_store_2d(") && !split_build.split("#endif").next().unwrap().contains("peak_tma_store_2d("), "{device}");
+    for expected in [
+        "if (K_SPLITS - 1) * k_per_split >= k_steps { invalid(",
+        "let partial = alloc(\"f32\", if K_SPLITS > 1 { K_SPLITS * M * N } else { 1 });",
+        "let clusters = ceil_div(units * K_SPLITS, TILES_PER_CTA);",
+        "bias, out, M, N, K, partial);\nif K_SPLITS > 1 {\n    launch(\"gemm_nt_bias_splitk_reduce\", [ceil_div(M * N, 256)], [256], 0, bias, out, M, N, K, partial);",
+    ] {
+        assert!(host.contains(expected), "missing {expected:?} in Persistent-Split-K's host region:\n{host}");
+    }
+}
+
+#[test]
+fn gemm_nt_bias_bf16_ping_pong_branch_takes_turns_and_splits_k() {
+    ping_pong_branch_takes_turns_and_splits_k("bf16", "__nv_bfloat16");
+}
+
+#[test]
+fn gemm_nt_bias_f16_ping_pong_branch_takes_turns_and_splits_k() {
+    ping_pong_branch_takes_turns_and_splits_k("f16", "__half");
+}
+
 /// The Hopper transformations speak roles (M, N, K, the operands' layouts, the element type,
 /// the epilogue) and keep the shape the recorded f16 workflow
 /// (examples/workflows/matmul-cuda-f16.bundle) replays against: the same passes in the

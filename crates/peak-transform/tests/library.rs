@@ -16,6 +16,7 @@ const SHIPPED: &[&str] = &[
     "Persistent-Tiles",
     "Consumer-Overlap",
     "Ping-Pong",
+    "Persistent-Split-K",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
