@@ -199,60 +199,16 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
     let opened = open(path)?;
     let wf = &opened.workflow;
     let entries = wf.log()?;
-    let by_id: HashMap<&str, &LogEntry> = entries.iter().map(|e| (e.id.as_str(), e)).collect();
     let mut views: HashMap<String, CheckpointView> = HashMap::new();
-    let mut missing = Vec::new();
-
-    let mut series = Vec::new();
-    for (name, tip) in tips(&entries) {
-        let mut chain = Vec::new();
-        let mut at = Some(tip);
-        while let Some(entry) = at {
-            chain.push(entry);
-            at = entry.parents.first().and_then(|p| by_id.get(p.as_str()).copied());
-        }
-        chain.reverse();
-        let mut steps = Vec::new();
-        for (index, entry) in chain.iter().enumerate() {
-            let id = entry.id.to_string();
-            if !views.contains_key(&id) {
-                views.insert(id.clone(), wf.show(&id)?);
-            }
-            let view = &views[&id];
-            let performance = performance_of(view);
-            let best = performance.best.as_ref();
-            let diff = match index {
-                0 => None,
-                _ => Some(wf.diff(chain[index - 1].id.as_str(), &id)?.to_string()),
-            };
-            steps.push(Step {
-                index,
-                id: entry.id.short().to_string(),
-                transformation: entry.transformation.clone().unwrap_or_else(|| entry.summary.clone()),
-                verdict: entry.verdict.clone(),
-                executor: entry.executor.clone(),
-                best_time_ms: entry.best_time_ms,
-                speedup_over_root: entry.speedup_over_root,
-                speedup_over_previous: entry.speedup_over_parent,
-                best_inputs: entry.best_inputs.clone(),
-                speedup_over_root_inputs: entry.speedup_over_root_inputs.clone(),
-                speedup_over_previous_inputs: entry.speedup_over_parent_inputs.clone(),
-                tflops: best.and_then(|b| tflops(view, &b.params, entry.best_time_ms?)),
-                percent_of_vendor: entry.baseline.as_ref().filter(|b| b.kind != "copy").and_then(|b| b.percent),
-                percent_of_copy: entry.baseline.as_ref().filter(|b| b.kind == "copy").and_then(|b| b.percent),
-                best_params: best.map(|b| json!(b.params)),
-                sizes: other_sizes(entry, &performance, |params, ms| tflops(view, params, ms)),
-                diff,
-            });
-        }
-        series.push(Series { name, steps });
-    }
+    let series = all_series(wf, &entries, &mut views)?;
 
     // Each checkpoint once, in series order.
     let mut seen = HashSet::new();
     let ordered: Vec<&Step> = series.iter().flat_map(|s| &s.steps).filter(|s| seen.insert(s.id.clone())).collect();
     let view_of = |short: &str| views.values().find(|v| v.id.short() == short);
 
+    // Each stage below adds to `missing` what it needed and the records lack; the notes keep the stages' order.
+    let mut missing = Vec::new();
     let time = time_breakdown(&ordered, &view_of);
     if time.unrecorded > 0 {
         missing.push(format!(
@@ -261,9 +217,101 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
             time.rows.len()
         ));
     }
+    let convergence = convergence(&ordered, &view_of, &mut missing);
+    note_missing_rates(&ordered, &entries, &mut missing);
+    let (success, depth, samples_enough) = attempt_tables(wf, &entries, &ordered, &mut missing)?;
+
+    let final_kernel = final_kernel(&series, &view_of);
+    let root_manifest = series.first().and_then(|s| s.steps.first()).and_then(|r| view_of(&r.id)).and_then(manifest_of);
+    let device = ordered.iter().rev().find_map(|s| performance_of(view_of(&s.id)?).device);
+    let name = path.file_name().map(|n| n.to_string_lossy().trim_end_matches(".bundle").to_string()).unwrap_or_else(|| path.display().to_string());
+    Ok(WorkflowReport {
+        name,
+        source: path.to_path_buf(),
+        kernel: root_manifest.as_ref().map(|m| m.kernel.name.clone()),
+        backend: root_manifest.as_ref().map(|m| m.kernel.backend.name().to_string()),
+        device,
+        series,
+        success,
+        depth,
+        samples_enough,
+        time,
+        convergence,
+        final_kernel,
+        missing,
+    })
+}
+
+/// One series per branch tip. `views` keeps each checkpoint's records (`peak show`), read
+/// once although series share their root and often more.
+fn all_series(wf: &Workflow, entries: &[LogEntry], views: &mut HashMap<String, CheckpointView>) -> Result<Vec<Series>> {
+    let by_id: HashMap<&str, &LogEntry> = entries.iter().map(|e| (e.id.as_str(), e)).collect();
+    let mut series = Vec::new();
+    for (name, tip) in tips(entries) {
+        let chain = first_parent_chain(tip, &by_id);
+        let mut steps = Vec::new();
+        for (index, entry) in chain.iter().enumerate() {
+            let id = entry.id.to_string();
+            if !views.contains_key(&id) {
+                views.insert(id.clone(), wf.show(&id)?);
+            }
+            // The root has no previous step to differ from.
+            let diff = match index {
+                0 => None,
+                _ => Some(wf.diff(chain[index - 1].id.as_str(), &id)?.to_string()),
+            };
+            steps.push(step(index, entry, &views[&id], diff));
+        }
+        series.push(Series { name, steps });
+    }
+    Ok(series)
+}
+
+/// The checkpoints from the root to `tip`, following first parents: the line the branch
+/// itself took, as `peak log` numbers its steps.
+fn first_parent_chain<'a>(tip: &'a LogEntry, by_id: &HashMap<&str, &'a LogEntry>) -> Vec<&'a LogEntry> {
+    let mut chain = Vec::new();
+    let mut at = Some(tip);
+    while let Some(entry) = at {
+        chain.push(entry);
+        at = entry.parents.first().and_then(|p| by_id.get(p.as_str()).copied());
+    }
+    chain.reverse();
+    chain
+}
+
+/// A checkpoint as step `index` of a series: its times, speedups and yardstick as `peak log`
+/// has them, its TFLOP/s from its own manifest.
+fn step(index: usize, entry: &LogEntry, view: &CheckpointView, diff: Option<String>) -> Step {
+    let performance = performance_of(view);
+    let best = performance.best.as_ref();
+    Step {
+        index,
+        id: entry.id.short().to_string(),
+        transformation: entry.transformation.clone().unwrap_or_else(|| entry.summary.clone()),
+        verdict: entry.verdict.clone(),
+        executor: entry.executor.clone(),
+        best_time_ms: entry.best_time_ms,
+        speedup_over_root: entry.speedup_over_root,
+        speedup_over_previous: entry.speedup_over_parent,
+        best_inputs: entry.best_inputs.clone(),
+        speedup_over_root_inputs: entry.speedup_over_root_inputs.clone(),
+        speedup_over_previous_inputs: entry.speedup_over_parent_inputs.clone(),
+        tflops: best.and_then(|b| tflops(view, &b.params, entry.best_time_ms?)),
+        percent_of_vendor: entry.baseline.as_ref().filter(|b| b.kind != "copy").and_then(|b| b.percent),
+        percent_of_copy: entry.baseline.as_ref().filter(|b| b.kind == "copy").and_then(|b| b.percent),
+        best_params: best.map(|b| json!(b.params)),
+        sizes: other_sizes(entry, &performance, |params, ms| tflops(view, params, ms)),
+        diff,
+    }
+}
+
+/// The tuning curve of every run of every checkpoint that recorded one. Runs without a
+/// curve (recorded before curves were kept) are counted in `missing`, not drawn flat.
+fn convergence<'a>(ordered: &[&Step], view_of: &dyn Fn(&str) -> Option<&'a CheckpointView>, missing: &mut Vec<String>) -> Vec<Convergence> {
     let mut convergence = Vec::new();
     let mut tuned = 0;
-    for step in &ordered {
+    for step in ordered {
         let Some(view) = view_of(&step.id) else { continue };
         for run in performance_of(view).runs() {
             tuned += 1;
@@ -285,7 +333,15 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
             tuned - convergence.len()
         ));
     }
-    if ordered.iter().any(|s| s.best_time_ms.is_some()) && ordered.iter().all(|s| s.percent_of_vendor.is_none() && s.percent_of_copy.is_none()) {
+    convergence
+}
+
+/// Says why the % vendor and TFLOP/s columns are empty when checkpoints were timed but
+/// none has the rate: a column of dashes is otherwise unexplained.
+fn note_missing_rates(ordered: &[&Step], entries: &[LogEntry], missing: &mut Vec<String>) {
+    let timed = ordered.iter().any(|s| s.best_time_ms.is_some());
+    if timed && ordered.iter().all(|s| s.percent_of_vendor.is_none() && s.percent_of_copy.is_none()) {
+        // The yardstick's own reason (no vendor library for this kernel, say) beats a generic one.
         let reason = entries.iter().filter_map(|e| e.baseline.as_ref()?.reason.clone()).next();
         missing.push(match reason {
             Some(reason) => format!("% of vendor library: no checkpoint has a yardstick timed ({reason})"),
@@ -294,10 +350,15 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
             }
         });
     }
-    if ordered.iter().any(|s| s.best_time_ms.is_some()) && ordered.iter().all(|s| s.tflops.is_none()) {
+    if timed && ordered.iter().all(|s| s.tflops.is_none()) {
         missing.push("TFLOP/s: the manifest has no `kernel.flops`".into());
     }
+}
 
+/// From the attempts log: success per executor and transformation, every failed validation
+/// try, and how many samples would have caught them all. What the log cannot say (checkpoints
+/// it lacks, an agent's writing time, a failure's sample) goes into `missing`.
+fn attempt_tables(wf: &Workflow, entries: &[LogEntry], ordered: &[&Step], missing: &mut Vec<String>) -> Result<(Vec<SuccessRow>, Vec<DepthRow>, Option<u32>)> {
     let log = wf.attempts()?;
     let records: Vec<&AttemptRecord> = log.records.iter().filter(|r| !r.is_start()).collect();
     let recorded: HashSet<&str> = records.iter().filter_map(|r| r.attempt.checkpoint.as_deref()).collect();
@@ -326,43 +387,30 @@ pub fn gather_one(path: &Path) -> Result<WorkflowReport> {
     }
     // Every failure placed: the deepest one says how many samples were needed.
     let samples_enough = if unplaced == 0 { depth.iter().filter_map(|d| d.first_failing_sample).max() } else { None };
+    Ok((success, depth, samples_enough))
+}
 
-    let final_kernel = series.first().and_then(|s| s.steps.last().map(|step| (s, step))).and_then(|(s, step)| {
-        let view = view_of(&step.id)?;
-        let manifest = view.files.get(peak_spec::MANIFEST_FILE).and_then(|t| Manifest::parse(peak_spec::MANIFEST_FILE, t).ok())?;
-        let file = manifest.kernel.source.clone();
-        Some(FinalKernel {
-            id: step.id.clone(),
-            transformation: step.transformation.clone(),
-            series: s.name.clone(),
-            source: view.files.get(&file)?.clone(),
-            file,
-            best_params: step.best_params.clone(),
-            best_time_ms: step.best_time_ms,
-        })
-    });
-    let root_manifest = series
-        .first()
-        .and_then(|s| s.steps.first())
-        .and_then(|r| view_of(&r.id))
-        .and_then(|v| v.files.get(peak_spec::MANIFEST_FILE).and_then(|t| Manifest::parse(peak_spec::MANIFEST_FILE, t).ok()));
-    let device = ordered.iter().rev().find_map(|s| performance_of(view_of(&s.id)?).device);
-    let name = path.file_name().map(|n| n.to_string_lossy().trim_end_matches(".bundle").to_string()).unwrap_or_else(|| path.display().to_string());
-    Ok(WorkflowReport {
-        name,
-        source: path.to_path_buf(),
-        kernel: root_manifest.as_ref().map(|m| m.kernel.name.clone()),
-        backend: root_manifest.as_ref().map(|m| m.kernel.backend.name().to_string()),
-        device,
-        series,
-        success,
-        depth,
-        samples_enough,
-        time,
-        convergence,
-        final_kernel,
-        missing,
+/// The first series' last checkpoint, the kernel the workflow ended with: its source file
+/// (named by its own manifest) and the configuration it was timed at.
+fn final_kernel<'a>(series: &[Series], view_of: &dyn Fn(&str) -> Option<&'a CheckpointView>) -> Option<FinalKernel> {
+    let s = series.first()?;
+    let step = s.steps.last()?;
+    let view = view_of(&step.id)?;
+    let file = manifest_of(view)?.kernel.source;
+    Some(FinalKernel {
+        id: step.id.clone(),
+        transformation: step.transformation.clone(),
+        series: s.name.clone(),
+        source: view.files.get(&file)?.clone(),
+        file,
+        best_params: step.best_params.clone(),
+        best_time_ms: step.best_time_ms,
     })
+}
+
+/// A checkpoint's own manifest; `None` when it is absent or does not parse.
+fn manifest_of(view: &CheckpointView) -> Option<Manifest> {
+    view.files.get(peak_spec::MANIFEST_FILE).and_then(|t| Manifest::parse(peak_spec::MANIFEST_FILE, t).ok())
 }
 
 /// Branch tips, one per commit, the HEAD's first; names without a bundle's `origin/`.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::data::{FAILURE_KINDS, Report, Series, WorkflowReport};
+use crate::data::{FAILURE_KINDS, FinalKernel, Report, Series, WorkflowReport};
 use crate::figures;
 pub use crate::markup::escape;
 use crate::tables::{format_ms, seconds, speedup, tflops};
@@ -227,7 +227,45 @@ fn attempts(out: &mut String, w: &WorkflowReport) {
     out.push_str("</tbody></table></div>");
 }
 
+/// One workflow's section: its heading and headline cards, then the paper's figures, each
+/// followed by the table of the numbers it draws, then the final kernel and every step's diff.
 fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
+    section_heading(out, w);
+    if let Some(s) = w.series.first() {
+        cards(out, s);
+    }
+    not_recorded(out, w);
+
+    // Drawn once up front: each figure sits next to the table it belongs to, in the paper's order.
+    let figs = figures::all(w)?;
+    let fig = |out: &mut String, id: &str| figure(out, w, &figs, id);
+    fig(out, "fig-speedup");
+    for s in &w.series {
+        step_table(out, s);
+    }
+    fig(out, "fig-previous");
+
+    fig(out, "fig-success");
+    attempts(out, w);
+
+    fig(out, "fig-depth");
+    failed_tries(out, w);
+
+    time_breakdown(out, w);
+    fig(out, "fig-time");
+    fig(out, "fig-convergence");
+
+    if let Some(k) = &w.final_kernel {
+        final_kernel(out, k);
+    }
+    step_diffs(out, w);
+    out.push_str("</section>\n");
+    Ok(())
+}
+
+/// Opens the workflow's section (the table of contents links to its id) with its name, what
+/// it tunes (kernel and backend), where it was read from and the device it was measured on.
+fn section_heading(out: &mut String, w: &WorkflowReport) {
     let _ = write!(out, "<section class=\"workflow wrap\" id=\"{}\">", slug(&w.name));
     let what = [w.kernel.as_deref(), w.backend.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" · ");
     let _ = write!(
@@ -238,97 +276,105 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
         escape(&w.source.display().to_string()),
         w.device.as_ref().map(|d| format!("<br>{}", escape(d))).unwrap_or_default()
     );
+}
 
-    if let Some(s) = w.series.first() {
-        cards(out, s);
+/// What the workflow does not record, said up front: a figure or table left empty is then
+/// no surprise, and nothing is estimated in its place.
+fn not_recorded(out: &mut String, w: &WorkflowReport) {
+    if w.missing.is_empty() {
+        return;
     }
-    if !w.missing.is_empty() {
-        out.push_str("<div class=\"missing\"><strong>Not recorded in this workflow</strong>, so not shown:<ul>");
-        for m in &w.missing {
-            let _ = write!(out, "<li>{}</li>", escape(m));
-        }
-        out.push_str("</ul></div>");
+    out.push_str("<div class=\"missing\"><strong>Not recorded in this workflow</strong>, so not shown:<ul>");
+    for m in &w.missing {
+        let _ = write!(out, "<li>{}</li>", escape(m));
     }
+    out.push_str("</ul></div>");
+}
 
-    let figs = figures::all(w)?;
-    let fig = |out: &mut String, id: &str| {
-        if let Some(f) = figs.iter().find(|f| f.id == id) {
-            let _ = write!(out, "<div class=\"panel\"><figure id=\"{}-{}\"><h3>{}</h3>{}", slug(&w.name), f.id, escape(&f.title), f.svg);
-            if let Some(note) = &f.note {
-                let _ = write!(out, "<figcaption>{}</figcaption>", escape(note));
-            }
-            out.push_str("</figure></div>");
-        }
-    };
-
-    fig(out, "fig-speedup");
-    for s in &w.series {
-        let _ = write!(out, "<div class=\"panel scroll\"><h3>Steps on {}</h3><table>", escape(&s.name));
-        out.push_str(&head(&[
-            ("step", true),
-            ("checkpoint", false),
-            ("transformation", false),
-            ("verdict", false),
-            ("best time", true),
-            ("× root", true),
-            ("× previous", true),
-            ("TFLOP/s", true),
-            ("% vendor", true),
-            ("inputs", false),
-        ]));
-        out.push_str("<tbody>");
-        for st in &s.steps {
-            out.push_str("<tr>");
-            out.push_str(&cell(st.index.to_string(), true));
-            let _ = write!(out, "<td><code>{}</code></td>", escape(&st.id));
-            out.push_str(&cell(&st.transformation, false));
-            out.push_str(&cell(st.verdict.as_deref().unwrap_or("-"), false));
-            out.push_str(&cell(st.best_time_ms.map(format_ms).unwrap_or_else(|| "-".into()), true));
-            out.push_str(&ratio_cell(st.speedup_over_root));
-            out.push_str(&ratio_cell(st.speedup_over_previous));
-            out.push_str(&cell(tflops(st.tflops), true));
-            out.push_str(&cell(crate::tables::vendor(st), true));
-            out.push_str(&cell(crate::tables::measured_at(st), false));
-            out.push_str("</tr>");
-            size_rows(out, st);
-        }
-        out.push_str("</tbody></table></div>");
+/// The figure `id` in its own panel, with its note as the caption; nothing when the workflow
+/// has no such figure. Its anchor is prefixed with the workflow's slug, so ids stay unique
+/// on a page of several workflows.
+fn figure(out: &mut String, w: &WorkflowReport, figs: &[figures::Figure], id: &str) {
+    let Some(f) = figs.iter().find(|f| f.id == id) else { return };
+    let _ = write!(out, "<div class=\"panel\"><figure id=\"{}-{}\"><h3>{}</h3>{}", slug(&w.name), f.id, escape(&f.title), f.svg);
+    if let Some(note) = &f.note {
+        let _ = write!(out, "<figcaption>{}</figcaption>", escape(note));
     }
-    fig(out, "fig-previous");
+    out.push_str("</figure></div>");
+}
 
-    fig(out, "fig-success");
-    attempts(out, w);
-
-    fig(out, "fig-depth");
-    if !w.depth.is_empty() {
-        out.push_str("<div class=\"panel scroll\"><h3>Failed validation tries</h3><table>");
-        out.push_str(&head(&[
-            ("executor", false),
-            ("transformation", false),
-            ("retry", true),
-            ("outcome", false),
-            ("caught by", false),
-            ("first failing sample", true),
-            ("message", false),
-        ]));
-        out.push_str("<tbody>");
-        for d in &w.depth {
-            out.push_str("<tr>");
-            out.push_str(&cell(&d.executor, false));
-            out.push_str(&cell(&d.transformation, false));
-            out.push_str(&cell(d.retry.to_string(), true));
-            out.push_str(&cell(d.outcome.as_str(), false));
-            out.push_str(&cell(&d.validator, false));
-            out.push_str(&cell(d.first_failing_sample.map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into()), true));
-            let _ = write!(out, "<td class=\"wrap-text\">{}</td>", escape(d.error.as_deref().unwrap_or("")));
-            out.push_str("</tr>");
-        }
-        out.push_str("</tbody></table></div>");
+/// A series' steps (paper figs. 2 and 3 as numbers): a row per checkpoint at its headline
+/// inputs, then a row per other input size it was tuned at.
+fn step_table(out: &mut String, s: &Series) {
+    let _ = write!(out, "<div class=\"panel scroll\"><h3>Steps on {}</h3><table>", escape(&s.name));
+    out.push_str(&head(&[
+        ("step", true),
+        ("checkpoint", false),
+        ("transformation", false),
+        ("verdict", false),
+        ("best time", true),
+        ("× root", true),
+        ("× previous", true),
+        ("TFLOP/s", true),
+        ("% vendor", true),
+        ("inputs", false),
+    ]));
+    out.push_str("<tbody>");
+    for st in &s.steps {
+        out.push_str("<tr>");
+        out.push_str(&cell(st.index.to_string(), true));
+        let _ = write!(out, "<td><code>{}</code></td>", escape(&st.id));
+        out.push_str(&cell(&st.transformation, false));
+        out.push_str(&cell(st.verdict.as_deref().unwrap_or("-"), false));
+        out.push_str(&cell(st.best_time_ms.map(format_ms).unwrap_or_else(|| "-".into()), true));
+        out.push_str(&ratio_cell(st.speedup_over_root));
+        out.push_str(&ratio_cell(st.speedup_over_previous));
+        out.push_str(&cell(tflops(st.tflops), true));
+        out.push_str(&cell(crate::tables::vendor(st), true));
+        out.push_str(&cell(crate::tables::measured_at(st), false));
+        out.push_str("</tr>");
+        size_rows(out, st);
     }
+    out.push_str("</tbody></table></div>");
+}
 
-    // Table 5.
+/// Every try that failed validation (paper fig. 5 as rows): which validator
+/// caught it and at which sample. Left out when no try failed there.
+fn failed_tries(out: &mut String, w: &WorkflowReport) {
+    if w.depth.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"panel scroll\"><h3>Failed validation tries</h3><table>");
+    out.push_str(&head(&[
+        ("executor", false),
+        ("transformation", false),
+        ("retry", true),
+        ("outcome", false),
+        ("caught by", false),
+        ("first failing sample", true),
+        ("message", false),
+    ]));
+    out.push_str("<tbody>");
+    for d in &w.depth {
+        out.push_str("<tr>");
+        out.push_str(&cell(&d.executor, false));
+        out.push_str(&cell(&d.transformation, false));
+        out.push_str(&cell(d.retry.to_string(), true));
+        out.push_str(&cell(d.outcome.as_str(), false));
+        out.push_str(&cell(&d.validator, false));
+        out.push_str(&cell(d.first_failing_sample.map(|s| s.to_string()).unwrap_or_else(|| "not recorded".into()), true));
+        let _ = write!(out, "<td class=\"wrap-text\">{}</td>", escape(d.error.as_deref().unwrap_or("")));
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>");
+}
+
+/// Paper table 5: the seconds each checkpoint spent in validation, transformation and
+/// tuning, their totals, and each phase's share of the total.
+fn time_breakdown(out: &mut String, w: &WorkflowReport) {
     let t = &w.time;
     let total = t.validation_s + t.transformation_s + t.tuning_s;
+    // A share only when some checkpoint recorded its times: a percentage of nothing would mislead.
     let pct = |x: f64| if total > 0.0 && t.unrecorded < t.rows.len() { format!("{:.1}%", 100.0 * x / total) } else { "-".into() };
     out.push_str("<div class=\"panel scroll\"><h3>Time breakdown (paper table 5)</h3><table>");
     out.push_str(&head(&[("checkpoint", false), ("transformation", false), ("validation s", true), ("transformation s", true), ("performance s", true)]));
@@ -359,30 +405,33 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
         cell(pct(t.tuning_s), true)
     );
     out.push_str("</tbody></table></div>");
-    fig(out, "fig-time");
-    fig(out, "fig-convergence");
+}
 
-    if let Some(k) = &w.final_kernel {
-        let _ = write!(
-            out,
-            "<div class=\"panel\"><h3>Final kernel: {} <small>({}, <code>{}</code>, {})</small></h3>",
-            escape(&k.transformation),
-            escape(&k.series),
-            escape(&k.id),
-            k.best_time_ms.map(format_ms).unwrap_or_else(|| "not timed".into())
-        );
-        if let Some(params) = &k.best_params {
-            out.push_str("<p class=\"sub\">Best configuration</p><div class=\"params\">");
-            for group in ["inputs", "tuning"] {
-                for (name, value) in params[group].as_object().into_iter().flatten() {
-                    let _ = write!(out, "<span>{} = {}</span>", escape(name), escape(&value.to_string()));
-                }
+/// The fastest kernel's source, open to read, with the configuration it was timed at.
+fn final_kernel(out: &mut String, k: &FinalKernel) {
+    let _ = write!(
+        out,
+        "<div class=\"panel\"><h3>Final kernel: {} <small>({}, <code>{}</code>, {})</small></h3>",
+        escape(&k.transformation),
+        escape(&k.series),
+        escape(&k.id),
+        k.best_time_ms.map(format_ms).unwrap_or_else(|| "not timed".into())
+    );
+    if let Some(params) = &k.best_params {
+        out.push_str("<p class=\"sub\">Best configuration</p><div class=\"params\">");
+        for group in ["inputs", "tuning"] {
+            for (name, value) in params[group].as_object().into_iter().flatten() {
+                let _ = write!(out, "<span>{} = {}</span>", escape(name), escape(&value.to_string()));
             }
-            out.push_str("</div>");
         }
-        let _ = write!(out, "<details open><summary>{}</summary><pre><code>{}</code></pre></details></div>", escape(&k.file), escape(&k.source));
+        out.push_str("</div>");
     }
+    let _ = write!(out, "<details open><summary>{}</summary><pre><code>{}</code></pre></details></div>", escape(&k.file), escape(&k.source));
+}
 
+/// Each step's diff, folded, with its speedup over the previous step. A checkpoint shared
+/// by several series (the root, a common prefix) is shown once.
+fn step_diffs(out: &mut String, w: &WorkflowReport) {
     out.push_str("<div class=\"panel\"><h3>What each step changed</h3>");
     let mut seen = std::collections::HashSet::new();
     for s in &w.series {
@@ -402,6 +451,5 @@ fn workflow(out: &mut String, w: &WorkflowReport) -> Result<()> {
             );
         }
     }
-    out.push_str("</div></section>\n");
-    Ok(())
+    out.push_str("</div>");
 }
