@@ -434,116 +434,22 @@ impl RawDomain {
 }
 
 impl RawTransformation {
-    fn validate(self, file: &Path) -> Result<Transformation, LibraryError> {
+    /// The checked transformation, or the first problem found, named by its field. The
+    /// checks run in stages (names, backends, requirements, tuning parameters, constraints,
+    /// passes, translations), each stage relying on the ones before it.
+    fn validate(mut self, file: &Path) -> Result<Transformation, LibraryError> {
         let invalid = |field: String, message: String| LibraryError::Invalid { file: file.to_path_buf(), line: None, field, message };
 
-        if self.name.trim().is_empty() || self.name.trim() != self.name {
-            return Err(invalid("name".into(), "must be non-empty, without leading or trailing spaces".into()));
-        }
-        if normalize(&self.name).is_empty() {
-            return Err(invalid("name".into(), "needs at least one letter or digit".into()));
-        }
-        if self.description.trim().is_empty() {
-            return Err(invalid("description".into(), "must not be empty".into()));
-        }
-        let applies_to = match self.applies_to {
-            Some(list) if list.is_empty() => return Err(invalid("applies_to".into(), "lists no backend; leave it out to mean every backend".into())),
-            Some(list) => {
-                let mut seen = BTreeSet::new();
-                if let Some(dup) = list.iter().find(|b| !seen.insert(**b)) {
-                    return Err(invalid("applies_to".into(), format!("lists {dup} twice")));
-                }
-                list
-            }
-            None => Backend::ALL.to_vec(),
-        };
-
-        if self.kernels == 0 {
-            return Err(invalid("kernels".into(), "a launch script runs at least one kernel".into()));
-        }
-        let mut seen = BTreeSet::new();
-        if let Some(dup) = self.patterns.iter().find(|p| !seen.insert(**p)) {
-            return Err(invalid("patterns".into(), format!("lists {dup} twice")));
-        }
-        for (i, name) in self.requires.iter().enumerate() {
-            if !is_identifier(name) {
-                return Err(invalid(format!("requires[{i}]"), format!("'{name}' is not an identifier")));
-            }
-        }
-
-        for (i, name) in self.redefines.iter().enumerate() {
-            if !self.tuning.contains_key(name) {
-                return Err(invalid(format!("redefines[{i}]"), format!("'{name}' has no new domain under [tuning]")));
-            }
-        }
-
-        let mut tuning = Vec::new();
-        for (name, raw) in &self.tuning {
-            let field = format!("tuning.{name}");
-            if !is_identifier(name) {
-                return Err(invalid(field, format!("'{name}' is not an identifier usable as a #define and a script variable")));
-            }
-            if self.requires.contains(name) {
-                return Err(invalid(field, format!("'{name}' is both introduced here and listed in `requires`")));
-            }
-            let domain = raw.validate().map_err(|m| invalid(field.clone(), m))?;
-            if raw.description.as_deref().is_some_and(|d| d.trim().is_empty()) {
-                return Err(invalid(format!("{field}.description"), "is empty; leave it out instead".into()));
-            }
-            tuning.push(TuningParam { name: name.clone(), domain, description: raw.description.clone() });
-        }
-
-        // Constraints compile as Rhai expressions in strict-variables mode, as the manifest
-        // will compile them, so an unknown name or a syntax error shows up now rather
-        // than when the context is tuned after the model has already been paid for.
-        let mut engine = rhai::Engine::new_raw();
-        engine.set_strict_variables(true);
-        let mut scope = rhai::Scope::new();
-        for name in self.requires.iter().chain(self.tuning.keys()) {
-            scope.push_constant(name.as_str(), 0_i64);
-        }
-        for (i, text) in self.constraints.tuning.iter().enumerate() {
-            engine.compile_expression_with_scope(&scope, text).map_err(|e| {
-                invalid(format!("constraints.tuning[{i}]"), format!("`{text}`: {e} (names must be introduced in [tuning] or listed in `requires`)"))
-            })?;
-        }
-
-        if self.passes.is_empty() {
-            return Err(invalid("passes".into(), "a transformation needs at least one [[passes]] entry".into()));
-        }
-        let mut passes = Vec::new();
-        for (i, raw) in self.passes.into_iter().enumerate() {
-            if raw.title.trim().is_empty() {
-                return Err(invalid(format!("passes[{i}].title"), "must not be empty".into()));
-            }
-            if raw.instructions.trim().is_empty() {
-                return Err(invalid(format!("passes[{i}].instructions"), "must not be empty".into()));
-            }
-            let mut seen = BTreeSet::new();
-            for (j, snippet) in raw.snippets.iter().enumerate() {
-                if !seen.insert(snippet) {
-                    return Err(invalid(format!("passes[{i}].snippets[{j}]"), format!("'{snippet}' is listed twice")));
-                }
-            }
-            for (field, text) in [("title", &raw.title), ("instructions", &raw.instructions)] {
-                placeholder_terms(text).map_err(|m| invalid(format!("passes[{i}].{field}"), m))?;
-            }
-            passes.push(Pass { title: raw.title, region: raw.region, instructions: raw.instructions, snippets: raw.snippets });
-        }
+        self.check_names(&invalid)?;
+        let applies_to = backends(self.applies_to.take(), &invalid)?;
+        self.check_requirements(&invalid)?;
+        let tuning = self.tuning_params(&invalid)?;
+        self.check_constraints(&invalid)?;
+        let passes = passes(std::mem::take(&mut self.passes), &invalid)?;
         if let Some(overview) = &self.overview {
             placeholder_terms(overview).map_err(|m| invalid("overview".into(), m))?;
         }
-
-        for (backend, table) in &self.translations {
-            if !applies_to.contains(backend) {
-                return Err(invalid(format!("translations.{backend}"), format!("{backend} is not in `applies_to`")));
-            }
-            for term in table.keys() {
-                if !is_term(term) {
-                    return Err(invalid(format!("translations.{backend}.{term}"), "terms are lower_snake_case words".into()));
-                }
-            }
-        }
+        self.check_translations(&applies_to, &invalid)?;
 
         Ok(Transformation {
             name: self.name,
@@ -562,6 +468,145 @@ impl RawTransformation {
             roles: BTreeMap::new(),
         })
     }
+
+    /// The name is how the transformation is looked up (compared normalized), so it needs
+    /// a letter or digit and no stray spaces; the description is what `list` shows.
+    fn check_names(&self, invalid: &impl Fn(String, String) -> LibraryError) -> Result<(), LibraryError> {
+        if self.name.trim().is_empty() || self.name.trim() != self.name {
+            return Err(invalid("name".into(), "must be non-empty, without leading or trailing spaces".into()));
+        }
+        if normalize(&self.name).is_empty() {
+            return Err(invalid("name".into(), "needs at least one letter or digit".into()));
+        }
+        if self.description.trim().is_empty() {
+            return Err(invalid("description".into(), "must not be empty".into()));
+        }
+        Ok(())
+    }
+
+    /// What the transformation asks of a context before it can apply: kernels launched,
+    /// patterns, the names it requires, and the parameters it redefines (each needs its new
+    /// domain under `[tuning]`).
+    fn check_requirements(&self, invalid: &impl Fn(String, String) -> LibraryError) -> Result<(), LibraryError> {
+        if self.kernels == 0 {
+            return Err(invalid("kernels".into(), "a launch script runs at least one kernel".into()));
+        }
+        let mut seen = BTreeSet::new();
+        if let Some(dup) = self.patterns.iter().find(|p| !seen.insert(**p)) {
+            return Err(invalid("patterns".into(), format!("lists {dup} twice")));
+        }
+        for (i, name) in self.requires.iter().enumerate() {
+            if !is_identifier(name) {
+                return Err(invalid(format!("requires[{i}]"), format!("'{name}' is not an identifier")));
+            }
+        }
+        for (i, name) in self.redefines.iter().enumerate() {
+            if !self.tuning.contains_key(name) {
+                return Err(invalid(format!("redefines[{i}]"), format!("'{name}' has no new domain under [tuning]")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parameters the transformation introduces or redefines, in name order. Each name
+    /// becomes a `#define` and a script variable, so it must be an identifier, and one the
+    /// context does not already have to provide.
+    fn tuning_params(&self, invalid: &impl Fn(String, String) -> LibraryError) -> Result<Vec<TuningParam>, LibraryError> {
+        let mut tuning = Vec::new();
+        for (name, raw) in &self.tuning {
+            let field = format!("tuning.{name}");
+            if !is_identifier(name) {
+                return Err(invalid(field, format!("'{name}' is not an identifier usable as a #define and a script variable")));
+            }
+            if self.requires.contains(name) {
+                return Err(invalid(field, format!("'{name}' is both introduced here and listed in `requires`")));
+            }
+            let domain = raw.validate().map_err(|m| invalid(field.clone(), m))?;
+            if raw.description.as_deref().is_some_and(|d| d.trim().is_empty()) {
+                return Err(invalid(format!("{field}.description"), "is empty; leave it out instead".into()));
+            }
+            tuning.push(TuningParam { name: name.clone(), domain, description: raw.description.clone() });
+        }
+        Ok(tuning)
+    }
+
+    /// Constraints compile as Rhai expressions in strict-variables mode, as the manifest
+    /// will compile them, so an unknown name or a syntax error shows up now rather
+    /// than when the context is tuned after the model has already been paid for.
+    fn check_constraints(&self, invalid: &impl Fn(String, String) -> LibraryError) -> Result<(), LibraryError> {
+        let mut engine = rhai::Engine::new_raw();
+        engine.set_strict_variables(true);
+        let mut scope = rhai::Scope::new();
+        for name in self.requires.iter().chain(self.tuning.keys()) {
+            scope.push_constant(name.as_str(), 0_i64);
+        }
+        for (i, text) in self.constraints.tuning.iter().enumerate() {
+            engine.compile_expression_with_scope(&scope, text).map_err(|e| {
+                invalid(format!("constraints.tuning[{i}]"), format!("`{text}`: {e} (names must be introduced in [tuning] or listed in `requires`)"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Translations only for backends the transformation applies to (another backend's
+    /// would never be shown), with terms written as its placeholders are.
+    fn check_translations(&self, applies_to: &[Backend], invalid: &impl Fn(String, String) -> LibraryError) -> Result<(), LibraryError> {
+        for (backend, table) in &self.translations {
+            if !applies_to.contains(backend) {
+                return Err(invalid(format!("translations.{backend}"), format!("{backend} is not in `applies_to`")));
+            }
+            for term in table.keys() {
+                if !is_term(term) {
+                    return Err(invalid(format!("translations.{backend}.{term}"), "terms are lower_snake_case words".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The backends a transformation applies to: those listed, each once, or every backend
+/// when the file leaves `applies_to` out (an empty list is a mistake, not "none").
+fn backends(listed: Option<Vec<Backend>>, invalid: &impl Fn(String, String) -> LibraryError) -> Result<Vec<Backend>, LibraryError> {
+    match listed {
+        Some(list) if list.is_empty() => Err(invalid("applies_to".into(), "lists no backend; leave it out to mean every backend".into())),
+        Some(list) => {
+            let mut seen = BTreeSet::new();
+            if let Some(dup) = list.iter().find(|b| !seen.insert(**b)) {
+                return Err(invalid("applies_to".into(), format!("lists {dup} twice")));
+            }
+            Ok(list)
+        }
+        None => Ok(Backend::ALL.to_vec()),
+    }
+}
+
+/// The passes, at least one, each with a title and instructions the prompt can show
+/// (placeholders well formed) and each snippet listed once.
+fn passes(raw_passes: Vec<RawPass>, invalid: &impl Fn(String, String) -> LibraryError) -> Result<Vec<Pass>, LibraryError> {
+    if raw_passes.is_empty() {
+        return Err(invalid("passes".into(), "a transformation needs at least one [[passes]] entry".into()));
+    }
+    let mut passes = Vec::new();
+    for (i, raw) in raw_passes.into_iter().enumerate() {
+        if raw.title.trim().is_empty() {
+            return Err(invalid(format!("passes[{i}].title"), "must not be empty".into()));
+        }
+        if raw.instructions.trim().is_empty() {
+            return Err(invalid(format!("passes[{i}].instructions"), "must not be empty".into()));
+        }
+        let mut seen = BTreeSet::new();
+        for (j, snippet) in raw.snippets.iter().enumerate() {
+            if !seen.insert(snippet) {
+                return Err(invalid(format!("passes[{i}].snippets[{j}]"), format!("'{snippet}' is listed twice")));
+            }
+        }
+        for (field, text) in [("title", &raw.title), ("instructions", &raw.instructions)] {
+            placeholder_terms(text).map_err(|m| invalid(format!("passes[{i}].{field}"), m))?;
+        }
+        passes.push(Pass { title: raw.title, region: raw.region, instructions: raw.instructions, snippets: raw.snippets });
+    }
+    Ok(passes)
 }
 
 #[cfg(test)]

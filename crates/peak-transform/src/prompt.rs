@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 use peak_spec::{Pattern, Region, Regions};
 
 use crate::error::PromptError;
-use crate::format::{Backend, BackendText, Transformation, substitute};
-use crate::library::Library;
+use crate::format::{Backend, BackendText, Pass, Transformation, TranslationTable, substitute};
+use crate::library::{Library, Snippet};
 use crate::reply::{ReplyError, parse_reply};
 
 /// A tuning parameter or scalar input of the kernel context, as the prompt shows it.
@@ -141,6 +141,9 @@ impl Library {
         self.build(transformation, pass, ctx, Some((feedback, Some(region))))
     }
 
+    /// The prompt's sections in the order the model reads them: the task (kernel,
+    /// transformation, this pass), the snippets peak inserts, the backend's terms, the
+    /// tuning parameters, the source, what went wrong (for a repair), and the answer format.
     fn build(
         &self,
         t: &Transformation,
@@ -157,6 +160,37 @@ impl Library {
         // The region this prompt asks for: the pass's own, or the one a repair must fix.
         let moved = repair.and_then(|(_, r)| r).filter(|r| *r != pass.region);
         let region = moved.unwrap_or(pass.region);
+        self.check_applicable(t, ctx)?;
+
+        let table = self.translation_table(t, ctx.backend);
+        let mut s = String::new();
+        task(&mut s, t, ctx, pass_no, pass, region, &table);
+        // A repair moved to another region inserts nothing there: the snippets belong to
+        // the pass's own region.
+        let (inserted, present) = if moved.is_none() { self.pass_snippets(pass, ctx) } else { (Vec::new(), Vec::new()) };
+        snippets(&mut s, pass.region, ctx.backend, &inserted, &present);
+        backend_terms(&mut s, ctx.backend, &table);
+        tuning_parameters(&mut s, t, ctx, &table);
+        kernel_context(&mut s, ctx, region);
+        if let Some(feedback) = feedback {
+            previous_attempt(&mut s, feedback, moved.is_some(), region);
+        }
+        answer_format(&mut s, region, !inserted.is_empty());
+
+        Ok(PassPrompt {
+            transformation: t.name.clone(),
+            pass: pass_no,
+            passes: t.passes.len(),
+            region,
+            text: s,
+            snippets: inserted.iter().map(|sn| sn.text.clone()).collect(),
+        })
+    }
+
+    /// Refuses, before any text is written, a transformation this context cannot take: one
+    /// for another backend or kernel pattern, one whose required names the context lacks,
+    /// or one whose parameters the context already has (it was applied already).
+    fn check_applicable(&self, t: &Transformation, ctx: &PromptContext<'_>) -> Result<(), PromptError> {
         let backend = ctx.backend;
         if !t.applies_to(backend) {
             let applies_to: Vec<&str> = t.applies_to.iter().map(|b| b.name()).collect();
@@ -182,183 +216,198 @@ impl Library {
         if let Some(p) = introduced.find(|p| ctx.tuning.iter().any(|c| c.name == p.name)) {
             return Err(PromptError::ParameterExists { transformation: t.name.clone(), name: p.name.clone() });
         }
+        Ok(())
+    }
 
-        let table = self.translation_table(t, backend);
-        let lang = backend.fence_language();
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "You are an expert GPU performance engineer. You are applying one pass of a code transformation to a GPU kernel; you answer with the new code of one region of its source.\n"
-        );
-
-        if !ctx.kernel.description.trim().is_empty() {
-            let _ = writeln!(s, "# The kernel\n\n{}\n", ctx.kernel.description.trim_end());
-        }
-        let _ = writeln!(s, "# Transformation: {}\n", t.name);
-        let _ = writeln!(s, "{}\n", substitute(&t.description, &table));
-        if let Some(overview) = &t.overview {
-            let _ = writeln!(s, "{}\n", substitute(overview.trim_end(), &table));
-        }
-
-        let _ = writeln!(s, "# This pass: {pass_no} of {}, \"{}\"\n", t.passes.len(), substitute(&pass.title, &table));
-        let _ = writeln!(s, "You edit the **{region}** region and nothing else.\n");
-        let _ = writeln!(s, "{}\n", substitute(pass.instructions.trim_end(), &table));
-
+    /// The pass's snippets for this backend, split into those peak will insert and the
+    /// names of those the source holds already (a snippet an earlier pass inserted).
+    fn pass_snippets<'a>(&'a self, pass: &'a Pass, ctx: &PromptContext<'_>) -> (Vec<&'a Snippet>, Vec<&'a str>) {
         let mut inserted = Vec::new();
         let mut present = Vec::new();
-        // A repair moved to another region inserts nothing there: the snippets belong to
-        // the pass's own region.
-        for name in pass.snippets.iter().filter(|_| moved.is_none()) {
+        for name in &pass.snippets {
             // Validation guarantees the snippet exists for every backend the transformation
             // applies to; a missing one can only come from a hand-built Library.
-            let Some(snippet) = self.snippet(name, backend) else { continue };
+            let Some(snippet) = self.snippet(name, ctx.backend) else { continue };
             if Region::ALL.iter().any(|r| ctx.regions.get(*r).contains(snippet.text.trim())) {
                 present.push(name.as_str());
             } else {
                 inserted.push(snippet);
             }
         }
-        if !inserted.is_empty() {
-            let _ = writeln!(s, "## Snippets\n");
-            let _ = writeln!(
-                s,
-                "peak inserts the following hand-written code verbatim at the top of the {} region, before your code. Use it as it is: do not copy, redefine or modify it in your answer.\n",
-                pass.region
-            );
-            for snippet in &inserted {
-                let _ = writeln!(s, "`{}`:\n{}", snippet.name, fenced(lang, &snippet.text));
-            }
-        }
-        if !present.is_empty() {
-            let _ = writeln!(s, "The snippets {} are already in the source below; use them and keep them unchanged.\n", present.join(", "));
-        }
+        (inserted, present)
+    }
+}
 
-        let _ = writeln!(s, "# Backend: {} — {}\n", backend, backend.language());
-        if !table.is_empty() {
-            let _ = writeln!(s, "The generic terms of this transformation and their {backend} spelling:\n");
-            for (term, spelling) in &table {
-                // A multi-line spelling (a block of preprocessor lines) stays readable as an
-                // indented continuation, where a table cell would break.
-                let _ = writeln!(s, "- `{term}`: {}", spelling.trim_end().replace('\n', "\n  "));
+/// The task: who the model is, what the kernel computes, the transformation with this
+/// backend's terms substituted, and this pass's instructions with the one region to edit.
+fn task(s: &mut String, t: &Transformation, ctx: &PromptContext<'_>, pass_no: usize, pass: &Pass, region: Region, table: &TranslationTable) {
+    let _ = writeln!(
+        s,
+        "You are an expert GPU performance engineer. You are applying one pass of a code transformation to a GPU kernel; you answer with the new code of one region of its source.\n"
+    );
+
+    if !ctx.kernel.description.trim().is_empty() {
+        let _ = writeln!(s, "# The kernel\n\n{}\n", ctx.kernel.description.trim_end());
+    }
+    let _ = writeln!(s, "# Transformation: {}\n", t.name);
+    let _ = writeln!(s, "{}\n", substitute(&t.description, table));
+    if let Some(overview) = &t.overview {
+        let _ = writeln!(s, "{}\n", substitute(overview.trim_end(), table));
+    }
+
+    let _ = writeln!(s, "# This pass: {pass_no} of {}, \"{}\"\n", t.passes.len(), substitute(&pass.title, table));
+    let _ = writeln!(s, "You edit the **{region}** region and nothing else.\n");
+    let _ = writeln!(s, "{}\n", substitute(pass.instructions.trim_end(), table));
+}
+
+/// The snippets peak inserts into `region` (the pass's own), shown so the model uses them
+/// instead of writing its own, and the names of those already in the source.
+fn snippets(s: &mut String, region: Region, backend: Backend, inserted: &[&Snippet], present: &[&str]) {
+    if !inserted.is_empty() {
+        let _ = writeln!(s, "## Snippets\n");
+        let _ = writeln!(
+            s,
+            "peak inserts the following hand-written code verbatim at the top of the {} region, before your code. Use it as it is: do not copy, redefine or modify it in your answer.\n",
+            region
+        );
+        for snippet in inserted {
+            let _ = writeln!(s, "`{}`:\n{}", snippet.name, fenced(backend.fence_language(), &snippet.text));
+        }
+    }
+    if !present.is_empty() {
+        let _ = writeln!(s, "The snippets {} are already in the source below; use them and keep them unchanged.\n", present.join(", "));
+    }
+}
+
+/// The backend, and how it spells each generic term the transformation's text uses.
+fn backend_terms(s: &mut String, backend: Backend, table: &TranslationTable) {
+    let _ = writeln!(s, "# Backend: {} — {}\n", backend, backend.language());
+    if !table.is_empty() {
+        let _ = writeln!(s, "The generic terms of this transformation and their {backend} spelling:\n");
+        for (term, spelling) in table {
+            // A multi-line spelling (a block of preprocessor lines) stays readable as an
+            // indented continuation, where a table cell would break.
+            let _ = writeln!(s, "- `{term}`: {}", spelling.trim_end().replace('\n', "\n  "));
+        }
+        s.push('\n');
+    }
+}
+
+/// The names the code may use and must not fix: the context's tuning parameters, those
+/// this transformation introduces, the constraints of both, and the scalar inputs. The
+/// code has to be right for every combination, since an autotuner picks them.
+fn tuning_parameters(s: &mut String, t: &Transformation, ctx: &PromptContext<'_>, table: &TranslationTable) {
+    let _ = writeln!(s, "# Tuning parameters\n");
+    let _ = writeln!(
+        s,
+        "peak defines every tuning parameter as `#define NAME value` before the macros region, and as an integer variable of the same name in the host script. Never define them yourself and never hard-code their values: an autotuner chooses them, and the code must be correct for every combination the values and constraints below allow.\n"
+    );
+    if ctx.tuning.is_empty() {
+        let _ = writeln!(s, "The kernel context has no tuning parameters yet.");
+    } else {
+        let _ = writeln!(s, "The kernel context's parameters:");
+        for p in ctx.tuning {
+            let _ = writeln!(s, "- `{}`: {}", p.name, p.values);
+        }
+    }
+    if !t.tuning.is_empty() {
+        let _ = writeln!(s, "\nIntroduced by this transformation (peak adds them to the context):");
+        for p in &t.tuning {
+            let values: Vec<String> = p.domain.expand().unwrap_or_default().iter().map(i64::to_string).collect();
+            let _ = write!(s, "- `{}`: {}", p.name, values.join(", "));
+            if let Some(d) = &p.description {
+                let _ = write!(s, " — {}", substitute(d, table));
             }
             s.push('\n');
         }
-
-        let _ = writeln!(s, "# Tuning parameters\n");
-        let _ = writeln!(
-            s,
-            "peak defines every tuning parameter as `#define NAME value` before the macros region, and as an integer variable of the same name in the host script. Never define them yourself and never hard-code their values: an autotuner chooses them, and the code must be correct for every combination the values and constraints below allow.\n"
-        );
-        if ctx.tuning.is_empty() {
-            let _ = writeln!(s, "The kernel context has no tuning parameters yet.");
-        } else {
-            let _ = writeln!(s, "The kernel context's parameters:");
-            for p in ctx.tuning {
-                let _ = writeln!(s, "- `{}`: {}", p.name, p.values);
-            }
-        }
-        if !t.tuning.is_empty() {
-            let _ = writeln!(s, "\nIntroduced by this transformation (peak adds them to the context):");
-            for p in &t.tuning {
-                let values: Vec<String> = p.domain.expand().unwrap_or_default().iter().map(i64::to_string).collect();
-                let _ = write!(s, "- `{}`: {}", p.name, values.join(", "));
-                if let Some(d) = &p.description {
-                    let _ = write!(s, " — {}", substitute(d, &table));
-                }
-                s.push('\n');
-            }
-        }
-        let constraints: Vec<&String> = ctx.constraints.iter().chain(&t.constraints).collect();
-        if !constraints.is_empty() {
-            let _ = writeln!(s, "\nConstraints (only combinations satisfying all of them are run):");
-            for c in constraints {
-                let _ = writeln!(s, "- `{c}`");
-            }
-        }
-        if !ctx.inputs.is_empty() {
-            let _ = writeln!(s, "\nScalar inputs (kernel arguments, and variables in the host script):");
-            for p in ctx.inputs {
-                let _ = writeln!(s, "- `{}`: {}", p.name, p.values);
-            }
-        }
-        s.push('\n');
-
-        let _ = writeln!(s, "# Kernel context\n");
-        let _ = writeln!(
-            s,
-            "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (kernels and device functions in {}) and **host**, a Rhai launch script. The script sees tuning parameters and scalar inputs as integer constants, arrays as buffers of the same name, and the device's limits as the constants `WARP_SIZE`, `MAX_THREADS_PER_BLOCK`, `MAX_SHARED_BYTES` and `COMPUTE_UNITS`. It calls `launch(\"kernel\", grid, block, shared_bytes, args...)` (grid and block are an integer or `[x, y, z]`), `ceil_div(a, b)`, `min`, `max`, `alloc(\"f32\", count)` for a scratch buffer, `fill(buffer, value)`, and `invalid(\"reason\")` to declare a configuration that cannot work, which prunes it instead of failing it.\n",
-            backend.language()
-        );
-        for shown in Region::ALL {
-            let role = if shown == region { "the region you edit" } else { "read-only" };
-            let region_lang = if shown == Region::Host { "rhai" } else { lang };
-            let text = ctx.regions.get(shown);
-            let _ = writeln!(s, "## {shown} region ({role})\n");
-            if text.trim().is_empty() {
-                let _ = writeln!(s, "(empty)\n");
-            } else {
-                let _ = writeln!(s, "{}", fenced(region_lang, text));
-            }
-        }
-
-        if let Some(feedback) = feedback {
-            let _ = writeln!(s, "# The previous attempt failed\n");
-            match feedback {
-                Feedback::CompileError(log) => {
-                    let _ = writeln!(
-                        s,
-                        "The source above, produced by this transformation, does not compile. The compiler said:\n\n{}",
-                        fenced("text", &clip(log))
-                    );
-                }
-                Feedback::RuntimeError(log) => {
-                    let _ = writeln!(s, "The source above, produced by this transformation, compiles but fails when run:\n\n{}", fenced("text", &clip(log)));
-                }
-                Feedback::WrongOutput(verdict) => {
-                    let _ = writeln!(
-                        s,
-                        "The source above, produced by this transformation, compiles and runs but its outputs differ from the original kernel's. The validator said:\n\n{}\nLook for indexing, bounds, synchronisation and tile-size assumptions that break for some of the allowed tuning values.\n",
-                        fenced("text", &clip(verdict))
-                    );
-                }
-                Feedback::BadReply(error) => {
-                    let _ = writeln!(s, "The previous answer could not be used: {error}. Answer exactly in the format below.\n");
-                }
-            }
-            match moved {
-                Some(_) => {
-                    let _ = writeln!(
-                        s,
-                        "The fault is in the {region} region, which an earlier step wrote and this pass does not edit. Fix it by rewriting the {region} region so that the code this pass produced works.\n"
-                    );
-                }
-                None => {
-                    let _ = writeln!(s, "Fix it by rewriting the {region} region, while still carrying out this pass.\n");
-                }
-            }
-        }
-
-        let _ = writeln!(s, "# Answer format\n");
-        let _ = writeln!(
-            s,
-            "Reply with exactly one fenced code block holding the complete new text of the {region} region, from its first line to its last, and nothing else: no second code block, no explanation outside the block.\n\
-             - Do not include the region marker lines (`// @peak ...`) or the other regions; they stay exactly as shown.",
-            region = region
-        );
-        if !inserted.is_empty() {
-            let _ = writeln!(s, "- Do not include the snippets listed above; peak inserts them.");
-        }
-        let _ = writeln!(s, "- Keep everything in the {region} region that this pass does not ask you to change.");
-
-        Ok(PassPrompt {
-            transformation: t.name.clone(),
-            pass: pass_no,
-            passes: t.passes.len(),
-            region,
-            text: s,
-            snippets: inserted.iter().map(|sn| sn.text.clone()).collect(),
-        })
     }
+    let constraints: Vec<&String> = ctx.constraints.iter().chain(&t.constraints).collect();
+    if !constraints.is_empty() {
+        let _ = writeln!(s, "\nConstraints (only combinations satisfying all of them are run):");
+        for c in constraints {
+            let _ = writeln!(s, "- `{c}`");
+        }
+    }
+    if !ctx.inputs.is_empty() {
+        let _ = writeln!(s, "\nScalar inputs (kernel arguments, and variables in the host script):");
+        for p in ctx.inputs {
+            let _ = writeln!(s, "- `{}`: {}", p.name, p.values);
+        }
+    }
+    s.push('\n');
+}
+
+/// How the source is laid out and what the launch script can call, then all three regions:
+/// `region` marked as the one to edit, the others read-only, so the model sees the code it
+/// must stay consistent with.
+fn kernel_context(s: &mut String, ctx: &PromptContext<'_>, region: Region) {
+    let backend = ctx.backend;
+    let _ = writeln!(s, "# Kernel context\n");
+    let _ = writeln!(
+        s,
+        "The source is one file in three regions, in this order: **macros** (preprocessor definitions, compiled before the device code), **device** (kernels and device functions in {}) and **host**, a Rhai launch script. The script sees tuning parameters and scalar inputs as integer constants, arrays as buffers of the same name, and the device's limits as the constants `WARP_SIZE`, `MAX_THREADS_PER_BLOCK`, `MAX_SHARED_BYTES` and `COMPUTE_UNITS`. It calls `launch(\"kernel\", grid, block, shared_bytes, args...)` (grid and block are an integer or `[x, y, z]`), `ceil_div(a, b)`, `min`, `max`, `alloc(\"f32\", count)` for a scratch buffer, `fill(buffer, value)`, and `invalid(\"reason\")` to declare a configuration that cannot work, which prunes it instead of failing it.\n",
+        backend.language()
+    );
+    for shown in Region::ALL {
+        let role = if shown == region { "the region you edit" } else { "read-only" };
+        let region_lang = if shown == Region::Host { "rhai" } else { backend.fence_language() };
+        let text = ctx.regions.get(shown);
+        let _ = writeln!(s, "## {shown} region ({role})\n");
+        if text.trim().is_empty() {
+            let _ = writeln!(s, "(empty)\n");
+        } else {
+            let _ = writeln!(s, "{}", fenced(region_lang, text));
+        }
+    }
+}
+
+/// For a repair: what went wrong with the source shown above (logs clipped to their head
+/// and tail), and where to fix it. `moved` says the fault lies in a region this pass does
+/// not edit, so the model is told why it is asked for that one.
+fn previous_attempt(s: &mut String, feedback: &Feedback, moved: bool, region: Region) {
+    let _ = writeln!(s, "# The previous attempt failed\n");
+    match feedback {
+        Feedback::CompileError(log) => {
+            let _ = writeln!(s, "The source above, produced by this transformation, does not compile. The compiler said:\n\n{}", fenced("text", &clip(log)));
+        }
+        Feedback::RuntimeError(log) => {
+            let _ = writeln!(s, "The source above, produced by this transformation, compiles but fails when run:\n\n{}", fenced("text", &clip(log)));
+        }
+        Feedback::WrongOutput(verdict) => {
+            let _ = writeln!(
+                s,
+                "The source above, produced by this transformation, compiles and runs but its outputs differ from the original kernel's. The validator said:\n\n{}\nLook for indexing, bounds, synchronisation and tile-size assumptions that break for some of the allowed tuning values.\n",
+                fenced("text", &clip(verdict))
+            );
+        }
+        Feedback::BadReply(error) => {
+            let _ = writeln!(s, "The previous answer could not be used: {error}. Answer exactly in the format below.\n");
+        }
+    }
+    if moved {
+        let _ = writeln!(
+            s,
+            "The fault is in the {region} region, which an earlier step wrote and this pass does not edit. Fix it by rewriting the {region} region so that the code this pass produced works.\n"
+        );
+    } else {
+        let _ = writeln!(s, "Fix it by rewriting the {region} region, while still carrying out this pass.\n");
+    }
+}
+
+/// The exact shape of the answer [`crate::reply::parse_reply`] accepts: one fenced block
+/// with the whole region, without marker lines or the snippets peak inserts.
+fn answer_format(s: &mut String, region: Region, snippets_inserted: bool) {
+    let _ = writeln!(s, "# Answer format\n");
+    let _ = writeln!(
+        s,
+        "Reply with exactly one fenced code block holding the complete new text of the {region} region, from its first line to its last, and nothing else: no second code block, no explanation outside the block.\n\
+         - Do not include the region marker lines (`// @peak ...`) or the other regions; they stay exactly as shown.",
+        region = region
+    );
+    if snippets_inserted {
+        let _ = writeln!(s, "- Do not include the snippets listed above; peak inserts them.");
+    }
+    let _ = writeln!(s, "- Keep everything in the {region} region that this pass does not ask you to change.");
 }
 
 /// A fenced block that cannot be closed early by backticks inside `text`.
