@@ -85,7 +85,8 @@ def baseline(peak, ctx, inputs, tuning, reps):
 
 # Steps whose blocks walk several tiles (TILES_PER_CTA): their tip is validated again with
 # every block walking two or more.
-TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong", "Persistent-Split-K")
+TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong", "Persistent-Split-K", "Split-K-Fixup")
+SPLIT_STEPS = ("Persistent-Split-K", "Split-K-Fixup")
 # A split-K tip is validated again where its splits reach past K (K = 424: 7 k-steps, so the
 # last split of 2 or 4 has a k-step wholly past K, which TMA fills with zeros) and where M
 # is smaller than one tile (a decode step), under the same sanitizers.
@@ -188,7 +189,7 @@ def main_half(out):
                 row["tile_loop_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
             except subprocess.TimeoutExpired:
                 row["tile_loop_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
-            if entries[0]["transformation"] == "Persistent-Split-K":
+            if entries[0]["transformation"] in SPLIT_STEPS:
                 started = time.time()
                 try:
                     r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, f"examples/gemm-nt-bias-cuda-{DTYPE}"),

@@ -8,6 +8,8 @@
 //! the recorded code, which reads the operands through the layout-hiding accessors and
 //! stores every output through EPILOGUE (the bias). The CUDA twin's workflow carries the
 //! same chain, compile-checked (`--defer`).
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 
@@ -462,34 +464,38 @@ fn gemm_nt_bias_f16_twin_walks_the_same_line_deferred() {
     hopper_twin_walks_the_line("f16", "__half", "__half2float", "__float2half");
 }
 
-/// The branch `ping-pong` of the 16-bit twin `dtype`: Ping-Pong then Persistent-Split-K on the
-/// Consumer-Overlap tip, each written by the agent and compile-checked (`--defer`). Ping-Pong:
+/// The branch `ping-pong` of the 16-bit twin `dtype`: Ping-Pong, Persistent-Split-K then
+/// Split-K-Fixup on the Consumer-Overlap tip, each written by the agent and compile-checked
+/// (`--defer`). Ping-Pong:
 /// whole tiles per consumer warpgroup, alternate tiles, turns on named barriers 3 and 4, one
 /// owner's release per k-step (so `empty` expects CLUSTER_M arrivals). Persistent-Split-K:
 /// KT counts one split's k-steps, the loops run over units * K_SPLITS items, the loads read
 /// the split's k range, and with K_SPLITS > 1 raw f32 sums go to `partial` and a reduction
-/// kernel applies EPILOGUE once, launched only then.
+/// kernel applies EPILOGUE once, launched only then. Split-K-Fixup: that reduction moves into
+/// the GEMM kernel, done by the split that counts in last (fence, count, fence, sum in split
+/// order), on counters the host zeroes before every split launch only.
 fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     let env = Env::new();
     let wf = env.path(dtype);
     unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
     let parent = |entry: &serde_json::Value| show(entry["parents"][0].as_str().unwrap());
-    let split = show("ping-pong");
+    let fixup = show("ping-pong");
+    let split = parent(&fixup);
     let turns = parent(&split);
     let overlap = parent(&turns);
     assert_eq!(show("HEAD")["id"], overlap["id"], "the bundle's HEAD stays on the Consumer-Overlap line");
-    for (entry, name) in [(&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
+    for (entry, name) in [(&fixup, "Split-K-Fixup"), (&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);
     }
-    for entry in [&split, &turns] {
+    for entry in [&fixup, &split, &turns] {
         assert_eq!((entry["meta"]["verdict"].as_str(), entry["meta"]["executor"].as_str()), (Some("deferred"), Some("agent")), "{}", entry["meta"]);
         let counts = entry["validation"]["compile_check"]["counts"].as_object().unwrap();
         assert!(counts["compiled"].as_u64().unwrap() > 0, "{counts:?}");
         assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "{counts:?}");
     }
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
-    let (tip, ping_pong) = (source(&split), source(&turns));
+    let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
     let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
     let turns_device = region(&ping_pong, "@peak device", "@peak host");
     for expected in [
@@ -538,6 +544,26 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     ] {
         assert!(host.contains(expected), "missing {expected:?} in Persistent-Split-K's host region:\n{host}");
     }
+
+    let device = region(&last, "@peak device", "@peak host");
+    let host = last.split("@peak host").nth(1).unwrap();
+    assert!(device.contains("float* partial, int* arrivals)") && !device.contains("_splitk_reduce"), "{device}");
+    let split_build = device.split_once("#else").unwrap().1.split("#endif").next().unwrap();
+    let order = [
+        "*reinterpret_cast<float2*>(&PARTIAL_AT(split, gr, gc))",
+        "__threadfence();",
+        "peak_bar_sync(1 + wg, 128);",
+        "if (WG_THREAD == 0) last_split[wg] = atomicAdd(&arrivals[slot], 1) == K_SPLITS - 1;",
+        "if (last_split[wg]) {",
+        "for (int s = 0; s < K_SPLITS; ++s) {",
+        "__ldcg(reinterpret_cast<const float2*>(&PARTIAL_AT(s, gr, gc)))",
+        "C_AT(gr, gc + 1) = EPILOGUE(sum.y, gr, gc + 1);",
+    ];
+    let places: Vec<usize> = order.iter().map(|piece| split_build.find(piece).unwrap_or_else(|| panic!("missing {piece:?}:\n{split_build}"))).collect();
+    assert!(places.windows(2).all(|p| p[0] < p[1]), "fence, count, then reduce, in that order:\n{split_build}");
+    assert_eq!(split_build.matches("peak_bar_sync(1 + wg, 128);").count(), 2, "{split_build}");
+    assert!(host.contains("if K_SPLITS > 1 { fill(arrivals, 0); }"), "{host}");
+    assert!(host.contains("bias, out, M, N, K, partial, arrivals);") && !host.contains("_splitk_reduce"), "{host}");
 }
 
 #[test]
