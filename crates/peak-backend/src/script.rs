@@ -36,6 +36,9 @@ pub const MAX_OPERATIONS: u64 = 1_000_000;
 /// Launch arguments after the four fixed ones; Rhai functions have fixed arity, so
 /// `launch` is registered once per count up to this.
 const MAX_KERNEL_ARGS: usize = 32;
+/// The plan's lock is taken only to push a step or read the plan back; nothing panics
+/// while it is held, so it is never poisoned.
+const PLAN_LOCK: &str = "the plan's lock is never held across a panic";
 
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum ScriptError {
@@ -109,7 +112,7 @@ pub fn build_plan(input: &ScriptInput) -> Result<LaunchPlan, ScriptError> {
     })?;
     engine.run_ast_with_scope(&mut scope, &ast).map_err(fail)?;
     drop(engine);
-    let plan = Arc::try_unwrap(plan).map(|m| m.into_inner().unwrap()).unwrap_or_else(|arc| arc.lock().unwrap().clone());
+    let plan = Arc::try_unwrap(plan).map(|m| m.into_inner().expect(PLAN_LOCK)).unwrap_or_else(|arc| arc.lock().expect(PLAN_LOCK).clone());
     if plan.launches() == 0 {
         return Err(ScriptError::Failed {
             file: input.file.to_string(),
@@ -170,7 +173,7 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
     engine.set_max_map_size(1_000);
     {
         let plan = plan.clone();
-        engine.on_print(move |text| plan.lock().unwrap().printed.push(text.to_string()));
+        engine.on_print(move |text| plan.lock().expect(PLAN_LOCK).printed.push(text.to_string()));
     }
     engine.on_debug(|_, _, _| {});
 
@@ -220,7 +223,7 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
                     format!("alloc: {count} elements of {dtype} are more than the {} bytes one buffer may take", crate::plan::MAX_ARRAY_BYTES),
                 );
             }
-            let mut plan = plan.lock().unwrap();
+            let mut plan = plan.lock().expect(PLAN_LOCK);
             plan.scratch.push(ScratchSpec { dtype, count: count as usize });
             Ok(ScriptBuffer { buffer: BufRef::Scratch(plan.scratch.len() - 1), dtype, count: count as usize })
         });
@@ -229,10 +232,10 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
         let plan_i = plan.clone();
         let plan_f = plan.clone();
         engine.register_fn("fill", move |ctx: NativeCallContext, b: ScriptBuffer, v: i64| {
-            plan_i.lock().unwrap().steps.push(Step::Fill { buffer: b.buffer, value: v as f64, line: file_line(first_line, ctx.call_position()) });
+            plan_i.lock().expect(PLAN_LOCK).steps.push(Step::Fill { buffer: b.buffer, value: v as f64, line: file_line(first_line, ctx.call_position()) });
         });
         engine.register_fn("fill", move |ctx: NativeCallContext, b: ScriptBuffer, v: f64| {
-            plan_f.lock().unwrap().steps.push(Step::Fill { buffer: b.buffer, value: v, line: file_line(first_line, ctx.call_position()) });
+            plan_f.lock().expect(PLAN_LOCK).steps.push(Step::Fill { buffer: b.buffer, value: v, line: file_line(first_line, ctx.call_position()) });
         });
     }
     {
@@ -242,7 +245,7 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
             if bytes(&src) > bytes(&dst) {
                 return runtime_error(&ctx, "copy: the destination is smaller than the source");
             }
-            plan.lock().unwrap().steps.push(Step::Copy { src: src.buffer, dst: dst.buffer, line: file_line(first_line, ctx.call_position()) });
+            plan.lock().expect(PLAN_LOCK).steps.push(Step::Copy { src: src.buffer, dst: dst.buffer, line: file_line(first_line, ctx.call_position()) });
             Ok(())
         });
     }
@@ -262,7 +265,7 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
                 plan_args.push(kernel_arg(&ctx, i, arg)?);
             }
             let line = file_line(first_line, ctx.call_position());
-            plan.lock().unwrap().steps.push(Step::Launch { kernel, grid, block, shared_bytes, args: plan_args, line });
+            plan.lock().expect(PLAN_LOCK).steps.push(Step::Launch { kernel, grid, block, shared_bytes, args: plan_args, line });
             Ok(())
         });
     }
@@ -273,7 +276,7 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
         engine.register_raw_fn(f.name, vec![TypeId::of::<Dynamic>(); f.arity], move |ctx, args| {
             let values = args.iter().map(|a| op_value(&ctx, a)).collect::<RhaiResult<Vec<_>>>()?;
             let op = BackendOp { name: f.name.to_string(), args: values, line: file_line(first_line, ctx.call_position()) };
-            let mut plan = plan.lock().unwrap();
+            let mut plan = plan.lock().expect(PLAN_LOCK);
             Ok(match f.phase {
                 OpPhase::Setup => {
                     plan.setup.push(op);
@@ -303,7 +306,7 @@ fn dims(ctx: &NativeCallContext, what: &str, value: &Dynamic) -> RhaiResult<[u32
     let list: Vec<i64> = if let Ok(v) = value.as_int() {
         vec![v]
     } else if value.is_array() {
-        let arr = value.clone().into_array().unwrap();
+        let arr = value.clone().into_array().expect("is_array() was checked just above");
         arr.iter().map(|d| d.as_int()).collect::<Result<_, _>>().or_else(|_| runtime_error(ctx, format!("{what} must hold integers")))?
     } else {
         return runtime_error(ctx, format!("{what} must be an integer or an array of 1 to 3 integers, got {}", value.type_name()));
@@ -359,7 +362,7 @@ fn op_value(ctx: &NativeCallContext, value: &Dynamic) -> RhaiResult<OpValue> {
         return Ok(OpValue::Str(value.to_string()));
     }
     if value.is_array() {
-        let arr = value.clone().into_array().unwrap();
+        let arr = value.clone().into_array().expect("is_array() was checked just above");
         return arr.iter().map(|d| op_value(ctx, d)).collect::<RhaiResult<Vec<_>>>().map(OpValue::List);
     }
     runtime_error(ctx, format!("a {} cannot be passed to a backend function", value.type_name()))

@@ -82,8 +82,8 @@ pub fn context(language: Language, device: &str, host: &str, arrays: &str, tunin
         language.name(),
         d.source_file
     );
-    std::fs::write(dir.path().join("peak.toml"), manifest).unwrap();
-    std::fs::write(dir.path().join(d.source_file), format!("// @peak macros\n// @peak device\n{device}// @peak host\n{host}")).unwrap();
+    std::fs::write(dir.path().join("peak.toml"), manifest).expect("suite manifest writes");
+    std::fs::write(dir.path().join(d.source_file), format!("// @peak macros\n// @peak device\n{device}// @peak host\n{host}")).expect("suite source writes");
     let ctx = Context::load(dir.path()).expect("suite context loads");
     (dir, ctx)
 }
@@ -113,15 +113,15 @@ pub fn device_info_is_filled(backend: &dyn Backend) {
 
 pub fn buffers_round_trip(backend: &dyn Backend) {
     let data: Vec<u8> = (0..4096u32).flat_map(|i| i.to_le_bytes()).collect();
-    let a = backend.alloc(data.len()).unwrap();
-    let b = backend.alloc(data.len()).unwrap();
-    backend.write(a, &data).unwrap();
-    backend.copy(a, b, data.len()).unwrap();
+    let a = backend.alloc(data.len()).expect("alloc of the first buffer");
+    let b = backend.alloc(data.len()).expect("alloc of the second buffer");
+    backend.write(a, &data).expect("write");
+    backend.copy(a, b, data.len()).expect("copy");
     let mut back = vec![0u8; data.len()];
-    backend.read(b, &mut back).unwrap();
+    backend.read(b, &mut back).expect("read after copy");
     assert_eq!(back, data, "write + copy + read changed the bytes");
-    backend.fill(a, &[1, 2, 3, 4], data.len()).unwrap();
-    backend.read(a, &mut back).unwrap();
+    backend.fill(a, &[1, 2, 3, 4], data.len()).expect("fill");
+    backend.read(a, &mut back).expect("read after fill");
     assert!(back.chunks(4).all(|c| c == [1, 2, 3, 4]), "fill did not repeat the pattern");
     backend.free(a);
     backend.free(b);
@@ -133,7 +133,7 @@ pub fn vector_add_matches_host(backend: &dyn Backend, language: Language) {
     let (_dir, ctx) = context(language, d.vector_add, &launch_1d(&d, "vadd", "A, B, C, n"), &arrays, "[tuning]\nSCALE = { values = [3] }\n");
     let params = first(&ctx);
     let result = run(backend, &ctx, &params, &quick()).unwrap_or_else(|e| panic!("vector add failed: {e}"));
-    let sized = crate::runner::size_arrays(&ctx, &params).unwrap();
+    let sized = crate::runner::size_arrays(&ctx, &params).expect("the suite's arrays size");
     let host = crate::runner::generate_arrays(&sized, 0);
     let expected: Vec<f32> = (0..1000).map(|i| host[0].get_f64(i) as f32 + host[1].get_f64(i) as f32 * 3.0).collect();
     let out = &result.outputs[0].1;
@@ -150,7 +150,10 @@ pub fn fresh_data_seed_changes_inputs(backend: &dyn Backend, language: Language)
     let arrays = [array("A", "random", false), array("B", "random", false), array("C", "zeros", true)].join("\n");
     let (_dir, ctx) = context(language, d.vector_add, &launch_1d(&d, "vadd", "A, B, C, n"), &arrays, "[tuning]\nSCALE = { values = [1] }\n");
     let params = first(&ctx);
-    let once = |seed| run(backend, &ctx, &params, &RunOptions { data_seed: seed, repetitions: 0, ..quick() }).unwrap().outputs[0].1.clone();
+    let once = |seed| {
+        let options = RunOptions { data_seed: seed, repetitions: 0, ..quick() };
+        run(backend, &ctx, &params, &options).unwrap_or_else(|e| panic!("vector add failed: {e}")).outputs[0].1.clone()
+    };
     assert_eq!(once(5), once(5), "same seed, different outputs");
     assert_ne!(once(5), once(6), "a new data seed must give new inputs");
 }
@@ -169,7 +172,7 @@ pub fn scalar_args_and_scratch(backend: &dyn Backend, language: Language) {
 pub fn unwritten_outputs_stay_poisoned(backend: &dyn Backend, language: Language) {
     let d = dialect(language);
     let (_dir, ctx) = context(language, d.half_writer, &launch_1d(&d, "half_w", "C, n"), &array("C", "zeros", true), "");
-    let result = run(backend, &ctx, &first(&ctx), &quick()).unwrap();
+    let result = run(backend, &ctx, &first(&ctx), &quick()).unwrap_or_else(|e| panic!("half writer failed: {e}"));
     let out: &HostArray = &result.outputs[0].1;
     assert_eq!(out.get_f64(0), 1.0);
     assert!(out.get_f64(999).is_nan(), "an unwritten element must read as poison, got {}", out.get_f64(999));

@@ -172,7 +172,7 @@ fn words(bytes: &[u8]) -> Result<Vec<u32>, String> {
     if !bytes.len().is_multiple_of(4) || bytes.len() < 20 {
         return Err(format!("the compiler wrote {} bytes, not a SPIR-V module", bytes.len()));
     }
-    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
+    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("chunks_exact(4) gives 4-byte chunks"))).collect())
 }
 
 /// The names of the functions marked `[numthreads(...)]`, in source order: the entry

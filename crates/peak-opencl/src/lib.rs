@@ -80,6 +80,10 @@ struct ClModule {
     kernels: Mutex<HashMap<String, Kernel>>,
 }
 
+/// The tables' locks (buffers, events, a program's kernels) guard lookups, inserts and
+/// OpenCL calls that return errors rather than panic; nothing panics while one is held.
+const LOCK: &str = "the backend's table locks are never held across a panic";
+
 pub struct OpenClBackend {
     info: DeviceInfo,
     device: Device,
@@ -168,7 +172,7 @@ impl OpenClBackend {
     }
 
     fn with_buffer<R>(&self, id: BufferId, f: impl FnOnce(&mut Buffer<u8>) -> Result<R, BackendError>) -> Result<R, BackendError> {
-        let mut buffers = self.buffers.lock().unwrap();
+        let mut buffers = self.buffers.lock().expect(LOCK);
         let buffer = buffers.get_mut(&id.0).ok_or_else(|| BackendError::Internal(format!("unknown buffer {}", id.0)))?;
         f(buffer)
     }
@@ -222,12 +226,12 @@ impl Backend for OpenClBackend {
         let buffer = unsafe { Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes.max(1), ptr::null_mut()) }
             .map_err(|_| BackendError::OutOfMemory { bytes })?;
         let id = self.id();
-        self.buffers.lock().unwrap().insert(id, buffer);
+        self.buffers.lock().expect(LOCK).insert(id, buffer);
         Ok(BufferId(id))
     }
 
     fn free(&self, buffer: BufferId) {
-        self.buffers.lock().unwrap().remove(&buffer.0);
+        self.buffers.lock().expect(LOCK).remove(&buffer.0);
     }
 
     fn write(&self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
@@ -241,7 +245,7 @@ impl Backend for OpenClBackend {
     }
 
     fn copy(&self, src: BufferId, dst: BufferId, bytes: usize) -> Result<(), BackendError> {
-        let mut buffers = self.buffers.lock().unwrap();
+        let mut buffers = self.buffers.lock().expect(LOCK);
         let src_mem = buffers.get(&src.0).ok_or_else(|| BackendError::Internal("unknown source buffer".into()))?.get();
         let dst_buf = buffers.get_mut(&dst.0).ok_or_else(|| BackendError::Internal("unknown destination buffer".into()))?;
         // enqueue_copy_buffer wants a &Buffer for the source; it only uses the handle.
@@ -261,7 +265,7 @@ impl Backend for OpenClBackend {
 
     fn launch(&self, module: &Module, launch: &Launch) -> Result<(), BackendError> {
         let module = module.downcast::<ClModule>()?;
-        let mut kernels = module.kernels.lock().unwrap();
+        let mut kernels = module.kernels.lock().expect(LOCK);
         if !kernels.contains_key(&launch.kernel) {
             let kernel = Kernel::create(&module.program, &launch.kernel).map_err(|e| BackendError::Launch {
                 kernel: launch.kernel.clone(),
@@ -312,12 +316,12 @@ impl Backend for OpenClBackend {
     fn record_event(&self) -> Result<EventId, BackendError> {
         let event = unsafe { self.queue.enqueue_marker_with_wait_list(&[]) }.map_err(|e| internal("recording an event", e))?;
         let id = self.id();
-        self.events.lock().unwrap().insert(id, event);
+        self.events.lock().expect(LOCK).insert(id, event);
         Ok(EventId(id))
     }
 
     fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64, BackendError> {
-        let mut events = self.events.lock().unwrap();
+        let mut events = self.events.lock().expect(LOCK);
         let (Some(a), Some(b)) = (events.remove(&start.0), events.remove(&end.0)) else {
             return Err(BackendError::Internal("unknown timing event".into()));
         };

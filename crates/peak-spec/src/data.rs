@@ -77,12 +77,14 @@ impl HostArray {
     pub fn get_f64(&self, i: usize) -> f64 {
         let s = self.dtype.size_bytes();
         let b = &self.bytes[i * s..(i + 1) * s];
+        // `b` is `size_bytes()` long: the width of the array each arm converts it to.
+        const WIDTH: &str = "an element's slice is size_bytes() long";
         match self.dtype {
-            DType::F32 => f64::from(f32::from_le_bytes(b.try_into().unwrap())),
-            DType::F16 => f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
-            DType::Bf16 => bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
-            DType::I32 => f64::from(i32::from_le_bytes(b.try_into().unwrap())),
-            DType::U32 => f64::from(u32::from_le_bytes(b.try_into().unwrap())),
+            DType::F32 => f64::from(f32::from_le_bytes(b.try_into().expect(WIDTH))),
+            DType::F16 => f16::from_le_bytes(b.try_into().expect(WIDTH)).to_f64(),
+            DType::Bf16 => bf16::from_le_bytes(b.try_into().expect(WIDTH)).to_f64(),
+            DType::I32 => f64::from(i32::from_le_bytes(b.try_into().expect(WIDTH))),
+            DType::U32 => f64::from(u32::from_le_bytes(b.try_into().expect(WIDTH))),
             DType::E4m3 => f64::from(E4M3.to_f32(b[0])),
             DType::E5m2 => f64::from(E5M2.to_f32(b[0])),
         }
