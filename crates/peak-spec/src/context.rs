@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
+use rhai::Engine;
 
 use crate::error::SpecError;
 use crate::expr::{Expr, expression_engine};
-use crate::manifest::{Backend, Manifest};
+use crate::manifest::{Backend, Manifest, MatmulShape, Tolerance};
 use crate::regions::{Region, Regions};
 use crate::space::Space;
 
@@ -138,10 +139,47 @@ impl Manifest {
         toml::to_string(self).expect("a manifest always serializes")
     }
 
-    /// Check everything serde cannot: domains, names, expressions.
-    pub fn validate<'a>(&'a self, file: &str) -> Result<(), SpecError> {
+    /// Check everything serde cannot: domains, names, expressions. The checks run in
+    /// stages, each relying on the ones before it: the names declared (expressions can only
+    /// be compiled against names known to be unique), the kernel's own fields, then every
+    /// expression and every reference to a declared name.
+    pub fn validate(&self, file: &str) -> Result<(), SpecError> {
         let field_err = |field: String, message: String| SpecError::Field { file: file.to_string(), field, message };
 
+        self.check_declarations(&field_err)?;
+        self.check_kernel_fields(&field_err)?;
+
+        let engine = expression_engine();
+        let input_names: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
+        let all_names: Vec<&str> = self.inputs.keys().chain(self.tuning.keys()).map(String::as_str).collect();
+        self.check_arrays(&engine, &input_names, &field_err)?;
+        self.check_constraints(&engine, &input_names, &all_names, &field_err)?;
+        if let Some(domain) = &self.kernel.domain
+            && !is_identifier(domain)
+        {
+            return Err(field_err(
+                "kernel.domain".into(),
+                format!("'{domain}' is not a kind of kernel: expected one word such as matmul, softmax, reduction, stencil or transpose"),
+            ));
+        }
+        self.check_validation_inputs(&field_err)?;
+        self.check_roles(&all_names, &field_err)?;
+        if let Some(flops) = &self.kernel.flops {
+            Expr::compile(&engine, flops, &input_names).map_err(|m| field_err("kernel.flops".into(), format!("`{flops}`: {m}")))?;
+        }
+        if let Some(mm) = &self.kernel.matmul {
+            self.check_matmul(mm, &engine, &input_names, &field_err)?;
+        }
+        if let Some(tol) = &self.tolerance {
+            check_tolerance(tol, &engine, &input_names, &field_err)?;
+        }
+        Ok(())
+    }
+
+    /// Inputs, tuning parameters and arrays share one namespace (the launch script sees them
+    /// all as variables), so each name must be an identifier and declared once; with them,
+    /// the input and tuning domains, the shapes, and whether the backend has an array's type.
+    fn check_declarations<'a>(&'a self, field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
         let mut declared: Vec<&str> = Vec::new();
         let mut declare = |field: String, what: &str, name: &'a str| -> Result<(), SpecError> {
             if !is_identifier(name) {
@@ -176,6 +214,12 @@ impl Manifest {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The kernel's name, a source file inside the context folder other than the manifest,
+    /// and, when there are arrays, an output among them: without one nothing could be checked.
+    fn check_kernel_fields(&self, field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
         if self.kernel.name.trim().is_empty() {
             return Err(field_err("kernel.name".into(), "is empty".into()));
         }
@@ -188,35 +232,45 @@ impl Manifest {
         if !self.arrays.iter().any(|a| a.output) && !self.arrays.is_empty() {
             return Err(field_err("arrays".into(), "no array has `output = true`; nothing could be checked".into()));
         }
+        Ok(())
+    }
 
-        let engine = expression_engine();
-        let input_names: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
-        let all_names: Vec<&str> = self.inputs.keys().chain(self.tuning.keys()).map(String::as_str).collect();
-
+    /// Each array's size and initialisation, expressions over the scalar inputs only (an
+    /// array cannot depend on a tuning parameter), and at most one of `output` and `inout`.
+    fn check_arrays(&self, engine: &Engine, input_names: &[&str], field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
         for (i, array) in self.arrays.iter().enumerate() {
             let field = format!("arrays[{i}].size (array {})", array.name);
-            Expr::compile(&engine, &array.size, &input_names).map_err(|m| field_err(field.clone(), format!("cannot parse `{}`: {m}", array.size)))?;
+            Expr::compile(engine, &array.size, input_names).map_err(|m| field_err(field.clone(), format!("cannot parse `{}`: {m}", array.size)))?;
             if array.output && array.inout {
                 return Err(field_err(format!("arrays[{i}].inout (array {})", array.name), "an array is either `output` or `inout`, not both".into()));
             }
-            let compile = |text: &str| Expr::compile(&engine, text, &input_names).map(drop);
+            let compile = |text: &str| Expr::compile(engine, text, input_names).map(drop);
             array.init.check(array.dtype, &compile).map_err(|(key, m)| field_err(format!("arrays[{i}].{key} (array {})", array.name), m))?;
         }
+        Ok(())
+    }
+
+    /// Input constraints may name only scalar inputs; tuning constraints also the tuning
+    /// parameters.
+    fn check_constraints(
+        &self,
+        engine: &Engine,
+        input_names: &[&str],
+        all_names: &[&str],
+        field_err: &impl Fn(String, String) -> SpecError,
+    ) -> Result<(), SpecError> {
         for (i, c) in self.constraints.inputs.iter().enumerate() {
-            Expr::compile(&engine, c, &input_names)
+            Expr::compile(engine, c, input_names)
                 .map_err(|m| field_err(format!("constraints.inputs[{i}]"), format!("`{c}`: {m} (input constraints may use only scalar inputs)")))?;
         }
         for (i, c) in self.constraints.tuning.iter().enumerate() {
-            Expr::compile(&engine, c, &all_names).map_err(|m| field_err(format!("constraints.tuning[{i}]"), format!("`{c}`: {m}")))?;
+            Expr::compile(engine, c, all_names).map_err(|m| field_err(format!("constraints.tuning[{i}]"), format!("`{c}`: {m}")))?;
         }
-        if let Some(domain) = &self.kernel.domain
-            && !is_identifier(domain)
-        {
-            return Err(field_err(
-                "kernel.domain".into(),
-                format!("'{domain}' is not a kind of kernel: expected one word such as matmul, softmax, reduction, stencil or transpose"),
-            ));
-        }
+        Ok(())
+    }
+
+    /// The sizes validation runs at instead of `[inputs]`: each must be a declared input.
+    fn check_validation_inputs(&self, field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
         for (name, domain) in &self.validation.inputs {
             let field = format!("validation.inputs.{name}");
             if !self.inputs.contains_key(name) {
@@ -225,6 +279,12 @@ impl Manifest {
             }
             domain.expand().map_err(|m| field_err(field, m))?;
         }
+        Ok(())
+    }
+
+    /// `[kernel.roles]` maps a transformation's name for a parameter, one this context
+    /// lacks, onto one of its inputs or tuning parameters.
+    fn check_roles(&self, all_names: &[&str], field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
         for (role, name) in &self.kernel.roles {
             if !is_identifier(role) {
                 return Err(field_err(format!("kernel.roles.{role}"), format!("role '{role}' is not an identifier")));
@@ -242,58 +302,64 @@ impl Manifest {
                 ));
             }
         }
-        if let Some(flops) = &self.kernel.flops {
-            Expr::compile(&engine, flops, &input_names).map_err(|m| field_err("kernel.flops".into(), format!("`{flops}`: {m}")))?;
+        Ok(())
+    }
+
+    /// The GEMM `[kernel.matmul]` declares, so prompts and the vendor library see the same
+    /// work: its sizes, leading dimensions and strides as expressions over the inputs, its
+    /// operands as floating-point arrays of this manifest, and finite scale factors.
+    fn check_matmul(&self, mm: &MatmulShape, engine: &Engine, input_names: &[&str], field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
+        let optional = [
+            ("lda", &mm.lda),
+            ("ldb", &mm.ldb),
+            ("ldc", &mm.ldc),
+            ("batch", &mm.batch),
+            ("stride_a", &mm.stride_a),
+            ("stride_b", &mm.stride_b),
+            ("stride_c", &mm.stride_c),
+        ];
+        let given = optional.iter().filter_map(|(key, expr)| expr.as_ref().map(|e| (*key, e)));
+        for (key, expr) in [("m", &mm.m), ("n", &mm.n), ("k", &mm.k)].into_iter().chain(given) {
+            Expr::compile(engine, expr, input_names).map_err(|m| field_err(format!("kernel.matmul.{key}"), format!("`{expr}`: {m}")))?;
         }
-        if let Some(mm) = &self.kernel.matmul {
-            let optional = [
-                ("lda", &mm.lda),
-                ("ldb", &mm.ldb),
-                ("ldc", &mm.ldc),
-                ("batch", &mm.batch),
-                ("stride_a", &mm.stride_a),
-                ("stride_b", &mm.stride_b),
-                ("stride_c", &mm.stride_c),
-            ];
-            let given = optional.iter().filter_map(|(key, expr)| expr.as_ref().map(|e| (*key, e)));
-            for (key, expr) in [("m", &mm.m), ("n", &mm.n), ("k", &mm.k)].into_iter().chain(given) {
-                Expr::compile(&engine, expr, &input_names).map_err(|m| field_err(format!("kernel.matmul.{key}"), format!("`{expr}`: {m}")))?;
-            }
-            let epilogue = [("bias", &mm.bias), ("residual", &mm.residual)];
-            let epilogue = epilogue.iter().filter_map(|(key, array)| array.as_ref().map(|a| (*key, a)));
-            for (key, array) in [("a", &mm.a), ("b", &mm.b), ("c", &mm.c)].into_iter().chain(epilogue) {
-                let spec = self.arrays.iter().find(|a| &a.name == array);
-                match spec {
-                    None => return Err(field_err(format!("kernel.matmul.{key}"), format!("no array named '{array}'"))),
-                    Some(s) if !s.dtype.is_float() => {
-                        return Err(field_err(
-                            format!("kernel.matmul.{key}"),
-                            format!("array '{array}' is {}; a GEMM's arrays are f32, f16, bf16, e4m3 or e5m2", s.dtype),
-                        ));
-                    }
-                    Some(_) => {}
+        let epilogue = [("bias", &mm.bias), ("residual", &mm.residual)];
+        let epilogue = epilogue.iter().filter_map(|(key, array)| array.as_ref().map(|a| (*key, a)));
+        for (key, array) in [("a", &mm.a), ("b", &mm.b), ("c", &mm.c)].into_iter().chain(epilogue) {
+            let spec = self.arrays.iter().find(|a| &a.name == array);
+            match spec {
+                None => return Err(field_err(format!("kernel.matmul.{key}"), format!("no array named '{array}'"))),
+                Some(s) if !s.dtype.is_float() => {
+                    return Err(field_err(
+                        format!("kernel.matmul.{key}"),
+                        format!("array '{array}' is {}; a GEMM's arrays are f32, f16, bf16, e4m3 or e5m2", s.dtype),
+                    ));
                 }
-            }
-            for (key, value) in [("alpha", mm.alpha), ("beta", mm.beta)] {
-                if !value.is_finite() {
-                    return Err(field_err(format!("kernel.matmul.{key}"), format!("must be a finite number, got {value}")));
-                }
+                Some(_) => {}
             }
         }
-        if let Some(tol) = &self.tolerance {
-            for (key, value) in tol.overrides() {
-                if let Some(v) = value
-                    && !(v > 0.0 && v.is_finite())
-                {
-                    return Err(field_err(format!("tolerance.{key}"), format!("must be a positive number, got {v}")));
-                }
-            }
-            if let Some(acc) = &tol.accumulation {
-                Expr::compile(&engine, acc, &input_names).map_err(|m| field_err("tolerance.accumulation".into(), format!("`{acc}`: {m}")))?;
+        for (key, value) in [("alpha", mm.alpha), ("beta", mm.beta)] {
+            if !value.is_finite() {
+                return Err(field_err(format!("kernel.matmul.{key}"), format!("must be a finite number, got {value}")));
             }
         }
         Ok(())
     }
+}
+
+/// Tolerance overrides are positive and finite numbers, and the accumulation depth is an
+/// expression over the scalar inputs.
+fn check_tolerance(tol: &Tolerance, engine: &Engine, input_names: &[&str], field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
+    for (key, value) in tol.overrides() {
+        if let Some(v) = value
+            && !(v > 0.0 && v.is_finite())
+        {
+            return Err(field_err(format!("tolerance.{key}"), format!("must be a positive number, got {v}")));
+        }
+    }
+    if let Some(acc) = &tol.accumulation {
+        Expr::compile(engine, acc, input_names).map_err(|m| field_err("tolerance.accumulation".into(), format!("`{acc}`: {m}")))?;
+    }
+    Ok(())
 }
 
 fn is_identifier(s: &str) -> bool {
