@@ -38,6 +38,10 @@ struct Buffer {
     bytes: usize,
 }
 
+/// The tables' locks (buffers, events, tensor maps, a module's functions) are taken only
+/// for a map lookup, insert or removal; nothing panics while one is held.
+const LOCK: &str = "the backend's table locks are never held across a panic";
+
 /// The CUDA backend; also runs HIP source through the prelude ([`CudaBackend::hip`]).
 pub struct CudaBackend {
     info: DeviceInfo,
@@ -222,7 +226,7 @@ impl CudaBackend {
     }
 
     fn buffer(&self, id: BufferId) -> Result<Buffer, BackendError> {
-        self.buffers.lock().unwrap().get(&id.0).copied().ok_or_else(|| BackendError::Internal(format!("unknown buffer {}", id.0)))
+        self.buffers.lock().expect(LOCK).get(&id.0).copied().ok_or_else(|| BackendError::Internal(format!("unknown buffer {}", id.0)))
     }
 
     fn sync_stream(&self, what: &str) -> Result<(), BackendError> {
@@ -248,10 +252,10 @@ impl Drop for CudaBackend {
         }
         unsafe {
             sys::cuStreamSynchronize(self.stream);
-            for (_, event) in self.events.get_mut().unwrap().drain() {
+            for (_, event) in self.events.get_mut().expect(LOCK).drain() {
                 sys::cuEventDestroy_v2(event);
             }
-            for (_, buffer) in self.buffers.get_mut().unwrap().drain() {
+            for (_, buffer) in self.buffers.get_mut().expect(LOCK).drain() {
                 sys::cuMemFree_v2(buffer.ptr);
             }
             sys::cuStreamDestroy_v2(self.stream);
@@ -286,7 +290,7 @@ impl Backend for CudaBackend {
             kernel.shared_bytes = Some(function.static_shared);
             kernel.local_bytes = function_attr(function.handle, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES).or(kernel.local_bytes);
             kernel.max_threads_per_block = Some(function.max_threads);
-            handle.functions.lock().unwrap().insert(kernel.name.clone(), Arc::new(function));
+            handle.functions.lock().expect(LOCK).insert(kernel.name.clone(), Arc::new(function));
             kernels.push(kernel);
         }
         Ok(Module { handle: Arc::new(handle), log: cubin.log, kernels })
@@ -302,13 +306,13 @@ impl Backend for CudaBackend {
             s => return Err(self.note(driver::error(s, &format!("allocating {bytes} bytes")))),
         }
         let id = self.id();
-        self.buffers.lock().unwrap().insert(id, Buffer { ptr, bytes });
+        self.buffers.lock().expect(LOCK).insert(id, Buffer { ptr, bytes });
         Ok(BufferId(id))
     }
 
     fn free(&self, buffer: BufferId) {
-        let Some(b) = self.buffers.lock().unwrap().remove(&buffer.0) else { return };
-        self.tensor_maps.lock().unwrap().retain(|(id, _), _| *id != buffer.0);
+        let Some(b) = self.buffers.lock().expect(LOCK).remove(&buffer.0) else { return };
+        self.tensor_maps.lock().expect(LOCK).retain(|(id, _), _| *id != buffer.0);
         if self.bind().is_ok() {
             unsafe {
                 sys::cuMemFree_v2(b.ptr);
@@ -404,13 +408,13 @@ impl Backend for CudaBackend {
             return Err(e);
         }
         let id = self.id();
-        self.events.lock().unwrap().insert(id, event);
+        self.events.lock().expect(LOCK).insert(id, event);
         Ok(EventId(id))
     }
 
     fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64, BackendError> {
         let (a, b) = {
-            let mut events = self.events.lock().unwrap();
+            let mut events = self.events.lock().expect(LOCK);
             (events.remove(&start.0), events.remove(&end.0))
         };
         let destroy = |e: Option<sys::CUevent>| {

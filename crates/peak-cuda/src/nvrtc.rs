@@ -200,9 +200,11 @@ pub fn compile(request: &CompileRequest, dialect: Dialect, arch: &Arch) -> Resul
     };
     let source = CString::new(text).map_err(|_| nul("source"))?;
     let name = CString::new(file.clone()).map_err(|_| nul("file name"))?;
+    // hip::HEADERS are string constants of this crate, none with a NUL byte.
+    const HIP_NUL: &str = "the bundled HIP headers and their names hold no NUL byte";
     let headers: Vec<(CString, CString)> = match dialect {
         Dialect::Cuda => Vec::new(),
-        Dialect::Hip => hip::HEADERS.iter().map(|(n, t)| (CString::new(*t).unwrap(), CString::new(*n).unwrap())).collect(),
+        Dialect::Hip => hip::HEADERS.iter().map(|(n, t)| (CString::new(*t).expect(HIP_NUL), CString::new(*n).expect(HIP_NUL))).collect(),
     };
     let header_texts: Vec<*const c_char> = headers.iter().map(|(t, _)| t.as_ptr()).collect();
     let header_names: Vec<*const c_char> = headers.iter().map(|(_, n)| n.as_ptr()).collect();

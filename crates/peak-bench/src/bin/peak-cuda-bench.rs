@@ -87,7 +87,7 @@ fn main() -> ExitCode {
     if let Some(dir) = cli.out.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    match std::fs::write(&cli.out, serde_json::to_string_pretty(&doc).unwrap() + "\n") {
+    match std::fs::write(&cli.out, serde_json::to_string_pretty(&doc).expect("a serde_json::Value always serializes") + "\n") {
         Ok(()) => {
             eprintln!("wrote {}", cli.out.display());
             ExitCode::SUCCESS
@@ -116,7 +116,7 @@ fn baseline(contexts: &[PathBuf], set: &[String], warmup: usize, reps: usize) ->
     for path in contexts {
         let ctx = Context::load(path).map_err(|e| e.to_string())?;
         let backend = open(&ctx)?;
-        device = serde_json::to_value(backend.device()).unwrap();
+        device = serde_json::to_value(backend.device()).expect("DeviceInfo serializes: strings and integers");
         let mut space = ctx.space();
         space.apply_overrides(set).map_err(|e| e.to_string())?;
         for params in space.iter() {
@@ -134,7 +134,7 @@ fn baseline(contexts: &[PathBuf], set: &[String], warmup: usize, reps: usize) ->
                 report.percent_of_cublas,
                 if report.validation.passed { "output matches" } else { "OUTPUT DIFFERS" }
             );
-            results.push(serde_json::to_value(&report).unwrap());
+            results.push(serde_json::to_value(&report).expect("BaselineReport serializes: derived, every map keyed by strings"));
         }
     }
     Ok((device, "naive kernel vs cuBLASLt (peak-cuda baseline)", results))
@@ -161,7 +161,7 @@ fn compile_time(contexts: &[PathBuf], set: &[String], nvcc: Option<PathBuf>) -> 
     for path in contexts {
         let ctx = Context::load(path).map_err(|e| e.to_string())?;
         let backend = open(&ctx)?;
-        device = serde_json::to_value(backend.device()).unwrap();
+        device = serde_json::to_value(backend.device()).expect("DeviceInfo serializes: strings and integers");
         let dialect = if ctx.backend() == Language::Hip { Dialect::Hip } else { Dialect::Cuda };
         let arch = Arch::parse(&backend.device().arch)?;
         let (tunings, _) = variants(&ctx, set).map_err(|e| e.to_string())?;

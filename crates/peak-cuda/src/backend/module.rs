@@ -98,16 +98,16 @@ impl CudaModule {
     }
 
     pub(super) fn function(&self, name: &str) -> Result<Arc<Function>, BackendError> {
-        if let Some(f) = self.functions.lock().unwrap().get(name) {
+        if let Some(f) = self.functions.lock().expect(super::LOCK).get(name) {
             return Ok(f.clone());
         }
         self.context.bind()?;
         if let Some(f) = self.lookup(name)? {
             let f = Arc::new(f);
-            self.functions.lock().unwrap().insert(name.to_string(), f.clone());
+            self.functions.lock().expect(super::LOCK).insert(name.to_string(), f.clone());
             return Ok(f);
         }
-        let functions = self.functions.lock().unwrap();
+        let functions = self.functions.lock().expect(super::LOCK);
         let mut names: Vec<&str> = functions.keys().map(String::as_str).collect();
         names.sort();
         let mangled = names.iter().any(|n| n.starts_with("_Z") && n.contains(name));

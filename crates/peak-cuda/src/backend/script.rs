@@ -49,7 +49,7 @@ impl CudaBackend {
         let spec = TensorMapSpec::from_op(op)?;
         let id = buffers(&spec.buffer);
         let key = (id.0, format!("{:?}", op.args));
-        if let Some(bytes) = self.tensor_maps.lock().unwrap().get(&key) {
+        if let Some(bytes) = self.tensor_maps.lock().expect(super::LOCK).get(&key) {
             return Ok(KernelArg::Bytes(bytes.clone()));
         }
         let buffer = self.buffer(id)?;
@@ -59,7 +59,7 @@ impl CudaBackend {
             kernel: tensor_map::NAME.into(),
             message: format!("line {}: cuTensorMapEncodeTiled refused the map: {}", op.line, driver::describe(status)),
         })?;
-        self.tensor_maps.lock().unwrap().insert(key, bytes.clone());
+        self.tensor_maps.lock().expect(super::LOCK).insert(key, bytes.clone());
         Ok(KernelArg::Bytes(bytes))
     }
 }

@@ -189,7 +189,8 @@ pub(crate) fn launch_steps(s: &crate::launch::LaunchSequence, kernel: &dyn Fn(&s
                     .map(|a| match a {
                         ExportArg::Buffer { buffer } => format!("PeakPtr{{peak_buf[{buffer}]}}"),
                         ExportArg::TensorMap { map } => format!("{maps}[{map}]"),
-                        other => scalar_literal(other).unwrap(),
+                        // Buffers and tensor maps are matched above: `other` is a scalar, which has a literal.
+                        other => scalar_literal(other).expect("a scalar argument has a literal"),
                     })
                     .collect();
                 c.push_str(&format!(

@@ -91,15 +91,17 @@ pub(crate) fn run_function(
         c.push_str(&format!("    /* {} */\n", super::describe_step(step, &s.buffers)));
         match step {
             ExportStep::Launch { kernel, grid, block, shared_bytes, args } => {
-                let k = kernel_var(kernels.iter().position(|n| n == kernel).unwrap());
+                let k = kernel_var(kernels.iter().position(|n| n == kernel).expect("`kernels` is kernel_names(s): it holds every kernel `s` launches"));
+                // `scalar_literal` is `None` only for buffers and tensor maps, never for the arms below.
+                let literal = |a: &ExportArg| scalar_literal(a).expect("an integer or float argument has a literal");
                 c.push_str("    {\n");
                 for (i, a) in args.iter().enumerate() {
                     let line = match a {
                         ExportArg::Buffer { buffer } => format!("PEAK_CL(clSetKernelArg({k}, {i}, sizeof(cl_mem), &{}));", buf_var(*buffer)),
-                        ExportArg::I32 { .. } => format!("{{ cl_int v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
-                        ExportArg::U32 { .. } => format!("{{ cl_uint v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
-                        ExportArg::I64 { .. } => format!("{{ cl_long v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
-                        ExportArg::F32 { .. } => format!("{{ cl_float v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", scalar_literal(a).unwrap()),
+                        ExportArg::I32 { .. } => format!("{{ cl_int v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", literal(a)),
+                        ExportArg::U32 { .. } => format!("{{ cl_uint v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", literal(a)),
+                        ExportArg::I64 { .. } => format!("{{ cl_long v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", literal(a)),
+                        ExportArg::F32 { .. } => format!("{{ cl_float v = {}; PEAK_CL(clSetKernelArg({k}, {i}, sizeof v, &v)); }}", literal(a)),
                         ExportArg::TensorMap { .. } => "#error \"CUDA tensor maps have no OpenCL equivalent\"".to_string(),
                     };
                     c.push_str(&format!("        {line}\n"));
