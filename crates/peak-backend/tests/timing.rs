@@ -1,6 +1,8 @@
 //! The timing method (`peak_backend::timing`) against a fake device with a clock: work is
 //! queued, the device runs it in order once the host has queued it, and events read the
 //! device clock. So what falls inside a timed interval can be asserted exactly.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,6 +4,8 @@
 //! consistent (`peak fsck`, `git fsck`), the next command recovers a lock left by the dead
 //! one, and running the replay again finishes with the same checkpoints as an
 //! uninterrupted replay. PoCL runs the kernels; the tests skip, saying why, without it.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -6,6 +6,8 @@
 //!
 //! Each snapshot holds the status and the error line (`error: ...`, with the scratch
 //! folder as `[TEMP]`), under `tests/snapshots/exit_*.snap`.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -12,6 +12,8 @@
 //! same configuration byte for byte, and its median time within 5% of `peak run`'s. The
 //! record-less tip is tuned on the GPU first (`peak tune`, a small budget) and exported at
 //! the winner. Each test skips, saying why, without NVRTC, nvcc or a GPU.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -3,6 +3,8 @@
 //! (`peak compile`, no GPU), and the OpenCL one runs on PoCL, where a float parameter is
 //! checked to reach the kernel as f32. The files: crates/peak-spec/tests/fixtures/import/
 //! (its README says what each one exercises).
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

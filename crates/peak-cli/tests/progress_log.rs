@@ -2,6 +2,8 @@
 //! validation and replay write a timestamped line every `PEAK_PROGRESS_INTERVAL` seconds
 //! (10 by default; small here so the runs on PoCL show several) with done, total, the
 //! best so far and the time left, as the bar shows on a terminal; `0` turns them off.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -1,6 +1,8 @@
 //! `peak report` on the recorded workflows (examples/workflows: OpenCL, HLSL, CUDA), read
 //! straight from their bundles: the tables agree with `peak log`, `--json` with the
 //! tables, and `--html` is one self-contained page that a browser draws.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

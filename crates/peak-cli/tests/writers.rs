@@ -8,6 +8,8 @@
 //! validation, holding the lock), or its attempts log is a named pipe (so it sits right
 //! after its commit, where it first reads that log). PoCL runs the kernels; the tests skip,
 //! saying why, without it.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

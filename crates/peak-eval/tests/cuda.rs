@@ -5,6 +5,8 @@
 //! serves the CUDA backend), so it runs on a GPU machine with no Rust toolchain: build it
 //! with `cargo test --release -p peak-eval --test cuda --no-run`, copy the executable it
 //! names, and run it there from the repository root.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

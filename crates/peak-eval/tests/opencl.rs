@@ -8,6 +8,8 @@
 //! device copies of the inputs it keeps between jobs (see [`Damaging`]), as a kernel
 //! writing far outside its own buffers could; with `slow-compile:FILE` its compile of a
 //! source that names `PEAK_TEST_SLOW_COMPILE` waits until the test creates FILE.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

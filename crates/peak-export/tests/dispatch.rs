@@ -2,6 +2,8 @@
 //! configuration; another shape the nearest tuned shape's configuration that is valid there
 //! (else the next nearest); -1 where none is valid; and without constraints in C, the
 //! nearest. Needs `cc`; skips, saying so, without one.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use std::process::Command;
 

@@ -1,6 +1,8 @@
 //! The HLSL example contexts on whatever Vulkan device is present (lavapipe in CI), at a
 //! small n: the naive kernels against a host reference, and the hand-written tiled stages
 //! against the naive kernel's outputs with `peak_spec::compare`, as `peak check` does.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 

@@ -3,6 +3,8 @@
 //! computes its product REPEAT times, and the fixture transformations only change that
 //! number, so one checkpoint is 16x faster than the root and another 64x slower than the
 //! best: backtracking decisions depend on nothing as fickle as a few percent of timing.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 mod common;
 

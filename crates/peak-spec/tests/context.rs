@@ -1,3 +1,5 @@
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 use peak_spec::{Context, DType, Init, Manifest, Region, SpecError};
 
 const MANIFEST: &str = r#"

@@ -5,6 +5,8 @@
 //! nothing of the host code, and gets a launch read from how the kernel indexes its
 //! threads. `crates/peak-cli/tests/import_fixtures.rs` runs the same files through
 //! `peak new`, compiles the CUDA ones with NVRTC and runs the OpenCL one.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,8 @@
 //! Array inits a user can shape: distributions, outliers per row, integer ranges. What
 //! they draw, that a seed reproduces them, that the original inits still give the bytes
 //! they gave before, and that a bad setting is an error naming its field.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use peak_spec::rng::mix_seed;
 use peak_spec::{DType, Fill, HostArray, Init, Manifest, RowOutliers, Values};

@@ -1,6 +1,8 @@
 //! Named shapes (`[[shapes]]`, issue 25 item 4): the input space is exactly the listed
 //! tuples, `--set` keeps some of them, validation sizes move them, and bad shapes are
 //! errors naming the field.
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use indexmap::IndexMap;
 use peak_spec::{Context, Manifest, Space};

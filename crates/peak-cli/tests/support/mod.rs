@@ -2,6 +2,8 @@
 //! binary run in it, paths to the examples and fixtures, and the NVRTC probe.
 // Each test file uses its own part of this module.
 #![allow(dead_code)]
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: inline kernel contexts and result JSON.
-
+// Helpers outside #[test] functions unwrap too; clippy's allow-unwrap-in-tests does not reach them here (rust-clippy#13981).
+#![allow(clippy::unwrap_used)]
 #![allow(dead_code)] // each test binary uses its own subset of these helpers
 
 use std::path::{Path, PathBuf};
