@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::defer::{self, CompileCheck};
 use crate::feasible;
-use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
+use crate::init::{measure, ranked_tunings, restricted, validation_space, with_stored_set};
 use crate::manifest::{extend, prompt_params};
 use crate::outcome;
 use crate::sanitize::{self, Plan};
@@ -51,7 +51,7 @@ pub fn apply_in(wf: &mut Workflow, options: &ApplyOptions, workers: &mut Workers
     let dir = wf.dir().to_path_buf();
     state::refuse_if_pending(&dir)?;
     let spec: ExecutorSpec = options.executor.parse()?;
-    let library = library(&options.library_dirs)?;
+    let library = library(&options.settings.library_dirs)?;
     // Resolve the name now, so a typo fails before anything is written.
     let name = library.get(&options.transformation)?.name.clone();
     let parent = wf.head()?.id.to_string();
@@ -74,7 +74,7 @@ pub fn apply_in(wf: &mut Workflow, options: &ApplyOptions, workers: &mut Workers
     let mut state = ApplyState::new(options, parent);
     state.transformation = name;
     state.executor = spec.to_string();
-    state.set = with_stored_set(wf, &options.set)?;
+    state.settings.set = with_stored_set(wf, &options.settings.set)?;
     state::save(&dir, &state)?;
     run(wf, state, executor.as_ref(), &library, workers, reporter)
 }
@@ -89,11 +89,11 @@ pub(crate) fn apply_with(
     reporter: &dyn ApplyReporter,
 ) -> Result<ApplyOutcome> {
     wf.hold_lock("replay")?;
-    let library = library(&options.library_dirs)?;
+    let library = library(&options.settings.library_dirs)?;
     let mut state = ApplyState::new(options, wf.head()?.id.to_string());
     state.transformation = library.get(&options.transformation)?.name.clone();
     state.executor = label.to_string();
-    state.set = with_stored_set(wf, &options.set)?;
+    state.settings.set = with_stored_set(wf, &options.settings.set)?;
     state::save(wf.dir(), &state)?;
     run(wf, state, executor, &library, workers, reporter)
 }
@@ -118,7 +118,7 @@ pub fn submit(workflow: &Path, file: &Path, workers: &mut Workers, reporter: &dy
         }
         return Err(e.into());
     }
-    let library = library(&state.library_dirs)?;
+    let library = library(&state.settings.library_dirs)?;
     run(&mut wf, state, &agent, &library, workers, reporter)
 }
 
@@ -135,7 +135,7 @@ pub fn resume(workflow: &Path, workers: &mut Workers, reporter: &dyn ApplyReport
         }
         return Ok(done);
     }
-    let library = library(&state.library_dirs)?;
+    let library = library(&state.settings.library_dirs)?;
     let spec: ExecutorSpec = state.executor.parse()?;
     let executor = spec.build(&agent_dir(&dir), |var| std::env::var(var).ok())?;
     executor.check_reachable()?;
@@ -189,7 +189,7 @@ pub fn pending(workflow: &Path) -> Result<Option<ApplyOutcome>> {
     let dir = wf.dir().to_path_buf();
     let Some(state) = state::load(&dir)? else { return Ok(None) };
     let Some(p) = AgentExecutor::new(agent_dir(&dir)).pending()? else { return Ok(None) };
-    let library = library(&state.library_dirs)?;
+    let library = library(&state.settings.library_dirs)?;
     let t = library.get(&state.transformation)?;
     let prompt = std::fs::read_to_string(&p.prompt_file).with_context(|| format!("reading {}", p.prompt_file.display()))?;
     // A repair may ask for another region than its pass edits; the prompt says which.
@@ -288,7 +288,7 @@ fn run(
     // apply's missing compiler, fails at once. A deferred apply runs nothing to sanitize.
     let plan = match &options.defer {
         Some(defer) => defer::prepare(workers, parent.backend().name(), defer).map(|()| Plan::Off { reason: "deferred".into() }),
-        None => Plan::for_context(&options.sanitize, &options.sanitize_at, &parent),
+        None => Plan::for_context(&options.settings.sanitizer.tools, &options.settings.sanitizer.at, &parent),
     };
     let plan = match plan {
         Ok(plan) => plan,
@@ -314,7 +314,7 @@ fn run(
         state::clear(&dir)?;
         return Err(e.into());
     }
-    if let Err(e) = feasible::check(&parent, &t, &options.set) {
+    if let Err(e) = feasible::check(&parent, &t, &options.settings.set) {
         state::clear(&dir)?;
         return Err(e);
     }
@@ -422,8 +422,8 @@ fn run(
             continue;
         }
         let candidate = write_candidate(&parent, &t, &regions, &candidate_dir)?;
-        let space = validation_space(&candidate, &options.set)?;
-        let mut picked = samples(&space, options.samples, options.seed);
+        let space = validation_space(&candidate, &options.settings.set)?;
+        let mut picked = samples(&space, options.settings.samples, options.settings.seed);
         let started = std::time::Instant::now();
         // Where validation first caught the failure: the 1-based sample (in validation
         // order) and the validator, for the attempts log (`peak report`'s evaluation depth).
@@ -440,7 +440,7 @@ fn run(
             }
             None => {
                 reporter.stage("validate");
-                let cache_dir = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
+                let cache_dir = options.settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
                 let mut validators: Vec<Box<dyn Validator>> =
                     vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
                 let mut report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
@@ -454,9 +454,12 @@ fn run(
                     }
                     // Twice as many each round: a space the launch script prunes to a few
                     // points is still found in three rounds.
-                    let want = options.samples << round;
-                    let fresh: Vec<Sample> =
-                        samples(&space, want * 4, options.seed.wrapping_add(round)).into_iter().filter(|s| !tried.contains(&s.params)).take(want).collect();
+                    let want = options.settings.samples << round;
+                    let fresh: Vec<Sample> = samples(&space, want * 4, options.settings.seed.wrapping_add(round))
+                        .into_iter()
+                        .filter(|s| !tried.contains(&s.params))
+                        .take(want)
+                        .collect();
                     if fresh.is_empty() {
                         break;
                     }
@@ -464,7 +467,7 @@ fn run(
                     picked = fresh;
                     report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
                 }
-                let sanitized = plan.after_outputs(report.outcome, workers, &candidate, &space, &picked, options.sanitize_samples)?;
+                let sanitized = plan.after_outputs(report.outcome, workers, &candidate, &space, &picked, options.settings.sanitizer.samples)?;
                 validation_s += started.elapsed().as_secs_f64();
                 match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
                     (_, Some(finding)) => {
@@ -518,22 +521,18 @@ fn run(
         }
         Judged::Validated { report, sanitized } => {
             reporter.stage("tune");
-            let space = restricted(&candidate, &options.set)?;
-            let settings = Measure {
-                budget: options.budget,
-                time_limit: options.time_limit,
-                seed: options.seed,
-                start_from: seeds_from_parent(&PerformanceRecord::from_json(&parent_view.performance).unwrap_or_default(), &t),
-                cache_dir: options.cache_dir.clone(),
-            };
-            let mut performance = measure(workers, &candidate, &space, Some(&root), &settings, reporter.tuning())?;
-            if options.sanitize_winner && plan.runs() {
+            let space = restricted(&candidate, &options.settings.set)?;
+            let start_from = seeds_from_parent(&PerformanceRecord::from_json(&parent_view.performance).unwrap_or_default(), &t);
+            let mut performance = measure(workers, &candidate, &space, Some(&root), &options.settings, start_from, reporter.tuning())?;
+            if options.settings.sanitizer.winner && plan.runs() {
                 reporter.stage("sanitize");
             }
             // The sanitizer runs the winner at the validation sizes: under compute-sanitizer a
             // run at tuning sizes (a GEMM of 8192 x 3072 x 768) takes minutes.
-            let checked_at = validation_space(&candidate, &options.set)?;
-            if let Some(why) = check_winner(workers, options.sanitize_winner.then_some(&plan), &candidate, &checked_at, options.seed, &mut performance)? {
+            let checked_at = validation_space(&candidate, &options.settings.set)?;
+            if let Some(why) =
+                check_winner(workers, options.settings.sanitizer.winner.then_some(&plan), &candidate, &checked_at, options.settings.seed, &mut performance)?
+            {
                 reporter.attempt(&AttemptOutcome::SanitizerFinding, &why);
                 log.record(Attempt { outcome: AttemptOutcome::SanitizerFinding, error: Some(why.clone()), retry: repairs, ..base.clone() })?;
                 return give_up(&dir, &t, log.count, AttemptOutcome::SanitizerFinding, &why);

@@ -1,7 +1,6 @@
 //! Creating a workflow, and measuring a context into a `performance.json`.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use anyhow::{Result, bail};
 use indexmap::IndexMap;
@@ -12,40 +11,23 @@ use peak_spec::{Context, ExecParams, Space};
 use peak_workflow::{ROOT_TAG, RootInput, Workflow};
 use serde_json::{Map, Value, json};
 
-use crate::sanitize::{Plan, Sanitize};
+use crate::Settings;
+use crate::sanitize::Plan;
 use crate::winner::check_winner;
 
 #[derive(Debug, Clone)]
 pub struct InitOptions {
-    /// Seed of the reference inputs and of the search.
-    pub seed: u64,
     /// Tune the root so later checkpoints have a speedup over it.
     pub measure: bool,
-    /// compute-sanitizer tools the measured root's winner is checked with.
-    pub sanitize: Sanitize,
-    /// Check the measured root's winner, falling back along its top-K.
-    pub sanitize_winner: bool,
-    /// `NAME=VALUE` input sizes that check runs at where the winner is valid there.
-    pub sanitize_at: Vec<String>,
-    pub budget: Option<usize>,
-    pub time_limit: Option<Duration>,
-    pub set: Vec<String>,
-    pub cache_dir: Option<PathBuf>,
+    /// The seed of the reference inputs and of the search, how the root is tuned and how
+    /// its winner is sanitized (`settings.sanitizer.winner`: check it, falling back along
+    /// its top-K); its validation-sample counts are not used (the root is the reference).
+    pub settings: Settings,
 }
 
 impl Default for InitOptions {
     fn default() -> Self {
-        InitOptions {
-            seed: 1,
-            measure: true,
-            sanitize: Sanitize::Auto,
-            sanitize_winner: true,
-            sanitize_at: Vec::new(),
-            budget: None,
-            time_limit: None,
-            set: Vec::new(),
-            cache_dir: None,
-        }
+        InitOptions { measure: true, settings: Settings::default() }
     }
 }
 
@@ -77,7 +59,7 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
     // Checked before the root is tuned: a folder taken fails in a moment, not after minutes.
     Workflow::check_new_dir(dir)?;
     let ctx = Context::load(context_dir)?;
-    let space = restricted(&ctx, &options.set)?;
+    let space = restricted(&ctx, &options.settings.set)?;
     let mut inputs: Vec<Value> = Vec::new();
     for point in space.iter() {
         let value = serde_json::to_value(&point.inputs)?;
@@ -85,20 +67,18 @@ pub fn init_workflow(dir: &Path, context_dir: &Path, options: &InitOptions, work
             inputs.push(value);
         }
     }
-    let sizes: Vec<&String> = options.set.iter().filter(|s| setting_name(s).is_some_and(|n| ctx.manifest.inputs.contains_key(n))).collect();
-    let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.seed, "inputs": inputs, "set": sizes });
+    let sizes: Vec<&String> = options.settings.set.iter().filter(|s| setting_name(s).is_some_and(|n| ctx.manifest.inputs.contains_key(n))).collect();
+    let reference = json!({ "context": ctx.name(), "backend": ctx.backend().name(), "seed": options.settings.seed, "inputs": inputs, "set": sizes });
     let performance = if options.measure {
         // Resolved before tuning, so a sanitizer asked for but missing fails at once.
-        let plan = if options.sanitize_winner { Some(Plan::for_context(&options.sanitize, &options.sanitize_at, &ctx)?) } else { None };
-        let settings = Measure {
-            budget: options.budget,
-            time_limit: options.time_limit,
-            seed: options.seed,
-            start_from: Vec::new(),
-            cache_dir: options.cache_dir.clone(),
+        let plan = if options.settings.sanitizer.winner {
+            Some(Plan::for_context(&options.settings.sanitizer.tools, &options.settings.sanitizer.at, &ctx)?)
+        } else {
+            None
         };
-        let mut performance = measure(workers, &ctx, &space, None, &settings, reporter)?;
-        if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &validation_space(&ctx, &options.set)?, options.seed, &mut performance)? {
+        let mut performance = measure(workers, &ctx, &space, None, &options.settings, Vec::new(), reporter)?;
+        if let Some(why) = check_winner(workers, plan.as_ref(), &ctx, &validation_space(&ctx, &options.settings.set)?, options.settings.seed, &mut performance)?
+        {
             bail!("{}: {why}\nhint: fix the kernel, or record it unchecked with `--no-sanitize-winner`", context_dir.display());
         }
         Some(performance.to_json())
@@ -139,30 +119,21 @@ pub(crate) fn ranked_tunings(ranking: &[Ranked]) -> impl Iterator<Item = IndexMa
     ranking.iter().map(|e| e.params.tuning.clone())
 }
 
-/// How to tune a context into a `performance.json`.
-#[derive(Debug, Clone, Default)]
-pub struct Measure {
-    pub budget: Option<usize>,
-    pub time_limit: Option<Duration>,
-    pub seed: u64,
-    /// Start the search here (the parent's top-K).
-    pub start_from: Vec<IndexMap<String, i64>>,
-    pub cache_dir: Option<PathBuf>,
-}
-
 /// Tune `ctx` over `space` (checking outputs against `reference`, or against the
 /// context's own first configuration) and summarise it as `performance.json`:
 /// `best` is the fastest configuration of the last input configuration (the largest
 /// problem, as manifests list sizes in increasing order); `runs` holds every input
 /// configuration's best and top-K; `baseline` is the yardstick timed at `best`'s inputs
 /// (`peak_eval::yardstick`: cuBLASLt for a GEMM, a copy of the bytes moved otherwise, or
-/// `"n/a"` with the reason).
+/// `"n/a"` with the reason). The search follows `settings` (its tuning limits, seed and
+/// cache) and starts at `start_from` (a parent's top-K, or nothing).
 pub fn measure(
     workers: &mut Workers,
     ctx: &Context,
     space: &Space,
     reference: Option<&Context>,
-    settings: &Measure,
+    settings: &Settings,
+    start_from: Vec<IndexMap<String, i64>>,
     reporter: &dyn TuneReporter,
 ) -> Result<PerformanceRecord> {
     let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
@@ -176,11 +147,11 @@ pub fn measure(
         run: tuning_run_options(),
         options: TuneOptions {
             strategy: StrategyKind::Auto,
-            budget: settings.budget,
-            time_limit: settings.time_limit,
+            budget: settings.tuning.budget,
+            time_limit: settings.tuning.time_limit,
             top_k: 128,
             seed: settings.seed,
-            start_from: settings.start_from.clone(),
+            start_from,
         },
         timeout: None,
         prune_spills: true,

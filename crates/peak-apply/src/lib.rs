@@ -30,11 +30,11 @@ pub mod outcome;
 mod replay;
 mod retune;
 mod sanitize;
+mod settings;
 mod state;
 mod winner;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 pub use apply::{abandon, abandon_in, apply, apply_in, pending, resume, submit};
 pub use defer::{Defer, is_deferred};
@@ -45,6 +45,7 @@ pub use replay::replay;
 pub use retune::retune;
 pub use sanitize::{Plan, Record as SanitizerRecord, Sanitize};
 use serde::Serialize;
+pub use settings::{SanitizerSettings, Settings, TuningSettings};
 
 /// What to apply and how.
 #[derive(Debug, Clone)]
@@ -55,52 +56,15 @@ pub struct ApplyOptions {
     pub executor: String,
     /// Repair tries after the first, for a bad reply, a compile error or a wrong output.
     pub retries: u32,
-    /// Execution parameters sampled for validation.
-    pub samples: usize,
-    /// compute-sanitizer tools run on validation samples and on the tuned winner.
-    pub sanitize: Sanitize,
-    /// Validation samples the sanitizer runs on (at most `samples`, at small inputs).
-    pub sanitize_samples: usize,
-    /// Sanitize the tuned winner before recording it, falling back along the top-K.
-    pub sanitize_winner: bool,
-    /// `NAME=VALUE` input sizes the sanitizer runs at where a configuration is valid there
-    /// (smaller than the manifest's: a sanitized run is 10 to 1000 times slower).
-    pub sanitize_at: Vec<String>,
-    pub seed: u64,
-    /// Tuning budget in evaluations per input configuration (`None`: the whole space).
-    pub budget: Option<usize>,
-    pub time_limit: Option<Duration>,
-    /// `NAME=VALUE` restrictions of validation and tuning (e.g. one input size). The input
-    /// sizes the workflow was created at (`init --set`) fill in the names this leaves out.
-    pub set: Vec<String>,
-    /// Extra transformation folders layered over the built-in library.
-    pub library_dirs: Vec<PathBuf>,
-    /// Results and reference caches (default: `peak_eval::default_cache_dir()`).
-    pub cache_dir: Option<PathBuf>,
+    /// How the candidate is validated, sanitized and tuned.
+    pub settings: Settings,
     /// Compile-check instead of validating and tuning, for a GPU that is elsewhere.
     pub defer: Option<Defer>,
 }
 
 impl Default for ApplyOptions {
     fn default() -> Self {
-        ApplyOptions {
-            transformation: String::new(),
-            executor: "agent".into(),
-            retries: 3,
-            samples: 16,
-            // The paper sanitized 16 samples too.
-            sanitize: Sanitize::Auto,
-            sanitize_samples: 16,
-            sanitize_winner: true,
-            sanitize_at: Vec::new(),
-            seed: 1,
-            budget: None,
-            time_limit: None,
-            set: Vec::new(),
-            library_dirs: Vec::new(),
-            cache_dir: None,
-            defer: None,
-        }
+        ApplyOptions { transformation: String::new(), executor: "agent".into(), retries: 3, settings: Settings::default(), defer: None }
     }
 }
 

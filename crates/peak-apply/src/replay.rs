@@ -24,7 +24,7 @@ use peak_workflow::{CheckpointView, ROOT_TAG, Workflow, clone_bundle, is_bundle}
 use crate::apply::apply_with;
 use crate::init::{InitOptions, init_workflow, merge_set, setting_name};
 use crate::retune::{RETUNE, RetuneSettings, retune_in};
-use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, is_deferred};
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, Settings, is_deferred};
 
 /// Replay the checkpoints from the root to `tip` (a branch, tag or checkpoint of `source`;
 /// its current branch when `None`) into a new workflow at `into`. `source` is a workflow or
@@ -54,7 +54,7 @@ pub fn replay(
     if chain.is_empty() {
         bail!("{}: the workflow has no checkpoints", source.display());
     }
-    check_settings_named(&options.set, &chain)?;
+    check_settings_named(&options.settings.set, &chain)?;
     let done = match already_replayed(into, &chain)? {
         Some(replayed) => {
             // A replay stopped between a checkpoint and its tags leaves them unnamed.
@@ -130,8 +130,8 @@ fn parameters(step: &CheckpointView) -> Result<Vec<String>> {
 /// `--set TRD_X=2` pins a tuning parameter from the step that introduces it on.
 fn for_step(options: &ApplyOptions, step: &CheckpointView) -> Result<ApplyOptions> {
     let names = parameters(step)?;
-    let set = options.set.iter().filter(|s| setting_name(s).is_none_or(|n| names.iter().any(|p| p == n))).cloned().collect();
-    Ok(ApplyOptions { set, ..options.clone() })
+    let set = options.settings.set.iter().filter(|s| setting_name(s).is_none_or(|n| names.iter().any(|p| p == n))).cloned().collect();
+    Ok(ApplyOptions { settings: Settings { set, ..options.settings.clone() }, ..options.clone() })
 }
 
 /// Every `--set` names a parameter that some step of the replay has: a misspelt name is an
@@ -176,21 +176,18 @@ fn replay_root(
     reporter: &dyn ApplyReporter,
 ) -> Result<()> {
     let reference = ReferenceRecord::from_json(&root.reference).unwrap_or_default();
-    let seed = reference.seed.unwrap_or(options.seed);
+    let seed = reference.seed.unwrap_or(options.settings.seed);
     let root_dir = into.with_extension("root-context");
     let _ = std::fs::remove_dir_all(&root_dir);
     recorded.materialize(&root.id.to_string(), &root_dir)?;
     let init = InitOptions {
-        seed,
         measure: true,
-        sanitize: options.sanitize.clone(),
-        sanitize_winner: options.sanitize_winner,
-        sanitize_at: options.sanitize_at.clone(),
-        budget: options.budget,
-        time_limit: options.time_limit,
-        // The sizes the recording was made at, unless this replay names others.
-        set: merge_set(&options.set, reference.set.as_deref().unwrap_or_default()),
-        cache_dir: options.cache_dir.clone(),
+        settings: Settings {
+            seed,
+            // The sizes the recording was made at, unless this replay names others.
+            set: merge_set(&options.settings.set, reference.set.as_deref().unwrap_or_default()),
+            ..options.settings.clone()
+        },
     };
     let result = init_workflow(into, &root_dir, &init, workers, reporter.tuning());
     let _ = std::fs::remove_dir_all(&root_dir);

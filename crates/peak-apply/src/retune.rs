@@ -19,11 +19,11 @@ use peak_spec::Space;
 use peak_workflow::{Attempt, AttemptOutcome, CheckpointInput, Workflow};
 use serde_json::{Value, json};
 
-use crate::init::{Measure, measure, ranked_tunings, restricted, validation_space, with_stored_set};
+use crate::init::{measure, ranked_tunings, restricted, validation_space, with_stored_set};
 use crate::sanitize::Plan;
 use crate::state::{self, fresh_context, retune_dir};
 use crate::winner::check_winner;
-use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, Settings, TuningSettings};
 
 /// The name a retune's checkpoint is recorded under (not a transformation of the library).
 pub const RETUNE: &str = "Retune";
@@ -58,8 +58,8 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
     let context_dir = work.join("context");
     let ctx = fresh_context(wf, &head.id.to_string(), &context_dir)?;
     let root = fresh_context(wf, "root", &work.join("root"))?;
-    let plan = Plan::for_context(&options.sanitize, &options.sanitize_at, &ctx)?;
-    let space = restricted(&ctx, &with_stored_set(wf, &options.set)?)?;
+    let plan = Plan::for_context(&options.settings.sanitizer.tools, &options.settings.sanitizer.at, &ctx)?;
+    let space = restricted(&ctx, &with_stored_set(wf, &options.settings.set)?)?;
     // Judged on the space this retune searches: a `--set` may widen what the checkpoint's
     // tuning was pinned to (a replay's pins) or move it to other sizes.
     if let Some(sizes) = exhausted(&parent_performance, &space) {
@@ -71,24 +71,18 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
     }
 
     reporter.stage("tune");
-    let settings = Measure {
-        budget: options.budget,
-        time_limit: options.time_limit,
-        seed: options.seed,
-        start_from: recorded_rankings(&parent_performance),
-        cache_dir: options.cache_dir.clone(),
-    };
-    let mut performance = measure(workers, &ctx, &space, Some(&root), &settings, reporter.tuning())?;
-    if options.sanitize_winner && plan.runs() {
+    let start_from = recorded_rankings(&parent_performance);
+    let mut performance = measure(workers, &ctx, &space, Some(&root), &options.settings, start_from, reporter.tuning())?;
+    if options.settings.sanitizer.winner && plan.runs() {
         reporter.stage("sanitize");
     }
     let base = Attempt { transformation: RETUNE.into(), executor: who.into(), parent: Some(head.id.to_string()), ..Attempt::default() };
     if let Some(why) = check_winner(
         &mut *workers,
-        options.sanitize_winner.then_some(&plan),
+        options.settings.sanitizer.winner.then_some(&plan),
         &ctx,
-        &validation_space(&ctx, &with_stored_set(wf, &options.set)?)?,
-        options.seed,
+        &validation_space(&ctx, &with_stored_set(wf, &options.settings.set)?)?,
+        options.settings.seed,
         &mut performance,
     )? {
         wf.record_attempt(Attempt { outcome: AttemptOutcome::SanitizerFinding, error: Some(why.clone()), ..base })?;
@@ -142,18 +136,18 @@ pub(crate) fn retune_in(wf: &mut Workflow, options: &ApplyOptions, who: &str, wo
 /// What a retune searched with, as `transcript.json` records it for `peak replay`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetuneSettings {
-    pub budget: Option<usize>,
-    pub time_limit: Option<Duration>,
+    pub tuning: TuningSettings,
     pub seed: u64,
 }
 
 impl RetuneSettings {
     fn of(options: &ApplyOptions) -> RetuneSettings {
-        RetuneSettings { budget: options.budget, time_limit: options.time_limit, seed: options.seed }
+        RetuneSettings { tuning: options.settings.tuning.clone(), seed: options.settings.seed }
     }
 
     fn to_json(&self) -> Value {
-        json!({ "budget": self.budget, "time_limit_s": self.time_limit.map(|d| d.as_secs_f64()), "seed": self.seed, "strategy": "auto" })
+        let TuningSettings { budget, time_limit } = &self.tuning;
+        json!({ "budget": budget, "time_limit_s": time_limit.map(|d| d.as_secs_f64()), "seed": self.seed, "strategy": "auto" })
     }
 
     /// The settings a recorded retune's transcript holds.
@@ -161,12 +155,14 @@ impl RetuneSettings {
         let Some(r) = TranscriptRecord::from_json(transcript).ok().and_then(|t| t.retune) else {
             return Err(anyhow!("transcript.json has no `retune` settings"));
         };
-        Ok(RetuneSettings { budget: r.budget.map(|b| b as usize), time_limit: r.time_limit_s.map(Duration::from_secs_f64), seed: r.seed.unwrap_or(1) })
+        let tuning = TuningSettings { budget: r.budget.map(|b| b as usize), time_limit: r.time_limit_s.map(Duration::from_secs_f64) };
+        Ok(RetuneSettings { tuning, seed: r.seed.unwrap_or(1) })
     }
 
     /// `options` with these settings in place of its own.
     pub fn over(&self, options: &ApplyOptions) -> ApplyOptions {
-        ApplyOptions { budget: self.budget, time_limit: self.time_limit, seed: self.seed, ..options.clone() }
+        let settings = Settings { tuning: self.tuning.clone(), seed: self.seed, ..options.settings.clone() };
+        ApplyOptions { settings, ..options.clone() }
     }
 }
 
@@ -252,13 +248,15 @@ mod tests {
 
     #[test]
     fn recorded_settings_round_trip_and_replace_the_replays_own() {
-        let options = ApplyOptions { budget: Some(512), seed: 7, time_limit: Some(Duration::from_secs(90)), ..ApplyOptions::default() };
+        let tuning = TuningSettings { budget: Some(512), time_limit: Some(Duration::from_secs(90)) };
+        let options = ApplyOptions { settings: Settings { tuning, seed: 7, ..Settings::default() }, ..ApplyOptions::default() };
         let transcript = json!({ "retune": RetuneSettings::of(&options).to_json() });
         let settings = RetuneSettings::recorded(&transcript).unwrap();
         assert_eq!(settings, RetuneSettings::of(&options));
-        let replay = ApplyOptions { budget: Some(64), seed: 1, samples: 4, ..ApplyOptions::default() };
-        let merged = settings.over(&replay);
-        assert_eq!((merged.budget, merged.seed, merged.samples), (Some(512), 7, 4));
+        let replay_tuning = TuningSettings { budget: Some(64), time_limit: None };
+        let replay = ApplyOptions { settings: Settings { tuning: replay_tuning, seed: 1, samples: 4, ..Settings::default() }, ..ApplyOptions::default() };
+        let merged = settings.over(&replay).settings;
+        assert_eq!((merged.tuning.budget, merged.seed, merged.samples), (Some(512), 7, 4));
         assert!(RetuneSettings::recorded(&json!({"entries": []})).is_err());
     }
 }

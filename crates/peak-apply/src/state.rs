@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result, bail};
 use peak_workflow::Workflow;
 use serde::{Deserialize, Serialize};
 
-use crate::{ApplyOptions, Defer, Sanitize};
+use crate::{ApplyOptions, Defer, Settings};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApplyState {
@@ -19,22 +19,9 @@ pub struct ApplyState {
     /// The checkpoint the apply started from.
     pub parent: String,
     pub retries: u32,
-    pub samples: usize,
-    // Defaults for the sanitizer settings, so an apply started before they existed resumes.
-    #[serde(default)]
-    pub sanitize: Sanitize,
-    #[serde(default = "default_sanitize_samples")]
-    pub sanitize_samples: usize,
-    #[serde(default = "default_sanitize_winner")]
-    pub sanitize_winner: bool,
-    #[serde(default)]
-    pub sanitize_at: Vec<String>,
-    pub seed: u64,
-    pub budget: Option<usize>,
-    pub time_limit_s: Option<f64>,
-    pub set: Vec<String>,
-    pub library_dirs: Vec<PathBuf>,
-    pub cache_dir: Option<PathBuf>,
+    /// Flat in the file, under the names it has always had (see `Settings`).
+    #[serde(flatten)]
+    pub settings: Settings,
     /// A deferred apply stays deferred when `submit` or `--resume` continues it.
     #[serde(default)]
     pub defer: Option<Defer>,
@@ -50,26 +37,8 @@ pub struct ApplyState {
 
 impl ApplyState {
     pub fn new(options: &ApplyOptions, parent: String) -> ApplyState {
-        ApplyState {
-            transformation: options.transformation.clone(),
-            executor: options.executor.clone(),
-            parent,
-            retries: options.retries,
-            samples: options.samples,
-            sanitize: options.sanitize.clone(),
-            sanitize_samples: options.sanitize_samples,
-            sanitize_winner: options.sanitize_winner,
-            sanitize_at: options.sanitize_at.clone(),
-            seed: options.seed,
-            budget: options.budget,
-            time_limit_s: options.time_limit.map(|d| d.as_secs_f64()),
-            set: options.set.clone(),
-            library_dirs: options.library_dirs.clone(),
-            cache_dir: options.cache_dir.clone(),
-            defer: options.defer.clone(),
-            recorded_attempts: 0,
-            checkpoint_attempt: None,
-        }
+        let ApplyOptions { transformation, executor, retries, settings, defer } = options.clone();
+        ApplyState { transformation, executor, parent, retries, settings, defer, recorded_attempts: 0, checkpoint_attempt: None }
     }
 
     pub fn options(&self) -> ApplyOptions {
@@ -77,28 +46,10 @@ impl ApplyState {
             transformation: self.transformation.clone(),
             executor: self.executor.clone(),
             retries: self.retries,
-            samples: self.samples,
-            sanitize: self.sanitize.clone(),
-            sanitize_samples: self.sanitize_samples,
-            sanitize_winner: self.sanitize_winner,
-            sanitize_at: self.sanitize_at.clone(),
-            seed: self.seed,
-            budget: self.budget,
-            time_limit: self.time_limit_s.map(std::time::Duration::from_secs_f64),
-            set: self.set.clone(),
-            library_dirs: self.library_dirs.clone(),
-            cache_dir: self.cache_dir.clone(),
+            settings: self.settings.clone(),
             defer: self.defer.clone(),
         }
     }
-}
-
-fn default_sanitize_samples() -> usize {
-    ApplyOptions::default().sanitize_samples
-}
-
-fn default_sanitize_winner() -> bool {
-    ApplyOptions::default().sanitize_winner
 }
 
 /// Where an apply keeps its files inside a workflow.
@@ -171,20 +122,44 @@ pub fn clear(workflow: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Sanitize, SanitizerSettings};
 
     #[test]
     fn sanitizer_settings_survive_a_resume_and_older_states_get_the_defaults() {
-        let options = ApplyOptions { sanitize: "memcheck".parse().unwrap(), sanitize_samples: 3, sanitize_winner: false, ..ApplyOptions::default() };
+        let sanitizer = SanitizerSettings { tools: "memcheck".parse().unwrap(), samples: 3, winner: false, at: Vec::new() };
+        let options = ApplyOptions { settings: Settings { sanitizer: sanitizer.clone(), ..Settings::default() }, ..ApplyOptions::default() };
         let state = ApplyState::new(&options, "abc".into());
         let back: ApplyState = serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
-        assert_eq!((back.options().sanitize, back.options().sanitize_samples, back.options().sanitize_winner), (options.sanitize, 3, false));
+        assert_eq!(back.options().settings.sanitizer, sanitizer);
 
         let mut old = serde_json::to_value(ApplyState::new(&ApplyOptions::default(), "abc".into())).unwrap();
         for key in ["sanitize", "sanitize_samples", "sanitize_winner"] {
             old.as_object_mut().unwrap().remove(key);
         }
         let old: ApplyState = serde_json::from_value(old).unwrap();
-        assert_eq!((old.sanitize, old.sanitize_samples, old.sanitize_winner), (Sanitize::Auto, 16, true));
+        let s = &old.settings.sanitizer;
+        assert_eq!((&s.tools, s.samples, s.winner), (&Sanitize::Auto, 16, true));
+    }
+
+    /// A state.json as peak wrote it before the settings were nested: every field is
+    /// read back where it belongs.
+    #[test]
+    fn a_state_file_of_the_flat_format_resumes() {
+        let file = r#"{"transformation":"Tile-Pad","executor":"agent","parent":"abc","retries":2,"samples":5,
+            "sanitize":"memcheck,racecheck","sanitize_samples":2,"sanitize_winner":false,"sanitize_at":["n=64"],
+            "seed":9,"budget":12,"time_limit_s":2.5,"set":["n=128"],"library_dirs":["lib"],"cache_dir":"cache",
+            "recorded_attempts":1}"#;
+        let state: ApplyState = serde_json::from_str(file).unwrap();
+        let settings = state.options().settings;
+        assert_eq!((settings.samples, settings.seed, settings.sanitizer.samples, settings.sanitizer.winner), (5, 9, 2, false));
+        assert_eq!(settings.sanitizer.tools.to_string(), "memcheck,racecheck");
+        assert_eq!(settings.sanitizer.at, ["n=64"]);
+        assert_eq!((settings.tuning.budget, settings.tuning.time_limit), (Some(12), Some(std::time::Duration::from_secs_f64(2.5))));
+        assert_eq!(
+            (settings.set, settings.library_dirs, settings.cache_dir),
+            (vec!["n=128".to_string()], vec![PathBuf::from("lib")], Some(PathBuf::from("cache")))
+        );
+        assert_eq!((state.retries, state.recorded_attempts), (2, 1));
     }
 
     #[test]

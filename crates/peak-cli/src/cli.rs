@@ -212,6 +212,32 @@ pub struct MeasureArgs {
     pub library: Vec<PathBuf>,
 }
 
+impl SanitizeArgs {
+    /// These flags as the sanitizer settings; `samples` is the validation samples the
+    /// sanitizer runs on (the commands that validate nothing pass the default).
+    pub fn settings(&self, samples: usize) -> peak_apply::SanitizerSettings {
+        let SanitizeArgs { sanitize, no_sanitize_winner, sanitize_at } = self;
+        peak_apply::SanitizerSettings { tools: sanitize.clone(), samples, winner: !no_sanitize_winner, at: sanitize_at.clone() }
+    }
+}
+
+impl MeasureArgs {
+    /// These flags as the settings every command that validates and tunes takes: every
+    /// field destructured, so a new flag cannot be left out of them.
+    pub fn settings(&self) -> peak_apply::Settings {
+        let MeasureArgs { samples, sanitizer, sanitize_samples, seed, budget, time, set, library } = self;
+        peak_apply::Settings {
+            samples: *samples,
+            seed: *seed,
+            sanitizer: sanitizer.settings(*sanitize_samples),
+            tuning: peak_apply::TuningSettings { budget: *budget, time_limit: time.map(std::time::Duration::from_secs_f64) },
+            set: set.set.clone(),
+            library_dirs: library.clone(),
+            cache_dir: None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
     /// The transformation (see `peak transformations`).

@@ -222,7 +222,7 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
             anyhow!("{role}: {e}\nhint: start the server, or point peak at a running one (its base-URL variable, e.g. PEAK_OPENAI_BASE_URL); nothing was asked of it")
         })?;
     }
-    let library = library(&options.apply.library_dirs)?;
+    let library = library(&options.apply.settings.library_dirs)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut log = EventLog { file: dir.join(".git").join("peak").join(AUTO_LOG), run: peak_workflow::now_rfc3339(), events: Vec::new() };
 

@@ -102,7 +102,7 @@ pub struct InitWorkflowParams {
     #[serde(flatten)]
     pub sampling: SampleParams,
     #[serde(flatten)]
-    pub sanitizer: SanitizerSettings,
+    pub sanitizer: SanitizerParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -139,7 +139,7 @@ pub struct SearchLimits {
 /// `--no-sanitize-winner`, `--sanitize-at`) give them (shared by the transformation tools,
 /// `init_workflow`, `retune` and `validate`; each field says which of them use it).
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct SanitizerSettings {
+pub struct SanitizerParams {
     /// compute-sanitizer tools run on the validation samples whose outputs are right and on
     /// the tuned winner: `auto` (memcheck,racecheck on CUDA and HIP, nothing elsewhere;
     /// skipped, saying so, where compute-sanitizer is not installed), `none`, or a
@@ -170,7 +170,7 @@ pub struct SanitizerSettings {
 
 /// How a transformation is carried out (shared by `start_transformation` and `apply_transformation`).
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ApplySettings {
+pub struct ApplyParams {
     /// Repair tries after the first, for an unusable reply, a compile error or a wrong output. Default 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u32")]
@@ -186,7 +186,7 @@ pub struct ApplySettings {
     #[serde(flatten)]
     pub library: LibraryParams,
     #[serde(flatten)]
-    pub sanitizer: SanitizerSettings,
+    pub sanitizer: SanitizerParams,
     /// Where no GPU is: compile-check the result on the sampled execution parameters
     /// instead of validating and tuning it, and record the checkpoint as `deferred`;
     /// `peak replay` validates and tunes it where the GPU is. Default false.
@@ -206,7 +206,7 @@ pub struct StartTransformationParams {
     /// The transformation's name, from `list_transformations`. Example: `Refactor`.
     pub transformation: String,
     #[serde(flatten)]
-    pub settings: ApplySettings,
+    pub settings: ApplyParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -221,7 +221,7 @@ pub struct ApplyTransformationParams {
     /// (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
     pub executor: String,
     #[serde(flatten)]
-    pub settings: ApplySettings,
+    pub settings: ApplyParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -233,7 +233,7 @@ pub struct RetuneParams {
     #[serde(flatten)]
     pub sampling: SampleParams,
     #[serde(flatten)]
-    pub sanitizer: SanitizerSettings,
+    pub sanitizer: SanitizerParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -261,7 +261,7 @@ pub struct ValidateParams {
     #[serde(flatten)]
     pub sampling: SampleParams,
     #[serde(flatten)]
-    pub sanitizer: SanitizerSettings,
+    pub sanitizer: SanitizerParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use peak_apply::{ApplyOptions, Sanitize};
+use peak_apply::{ApplyOptions, Sanitize, SanitizerSettings, TuningSettings};
 use peak_record::{PerformanceRecord, Record};
 use peak_spec::{Context, ExecParams, Space};
 use peak_transform::Library;
 use peak_workflow::Workflow;
 use serde_json::Value;
 
-use crate::params::{ApplySettings, SanitizerSettings, TargetParams};
+use crate::params::{ApplyParams, LibraryParams, SampleParams, SanitizerParams, SearchLimits, TargetParams};
 use crate::server::Settings;
 
 /// The built-in library with the server's and the call's extra folders layered over it.
@@ -26,28 +26,35 @@ pub(crate) fn library(settings: &Settings, extra: &[String]) -> Result<Library> 
 }
 
 /// A transformation tool's settings as `peak_apply` options, the server's folders included.
-pub(crate) fn apply_options(settings: &Settings, tool: &str, transformation: String, executor: String, s: ApplySettings) -> Result<ApplyOptions> {
-    let ApplySettings { retries, samples, sampling, limits, library, sanitizer: sanitizer_settings, defer, arch } = s;
+/// Every parameter is destructured, so a new one cannot be dropped unnoticed.
+pub(crate) fn apply_options(settings: &Settings, tool: &str, transformation: String, executor: String, s: ApplyParams) -> Result<ApplyOptions> {
+    let ApplyParams {
+        retries,
+        samples,
+        sampling: SampleParams { seed, set },
+        limits,
+        library: LibraryParams { library_dirs },
+        sanitizer: sanitizer_params,
+        defer,
+        arch,
+    } = s;
     let defaults = ApplyOptions::default();
-    let Sanitizer { sanitize, samples: sanitize_samples, winner: sanitize_winner, at: sanitize_at } =
-        sanitizer(tool, Sanitizes::SamplesAndWinner, sanitizer_settings)?;
-    Ok(ApplyOptions {
-        transformation,
-        executor,
-        retries: retries.unwrap_or(defaults.retries),
-        samples: samples.unwrap_or(defaults.samples),
-        sanitize,
-        sanitize_samples,
-        sanitize_winner,
-        sanitize_at,
-        seed: sampling.seed.unwrap_or(defaults.seed),
-        budget: limits.budget,
-        time_limit: limits.time_limit_s.map(Duration::from_secs_f64),
-        set: sampling.set,
-        library_dirs: settings.library_dirs.iter().cloned().chain(library.library_dirs.into_iter().map(PathBuf::from)).collect(),
+    let settings = peak_apply::Settings {
+        samples: samples.unwrap_or(defaults.settings.samples),
+        seed: seed.unwrap_or(defaults.settings.seed),
+        sanitizer: sanitizer(tool, Sanitizes::SamplesAndWinner, sanitizer_params)?,
+        tuning: tuning(limits),
+        set,
+        library_dirs: settings.library_dirs.iter().cloned().chain(library_dirs.into_iter().map(PathBuf::from)).collect(),
         cache_dir: settings.cache_dir.clone(),
-        defer: defer.then_some(peak_apply::Defer { arch }),
-    })
+    };
+    Ok(ApplyOptions { transformation, executor, retries: retries.unwrap_or(defaults.retries), settings, defer: defer.then_some(peak_apply::Defer { arch }) })
+}
+
+/// A tool's search limits as the tuning settings.
+pub(crate) fn tuning(limits: SearchLimits) -> TuningSettings {
+    let SearchLimits { budget, time_limit_s } = limits;
+    TuningSettings { budget, time_limit: time_limit_s.map(Duration::from_secs_f64) }
 }
 
 /// What a tool sanitizes, so a setting it has no use for is refused rather than dropped.
@@ -61,23 +68,14 @@ pub(crate) enum Sanitizes {
     Samples,
 }
 
-/// The sanitizer settings with `peak apply`'s defaults filled in.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Sanitizer {
-    pub(crate) sanitize: Sanitize,
-    pub(crate) samples: usize,
-    pub(crate) winner: bool,
-    pub(crate) at: Vec<String>,
-}
-
 /// A tool's sanitizer parameters, parsed as the CLI parses `--sanitize`,
 /// `--sanitize-samples`, `--no-sanitize-winner` and `--sanitize-at`; a bad value, or one
 /// `tool` has no use for, is an error naming the parameter. Whether each `sanitize_at`
 /// name is one of the kernel's inputs is checked once the kernel is known
 /// (`Plan::for_context`).
-pub(crate) fn sanitizer(tool: &str, uses: Sanitizes, s: SanitizerSettings) -> Result<Sanitizer> {
-    let SanitizerSettings { sanitize, sanitize_samples, sanitize_winner, sanitize_at } = s;
-    let defaults = ApplyOptions::default();
+pub(crate) fn sanitizer(tool: &str, uses: Sanitizes, s: SanitizerParams) -> Result<SanitizerSettings> {
+    let SanitizerParams { sanitize, sanitize_samples, sanitize_winner, sanitize_at } = s;
+    let defaults = SanitizerSettings::default();
     if sanitize_samples.is_some() && uses == Sanitizes::Winner {
         bail!(
             "sanitize_samples: {tool} validates no samples, it sanitizes only the tuned winner\nhint: leave sanitize_samples out; sanitize, sanitize_winner and sanitize_at apply"
@@ -92,7 +90,7 @@ pub(crate) fn sanitizer(tool: &str, uses: Sanitizes, s: SanitizerSettings) -> Re
         Some(text) => {
             text.parse::<Sanitize>().map_err(|e| anyhow!("sanitize: {e}\nhint: `auto` (the default), `none`, or a list such as \"memcheck,racecheck\""))?
         }
-        None => defaults.sanitize,
+        None => defaults.tools,
     };
     for setting in &sanitize_at {
         let well_formed = setting.split_once('=').is_some_and(|(name, value)| !name.trim().is_empty() && value.trim().parse::<i64>().is_ok());
@@ -100,10 +98,10 @@ pub(crate) fn sanitizer(tool: &str, uses: Sanitizes, s: SanitizerSettings) -> Re
             bail!("sanitize_at: {setting:?}: expected NAME=INTEGER over the kernel's inputs, e.g. \"n=512\"");
         }
     }
-    Ok(Sanitizer {
-        sanitize,
-        samples: sanitize_samples.unwrap_or(defaults.sanitize_samples),
-        winner: sanitize_winner.unwrap_or(defaults.sanitize_winner),
+    Ok(SanitizerSettings {
+        tools: sanitize,
+        samples: sanitize_samples.unwrap_or(defaults.samples),
+        winner: sanitize_winner.unwrap_or(defaults.winner),
         at: sanitize_at,
     })
 }
@@ -195,8 +193,8 @@ mod tests {
     use super::*;
     use peak_eval::sanitizer::SanitizerTool;
 
-    fn settings(sanitize: Option<&str>, samples: Option<usize>, winner: Option<bool>, at: &[&str]) -> SanitizerSettings {
-        SanitizerSettings {
+    fn settings(sanitize: Option<&str>, samples: Option<usize>, winner: Option<bool>, at: &[&str]) -> SanitizerParams {
+        SanitizerParams {
             sanitize: sanitize.map(str::to_string),
             sanitize_samples: samples,
             sanitize_winner: winner,
@@ -206,18 +204,15 @@ mod tests {
 
     #[test]
     fn sanitizer_settings_default_and_parse_as_the_cli_does() {
-        let defaults = ApplyOptions::default();
+        let defaults = ApplyOptions::default().settings.sanitizer;
         let left_out = sanitizer("apply_transformation", Sanitizes::SamplesAndWinner, settings(None, None, None, &[])).unwrap();
-        assert_eq!(
-            left_out,
-            Sanitizer { sanitize: defaults.sanitize, samples: defaults.sanitize_samples, winner: defaults.sanitize_winner, at: defaults.sanitize_at }
-        );
+        assert_eq!(left_out, SanitizerSettings { tools: defaults.tools, samples: defaults.samples, winner: defaults.winner, at: defaults.at });
         let given =
             sanitizer("start_transformation", Sanitizes::SamplesAndWinner, settings(Some(" racecheck,memcheck"), Some(2), Some(false), &["n=512"])).unwrap();
         let both = Sanitize::Tools(vec![SanitizerTool::Racecheck, SanitizerTool::Memcheck]);
-        assert_eq!(given, Sanitizer { sanitize: both, samples: 2, winner: false, at: vec!["n=512".into()] });
+        assert_eq!(given, SanitizerSettings { tools: both, samples: 2, winner: false, at: vec!["n=512".into()] });
         let off = sanitizer("validate", Sanitizes::Samples, settings(Some("none"), None, None, &[])).unwrap();
-        assert_eq!(off.sanitize, Sanitize::Tools(vec![]));
+        assert_eq!(off.tools, Sanitize::Tools(vec![]));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use peak_apply::{ApplyOptions, InitOptions, Plan, SanitizerRecord};
+use peak_apply::{ApplyOptions, InitOptions, Plan, SanitizerRecord, TuningSettings};
 use peak_backend::worker::PoolOptions;
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::validate::{Outcome as Validation, samples};
@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use crate::params::*;
 use crate::progress::Progress;
 use crate::render;
-use crate::resolve::{Reference, Sanitizer, Sanitizes, Target, apply_options, bounded_count, library, restricted, sanitizer};
+use crate::resolve::{Reference, Sanitizes, Target, apply_options, bounded_count, library, restricted, sanitizer, tuning};
 
 /// Makes the worker processes one tool call runs kernels in. Called on the thread doing
 /// the work (a `Workers` holds child processes and stays on that thread).
@@ -335,20 +335,21 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn init_workflow(&self, Parameters(p): Parameters<InitWorkflowParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
-            let Sanitizer { sanitize, samples: _, winner, at } = sanitizer("init_workflow", Sanitizes::Winner, p.sanitizer)?;
+            let InitWorkflowParams { workflow, context, measure, budget, sampling: SampleParams { seed, set }, sanitizer: sanitizer_params } = p;
+            let defaults = peak_apply::Settings::default();
             let options = InitOptions {
-                seed: p.sampling.seed.unwrap_or(1),
-                measure: p.measure.unwrap_or(true),
-                sanitize,
-                sanitize_winner: winner,
-                sanitize_at: at,
-                budget: p.budget,
-                time_limit: None,
-                set: p.sampling.set,
-                cache_dir: settings.cache_dir.clone(),
+                measure: measure.unwrap_or(true),
+                settings: peak_apply::Settings {
+                    seed: seed.unwrap_or(defaults.seed),
+                    sanitizer: sanitizer("init_workflow", Sanitizes::Winner, sanitizer_params)?,
+                    tuning: TuningSettings { budget, time_limit: None },
+                    set,
+                    cache_dir: settings.cache_dir.clone(),
+                    ..defaults
+                },
             };
             let mut workers = (settings.workers)();
-            let wf = peak_apply::init_workflow(Path::new(&p.workflow), Path::new(&p.context), &options, &mut workers, progress)?;
+            let wf = peak_apply::init_workflow(Path::new(&workflow), Path::new(&context), &options, &mut workers, progress)?;
             let entries = wf.log()?;
             let head = wf.head()?;
             let text =
@@ -447,23 +448,24 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn retune(&self, Parameters(p): Parameters<RetuneParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
-            let Sanitizer { sanitize, samples: _, winner, at } = sanitizer("retune", Sanitizes::Winner, p.sanitizer)?;
-            let defaults = ApplyOptions::default();
+            let RetuneParams { workflow, limits, sampling: SampleParams { seed, set }, sanitizer: sanitizer_params } = p;
+            let defaults = peak_apply::Settings::default();
+            let tuning = tuning(limits);
             let options = ApplyOptions {
-                sanitize,
-                sanitize_winner: winner,
-                sanitize_at: at,
-                seed: p.sampling.seed.unwrap_or(defaults.seed),
-                budget: Some(p.limits.budget.unwrap_or(512)),
-                time_limit: p.limits.time_limit_s.map(Duration::from_secs_f64),
-                set: p.sampling.set,
-                cache_dir: settings.cache_dir.clone(),
-                ..defaults
+                settings: peak_apply::Settings {
+                    seed: seed.unwrap_or(defaults.seed),
+                    sanitizer: sanitizer("retune", Sanitizes::Winner, sanitizer_params)?,
+                    tuning: TuningSettings { budget: Some(tuning.budget.unwrap_or(512)), ..tuning },
+                    set,
+                    cache_dir: settings.cache_dir.clone(),
+                    ..defaults
+                },
+                ..ApplyOptions::default()
             };
             let events = render::Events::new(progress);
             let mut workers = (settings.workers)();
-            let outcome = peak_apply::retune(Path::new(&p.workflow), &options, "agent", &mut workers, &events)?;
-            Ok(render::outcome_answer(&p.workflow, &outcome, &events.failures()))
+            let outcome = peak_apply::retune(Path::new(&workflow), &options, "agent", &mut workers, &events)?;
+            Ok(render::outcome_answer(&workflow, &outcome, &events.failures()))
         })
         .await
     }
@@ -489,14 +491,14 @@ impl PeakServer {
             let chosen = samples(&space, p.samples.unwrap_or(16), p.sampling.seed.unwrap_or(1));
             // Resolved before anything runs, as `peak validate` and an apply do: tools asked
             // for but missing, or a size that is not an input, fail at once.
-            let Sanitizer { sanitize, samples: sanitize_samples, winner: _, at } = sanitizer("validate", Sanitizes::Samples, p.sanitizer)?;
-            let plan = Plan::for_context(&sanitize, &at, &target.ctx)?;
+            let sanitizer = sanitizer("validate", Sanitizes::Samples, p.sanitizer)?;
+            let plan = Plan::for_context(&sanitizer.tools, &sanitizer.at, &target.ctx)?;
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
             let mut validators: Vec<Box<dyn Validator>> =
                 vec![Box::new(OutputValidator::new(reference.context().clone(), ReferenceStore::new(cache_dir.join("references"))))];
             let mut workers = (settings.workers)();
             let report = peak_eval::validate(&mut workers, &target.ctx, &chosen, &mut validators, progress)?;
-            let sanitized = plan.after_outputs(report.outcome, &mut workers, &target.ctx, &space, &chosen, sanitize_samples)?;
+            let sanitized = plan.after_outputs(report.outcome, &mut workers, &target.ctx, &space, &chosen, sanitizer.samples)?;
             let text = render::validation_text(&target.label, &report, sanitized.as_ref());
             let data = Validated { report: &report, sanitizer: sanitized.as_ref() };
             let finding = sanitized.as_ref().is_some_and(|r| r.failure().is_some());

@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 
 use common::Failed;
-use peak_apply::{ApplyOptions, InitOptions};
+use peak_apply::{ApplyOptions, InitOptions, Settings};
 use peak_mcp::auto::{AutoEvent, AutoOptions, Stopped, read_log, run};
 use peak_transform::testing::{FakeLlmServer, Scripted};
 use peak_workflow::Workflow;
@@ -63,7 +63,7 @@ fn setup(script: Vec<Scripted>) -> Setup {
     let settings = common::settings(&tmp.path().join("cache"));
     let wf = tmp.path().join("wf");
     let mut workers = (settings.workers)();
-    let init = InitOptions { cache_dir: settings.cache_dir.clone(), ..InitOptions::default() };
+    let init = InitOptions { settings: Settings { cache_dir: settings.cache_dir.clone(), ..Settings::default() }, ..InitOptions::default() };
     peak_apply::init_workflow(&wf, &common::fixture("repeat"), &init, &mut workers, &()).expect("the workflow starts");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let server = runtime.block_on(FakeLlmServer::start(script)).unwrap();
@@ -73,9 +73,7 @@ fn setup(script: Vec<Scripted>) -> Setup {
         budget: 5,
         apply: ApplyOptions {
             retries: 0,
-            samples: 2,
-            library_dirs: settings.library_dirs.clone(),
-            cache_dir: settings.cache_dir.clone(),
+            settings: Settings { samples: 2, library_dirs: settings.library_dirs.clone(), cache_dir: settings.cache_dir.clone(), ..Settings::default() },
             ..ApplyOptions::default()
         },
         ..AutoOptions::default()

@@ -75,12 +75,14 @@ pub fn run(args: AutoArgs) -> Result<()> {
         plan_retries: args.plan_retries,
         apply: peak_apply::ApplyOptions {
             retries: args.retries,
-            samples: args.samples,
-            seed: args.seed,
-            budget: args.tune_budget,
-            time_limit: args.tune_time.map(Duration::from_secs_f64),
-            set: args.set.set.clone(),
-            library_dirs: args.library.clone(),
+            settings: peak_apply::Settings {
+                samples: args.samples,
+                seed: args.seed,
+                tuning: peak_apply::TuningSettings { budget: args.tune_budget, time_limit: args.tune_time.map(Duration::from_secs_f64) },
+                set: args.set.set.clone(),
+                library_dirs: args.library.clone(),
+                ..peak_apply::Settings::default()
+            },
             ..peak_apply::ApplyOptions::default()
         },
     };

@@ -21,17 +21,7 @@ pub fn run(args: InitArgs) -> Result<()> {
         }
     }
     let m = &args.measure;
-    let options = peak_apply::InitOptions {
-        seed: m.seed,
-        measure: !args.no_measure,
-        sanitize: m.sanitizer.sanitize.clone(),
-        sanitize_winner: !m.sanitizer.no_sanitize_winner,
-        sanitize_at: m.sanitizer.sanitize_at.clone(),
-        budget: m.budget,
-        time_limit: m.time.map(std::time::Duration::from_secs_f64),
-        set: m.set.set.clone(),
-        cache_dir: None,
-    };
+    let options = peak_apply::InitOptions { measure: !args.no_measure, settings: m.settings() };
     let bar = Bar::new(!args.json);
     let wf = peak_apply::init_workflow(&args.workflow, &args.from, &options, &mut workers(), &bar);
     bar.finish();

@@ -83,19 +83,7 @@ pub fn workers() -> peak_eval::Workers {
 
 /// Apply settings from the shared measurement flags.
 pub fn apply_options(m: &crate::cli::MeasureArgs) -> peak_apply::ApplyOptions {
-    peak_apply::ApplyOptions {
-        samples: m.samples,
-        sanitize: m.sanitizer.sanitize.clone(),
-        sanitize_samples: m.sanitize_samples,
-        sanitize_winner: !m.sanitizer.no_sanitize_winner,
-        sanitize_at: m.sanitizer.sanitize_at.clone(),
-        seed: m.seed,
-        budget: m.budget,
-        time_limit: m.time.map(std::time::Duration::from_secs_f64),
-        set: m.set.set.clone(),
-        library_dirs: m.library.clone(),
-        ..peak_apply::ApplyOptions::default()
-    }
+    peak_apply::ApplyOptions { settings: m.settings(), ..peak_apply::ApplyOptions::default() }
 }
 
 /// Print how an apply ended; a failed apply exits 1.

@@ -7,16 +7,16 @@ use crate::cli::RetuneArgs;
 use crate::progress::ApplyProgress;
 
 pub fn run(args: RetuneArgs) -> Result<()> {
-    let options = peak_apply::ApplyOptions {
-        sanitize: args.sanitizer.sanitize.clone(),
-        sanitize_winner: !args.sanitizer.no_sanitize_winner,
-        sanitize_at: args.sanitizer.sanitize_at.clone(),
+    let defaults = peak_apply::Settings::default();
+    let settings = peak_apply::Settings {
         seed: args.seed,
-        budget: Some(args.budget),
-        time_limit: args.time.map(std::time::Duration::from_secs_f64),
+        // A retune validates no samples; it sanitizes only its winner.
+        sanitizer: args.sanitizer.settings(defaults.sanitizer.samples),
+        tuning: peak_apply::TuningSettings { budget: Some(args.budget), time_limit: args.time.map(std::time::Duration::from_secs_f64) },
         set: args.set.set.clone(),
-        ..peak_apply::ApplyOptions::default()
+        ..defaults
     };
+    let options = peak_apply::ApplyOptions { settings, ..peak_apply::ApplyOptions::default() };
     let progress = ApplyProgress::new(!args.json);
     let outcome = peak_apply::retune(&args.workflow.workflow, &options, "user", &mut workers(), &progress);
     progress.finish();
