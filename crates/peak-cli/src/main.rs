@@ -50,12 +50,9 @@ impl std::error::Error for Failed {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(line) = &cli.worker_launcher {
-        peak_backend::worker::launcher::choose(line);
-    }
-    if let Some(list) = &cli.devices {
-        peak_backend::worker::launcher::choose_devices(list);
-    }
+    // Where this command's workers run: configuration handed to the commands that start
+    // them, not process state (the libraries keep none).
+    let placement = peak_backend::worker::launcher::Placement::new(cli.worker_launcher.as_deref(), cli.devices.as_deref());
     let result = match cli.command {
         Command::Info(args) => commands::info::run(args),
         Command::Run(args) => commands::run::run(args),
@@ -63,7 +60,7 @@ fn main() -> ExitCode {
         Command::Compile(args) => commands::compile::run(args),
         Command::Baseline(args) => commands::baseline::run(args),
         Command::New(args) => commands::new::run(args),
-        Command::Init(args) => commands::init::run(args),
+        Command::Init(args) => commands::init::run(args, &placement),
         Command::Log(args) => commands::log::run(args),
         Command::Show(args) => commands::show::run(args),
         Command::Report(args) => commands::report::run(args),
@@ -71,22 +68,22 @@ fn main() -> ExitCode {
         Command::Tag(args) => commands::tag::run(args),
         Command::Branch(args) => commands::branch::run(args),
         Command::Checkout(args) => commands::checkout::run(args),
-        Command::Compare(args) => commands::compare::run(args),
+        Command::Compare(args) => commands::compare::run(args, &placement),
         Command::Fsck(args) => commands::fsck::run(args),
         Command::Transformations(args) => commands::transformations::run(args),
-        Command::Apply(args) => commands::apply::run(args),
-        Command::Retune(args) => commands::retune::run(args),
-        Command::Submit(args) => commands::submit::run(args),
+        Command::Apply(args) => commands::apply::run(args, &placement),
+        Command::Retune(args) => commands::retune::run(args, &placement),
+        Command::Submit(args) => commands::submit::run(args, &placement),
         Command::Pending(args) => commands::pending::run(args),
-        Command::Replay(args) => commands::replay::run(args),
+        Command::Replay(args) => commands::replay::run(args, &placement),
         Command::Bundle(args) => commands::bundle::run(args),
         Command::Export(args) => commands::export::run(args),
-        Command::Validate(args) => commands::validate::run(args),
-        Command::Tune(args) => commands::tune::run(args),
-        Command::Profile(args) => commands::profile::run(args),
-        Command::Mcp(args) => commands::mcp::run(args),
-        Command::Auto(args) => commands::auto::run(args),
-        Command::Study(args) => commands::study::run(args),
+        Command::Validate(args) => commands::validate::run(args, &placement),
+        Command::Tune(args) => commands::tune::run(args, &placement),
+        Command::Profile(args) => commands::profile::run(args, &placement),
+        Command::Mcp(args) => commands::mcp::run(args, &placement),
+        Command::Auto(args) => commands::auto::run(args, &placement),
+        Command::Study(args) => commands::study::run(args, &placement),
         Command::Worker(args) => commands::worker::run(args),
     };
     match result {

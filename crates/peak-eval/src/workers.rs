@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use peak_backend::worker::{Dispatch, Fleet, PoolOptions, WorkerCommand, WorkerPool, launcher};
+use peak_backend::worker::launcher::{self, Placement};
+use peak_backend::worker::{Dispatch, Fleet, PoolOptions, WorkerCommand, WorkerPool};
 
 use crate::error::EvalError;
 
@@ -15,8 +16,8 @@ pub type CommandFactory = Box<dyn Fn(&str) -> std::io::Result<WorkerCommand>>;
 enum Devices {
     /// One worker per backend.
     One,
-    /// As configured for the `peak` binary (`--devices`, `$PEAK_DEVICES`, every GPU).
-    Configured,
+    /// As the command placed its workers (`--devices`, `$PEAK_DEVICES`, every GPU).
+    Placed(Placement),
 }
 
 pub struct Workers {
@@ -33,15 +34,17 @@ impl Workers {
     }
 
     /// Workers started as `<this executable> worker --backend NAME`: what the `peak` binary
-    /// uses, tuning on every configured device.
-    pub fn peak(options: PoolOptions) -> Workers {
-        Workers { devices: Devices::Configured, ..Workers::new(Box::new(WorkerCommand::peak), options) }
+    /// uses, under `placement`'s launcher and tuning on its devices.
+    pub fn peak(options: PoolOptions, placement: Placement) -> Workers {
+        let under = placement.clone();
+        let factory: CommandFactory = Box::new(move |backend| WorkerCommand::peak(backend, &under));
+        Workers { devices: Devices::Placed(placement), ..Workers::new(factory, options) }
     }
 
     fn devices(&self, backend: &str) -> Vec<String> {
         match &self.devices {
             Devices::One => Vec::new(),
-            Devices::Configured => launcher::devices(backend),
+            Devices::Placed(placement) => placement.devices(backend),
         }
     }
 

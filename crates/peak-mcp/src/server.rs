@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail};
 use peak_apply::{ApplyOptions, InitOptions, Plan, SanitizerRecord, TuningSettings};
 use peak_backend::worker::PoolOptions;
+use peak_backend::worker::launcher::Placement;
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::validate::{Outcome as Validation, samples};
 use peak_eval::{
@@ -48,9 +49,10 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Workers started as `<this executable> worker --backend NAME`: the `peak` binary.
-    pub fn peak() -> Settings {
-        Settings { workers: Arc::new(|| Workers::peak(PoolOptions::default())), library_dirs: Vec::new(), cache_dir: None }
+    /// Workers started as `<this executable> worker --backend NAME`: the `peak` binary,
+    /// placed as `placement` says (the server's `--worker-launcher` and `--devices`).
+    pub fn peak(placement: Placement) -> Settings {
+        Settings { workers: Arc::new(move || Workers::peak(PoolOptions::default(), placement.clone())), library_dirs: Vec::new(), cache_dir: None }
     }
 }
 

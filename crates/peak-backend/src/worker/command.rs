@@ -24,9 +24,9 @@ impl WorkerCommand {
     }
 
     /// `<this executable> worker --backend NAME`: what the `peak` binary uses, under the
-    /// configured launcher, if any.
-    pub fn peak(backend: &str) -> std::io::Result<WorkerCommand> {
-        let launcher = super::launcher::configured().map_err(std::io::Error::other)?;
+    /// launcher `placement` names, if any.
+    pub fn peak(backend: &str, placement: &super::launcher::Placement) -> std::io::Result<WorkerCommand> {
+        let launcher = placement.launcher().map_err(std::io::Error::other)?;
         Ok(WorkerCommand::new(std::env::current_exe()?).arg("worker").arg("--backend").arg(backend).launched_by(launcher))
     }
 

@@ -5,9 +5,9 @@
 //! then runs there and talks through the launcher's pipes; its crashes, hangs and a lost
 //! launcher cost only a restart, as for a local worker.
 //!
-//! The launcher comes, first found wins, from `--worker-launcher` (the CLI calls
-//! [`choose`]), the `PEAK_WORKER_LAUNCHER` environment variable, or the `[workers]
-//! launcher` key of the config file (`$PEAK_CONFIG`, else `~/.config/peak/config.toml`),
+//! The launcher comes, first found wins, from the command (`--worker-launcher`, an MCP
+//! call's `worker_launcher`: a [`Placement`]), the `PEAK_WORKER_LAUNCHER` environment
+//! variable, or the `[workers] launcher` key of the config file (`$PEAK_CONFIG`, else `~/.config/peak/config.toml`),
 //! written as one string split at spaces or as a list of arguments:
 //!
 //! ```toml
@@ -26,63 +26,76 @@ use serde::Deserialize;
 pub const LAUNCHER_ENV: &str = "PEAK_WORKER_LAUNCHER";
 pub const CONFIG_ENV: &str = "PEAK_CONFIG";
 
-static CHOSEN: OnceLock<Vec<String>> = OnceLock::new();
-
-/// The launcher given on the command line; it wins over the environment and the config
-/// file. Only the first call counts.
-pub fn choose(line: &str) {
-    let _ = CHOSEN.set(split(line));
-}
-
-/// The launcher workers start under: empty to start them here, directly.
-pub fn configured() -> Result<Vec<String>, String> {
-    if let Some(chosen) = CHOSEN.get() {
-        return Ok(chosen.clone());
-    }
-    if let Ok(line) = std::env::var(LAUNCHER_ENV) {
-        return Ok(split(&line));
-    }
-    let Some(path) = config_path() else { return Ok(Vec::new()) };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
-    parse_config(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-static CHOSEN_DEVICES: OnceLock<Vec<String>> = OnceLock::new();
 pub const DEVICES_ENV: &str = "PEAK_DEVICES";
 
-/// The devices given on the command line (`--devices 0,1`, or `all`).
-pub fn choose_devices(list: &str) {
-    let _ = CHOSEN_DEVICES.set(list.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect());
+/// Where a command's workers run: the launcher they start under and the devices a tuning
+/// run spreads over, as a command was given them (`--worker-launcher`, `--devices`, or an
+/// MCP call's parameters). Configuration, not process state: two calls in one process
+/// (an MCP server's) may place their workers differently. What is not given comes from
+/// the environment and the config file when asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// The launcher's command line, split at spaces; `None`: `$PEAK_WORKER_LAUNCHER`, else
+    /// the config file's, else none.
+    pub launcher: Option<Vec<String>>,
+    /// Device names (or `["all"]`); `None`: `$PEAK_DEVICES`, else every GPU
+    /// `CUDA_VISIBLE_DEVICES` lists, else every GPU.
+    pub devices: Option<Vec<String>>,
 }
 
-/// The devices a tuning run spreads over, one worker each, as the values of the variable
-/// that selects a worker's device (`CUDA_VISIBLE_DEVICES` on CUDA and HIP). From
-/// `--devices` or `$PEAK_DEVICES` (`all` counts the GPUs with `nvidia-smi -L`), else
-/// every GPU `CUDA_VISIBLE_DEVICES` lists, else every GPU there is. Other backends get
-/// one worker unless devices are named (they then share the one device, which only
-/// tests want).
-pub fn devices(backend: &str) -> Vec<String> {
-    let gpu = matches!(backend, "cuda" | "hip");
-    let named = CHOSEN_DEVICES.get().cloned().or_else(|| std::env::var(DEVICES_ENV).ok().map(|v| v.split(',').map(|d| d.trim().to_string()).collect()));
-    match named {
-        Some(list) if list.len() == 1 && list[0] == "all" => {
-            if gpu {
-                all_gpus()
-            } else {
-                Vec::new()
-            }
-        }
-        Some(list) => list,
-        None if gpu => match std::env::var("CUDA_VISIBLE_DEVICES") {
-            Ok(visible) => visible.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect(),
-            Err(_) => all_gpus(),
-        },
-        None => Vec::new(),
+impl Placement {
+    /// From a launcher line (`srun --quiet -n1`) and a device list (`0,1` or `all`), either
+    /// of them absent.
+    pub fn new(launcher: Option<&str>, devices: Option<&str>) -> Placement {
+        Placement { launcher: launcher.map(split), devices: devices.map(device_list) }
     }
+
+    /// The launcher workers start under: empty to start them here, directly.
+    pub fn launcher(&self) -> Result<Vec<String>, String> {
+        if let Some(given) = &self.launcher {
+            return Ok(given.clone());
+        }
+        if let Ok(line) = std::env::var(LAUNCHER_ENV) {
+            return Ok(split(&line));
+        }
+        let Some(path) = config_path() else { return Ok(Vec::new()) };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        parse_config(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The devices a tuning run spreads over, one worker each, as the values of the
+    /// variable that selects a worker's device (`CUDA_VISIBLE_DEVICES` on CUDA and HIP).
+    /// Given ones first (`all` counts the GPUs with `nvidia-smi -L`), else `$PEAK_DEVICES`,
+    /// else every GPU `CUDA_VISIBLE_DEVICES` lists, else every GPU there is. Other backends
+    /// get one worker unless devices are named (they then share the one device, which only
+    /// tests want).
+    pub fn devices(&self, backend: &str) -> Vec<String> {
+        let gpu = matches!(backend, "cuda" | "hip");
+        let named = self.devices.clone().or_else(|| std::env::var(DEVICES_ENV).ok().map(|v| device_list(&v)));
+        match named {
+            Some(list) if list.len() == 1 && list[0] == "all" => {
+                if gpu {
+                    all_gpus()
+                } else {
+                    Vec::new()
+                }
+            }
+            Some(list) => list,
+            None if gpu => match std::env::var("CUDA_VISIBLE_DEVICES") {
+                Ok(visible) => device_list(&visible),
+                Err(_) => all_gpus(),
+            },
+            None => Vec::new(),
+        }
+    }
+}
+
+fn device_list(list: &str) -> Vec<String> {
+    list.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect()
 }
 
 /// The environment variable that gives a worker its device.
@@ -149,6 +162,15 @@ fn split(line: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_given_placement_wins_and_splits_as_the_flags_do() {
+        let given = Placement::new(Some("srun  --quiet -n1"), Some(" 0, 2,,"));
+        assert_eq!(given.launcher().unwrap(), ["srun", "--quiet", "-n1"]);
+        assert_eq!(given.devices("cuda"), ["0", "2"]);
+        assert_eq!(given.devices("opencl"), ["0", "2"]);
+        assert!(Placement::new(None, Some("all")).devices("opencl").is_empty(), "`all` names GPUs only");
+    }
 
     #[test]
     fn the_config_file_takes_a_line_or_a_list_and_names_what_is_wrong() {

@@ -1,13 +1,14 @@
 //! `peak apply TRANSFORMATION`: carry a transformation out from the current checkpoint.
 
 use anyhow::{Result, anyhow};
+use peak_backend::worker::launcher::Placement;
 
 use super::{apply_options, report_outcome, workers};
 use crate::cli::ApplyArgs;
 use crate::progress::ApplyProgress;
 use crate::usage;
 
-pub fn run(args: ApplyArgs) -> Result<()> {
+pub fn run(args: ApplyArgs, placement: &Placement) -> Result<()> {
     if args.abandon {
         let had = peak_apply::abandon(&args.workflow.workflow)?;
         println!("{}", if had { "abandoned the apply in progress" } else { "no apply was in progress" });
@@ -15,7 +16,7 @@ pub fn run(args: ApplyArgs) -> Result<()> {
     }
     if args.resume {
         let progress = ApplyProgress::new(!args.json);
-        let outcome = peak_apply::resume(&args.workflow.workflow, &mut workers(), &progress);
+        let outcome = peak_apply::resume(&args.workflow.workflow, &mut workers(placement), &progress);
         progress.finish();
         return report_outcome(&outcome?, args.json);
     }
@@ -23,7 +24,7 @@ pub fn run(args: ApplyArgs) -> Result<()> {
     let defer = args.defer.then(|| peak_apply::Defer { arch: Some(args.arch.clone()) });
     let options = peak_apply::ApplyOptions { transformation, executor: args.executor.clone(), retries: args.retries, defer, ..apply_options(&args.measure) };
     let progress = ApplyProgress::new(!args.json);
-    let outcome = peak_apply::apply(&args.workflow.workflow, &options, &mut workers(), &progress);
+    let outcome = peak_apply::apply(&args.workflow.workflow, &options, &mut workers(placement), &progress);
     progress.finish();
     report_outcome(&outcome?, args.json)
 }

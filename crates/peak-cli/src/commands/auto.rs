@@ -6,6 +6,7 @@
 //! stderr as they are made and are kept in `.git/peak/auto-log.jsonl`; the summary (or
 //! with `--json` the whole report) goes to stdout.
 
+use peak_backend::worker::launcher::Placement;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
@@ -52,7 +53,7 @@ fn short(id: Option<&str>) -> &str {
     id.map(|id| id.get(..10).unwrap_or(id)).unwrap_or("?")
 }
 
-pub fn run(args: AutoArgs) -> Result<()> {
+pub fn run(args: AutoArgs, placement: &Placement) -> Result<()> {
     for spec in std::iter::once(&args.executor).chain(&args.planner) {
         match spec.parse::<ExecutorSpec>().map_err(|e| usage(anyhow!(e)))? {
             ExecutorSpec::Agent => {
@@ -87,7 +88,7 @@ pub fn run(args: AutoArgs) -> Result<()> {
         },
     };
     let progress = Progress { apply: ApplyProgress::new(!args.json) };
-    let report = peak_mcp::auto::run(&args.workflow, &options, &mut workers(), &progress);
+    let report = peak_mcp::auto::run(&args.workflow, &options, &mut workers(placement), &progress);
     progress.apply.finish();
     let report = report?;
     if args.json {

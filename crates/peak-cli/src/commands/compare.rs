@@ -4,6 +4,7 @@
 //! calls the same function).
 
 use anyhow::{Result, anyhow};
+use peak_backend::worker::launcher::Placement;
 use peak_eval::EvalError;
 use peak_eval::compare::{CompareReport, best_params, compare};
 use peak_spec::Context;
@@ -13,7 +14,7 @@ use crate::cli::CompareArgs;
 use crate::output::{format_ms, print_json};
 use crate::usage;
 
-pub fn run(args: CompareArgs) -> Result<()> {
+pub fn run(args: CompareArgs, placement: &Placement) -> Result<()> {
     let wf = open_workflow(&args.workflow)?;
     let tmp = std::env::temp_dir().join(format!("peak-compare-{}", std::process::id()));
     let load = |rev: &str, sub: &str| -> Result<Context> {
@@ -22,7 +23,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         Context::load(&dir).map_err(|e| anyhow!("checkpoint {rev}: {e}"))
     };
     let (ctx_a, ctx_b) = (load(&args.a, "a")?, load(&args.b, "b")?);
-    let result = measure(&args, &wf, &ctx_a, &ctx_b);
+    let result = measure(&args, &wf, &ctx_a, &ctx_b, placement);
     let _ = std::fs::remove_dir_all(&tmp);
     let report = result?;
     if args.json {
@@ -36,12 +37,12 @@ pub fn run(args: CompareArgs) -> Result<()> {
     Ok(())
 }
 
-fn measure(args: &CompareArgs, wf: &peak_workflow::Workflow, a: &Context, b: &Context) -> Result<CompareReport> {
+fn measure(args: &CompareArgs, wf: &peak_workflow::Workflow, a: &Context, b: &Context, placement: &Placement) -> Result<CompareReport> {
     // A checkpoint whose space `--set` empties is the user's to fix.
     let params = |rev: &str, ctx: &Context| match best_params(&wf.show(rev)?.performance, ctx, &args.set.set) {
         Err(e @ EvalError::Space { .. }) => Err(usage(anyhow!("checkpoint {rev}: {e}"))),
         other => Ok(other?),
     };
     let (params_a, params_b) = (params(&args.a, a)?, params(&args.b, b)?);
-    Ok(compare(&mut workers(), (&args.a, a, params_a), (&args.b, b, params_b), args.reps, args.cache.flush())?)
+    Ok(compare(&mut workers(placement), (&args.a, a, params_a), (&args.b, b, params_b), args.reps, args.cache.flush())?)
 }

@@ -2,6 +2,7 @@
 //! tuned so later checkpoints have a speedup over it.
 
 use anyhow::{Result, bail};
+use peak_backend::worker::launcher::Placement;
 use peak_record::{PerformanceRecord, Record, ReferenceRecord};
 use peak_spec::Backend as Language;
 use serde_json::json;
@@ -12,7 +13,7 @@ use crate::output::{format_ms, print_json};
 use crate::progress::Bar;
 use crate::usage;
 
-pub fn run(args: InitArgs) -> Result<()> {
+pub fn run(args: InitArgs, placement: &Placement) -> Result<()> {
     let ctx = load_context(&args.from)?;
     if let Some(name) = &args.backend {
         let chosen: Language = name.parse().map_err(|e: String| usage(anyhow::anyhow!("--backend: {e}")))?;
@@ -23,7 +24,7 @@ pub fn run(args: InitArgs) -> Result<()> {
     let m = &args.measure;
     let options = peak_apply::InitOptions { measure: !args.no_measure, settings: m.settings() };
     let bar = Bar::new(!args.json);
-    let wf = peak_apply::init_workflow(&args.workflow, &args.from, &options, &mut workers(), &bar);
+    let wf = peak_apply::init_workflow(&args.workflow, &args.from, &options, &mut workers(placement), &bar);
     bar.finish();
     let wf = wf.map_err(|e| if e.downcast_ref::<peak_workflow::WorkflowError>().is_some() { usage(e) } else { e })?;
     let root = wf.show("root")?;

@@ -5,12 +5,13 @@
 //! keep as the server's log. The tools and what they do are in `peak_mcp::server`.
 
 use anyhow::Result;
+use peak_backend::worker::launcher::Placement;
 use peak_mcp::Settings;
 
 use crate::cli::McpArgs;
 
-pub fn run(args: McpArgs) -> Result<()> {
+pub fn run(args: McpArgs, placement: &Placement) -> Result<()> {
     eprintln!("peak {} MCP server on stdio (tools: contexts, transformations, workflows, validate, tune, profile)", env!("CARGO_PKG_VERSION"));
-    let settings = Settings { library_dirs: args.library, cache_dir: args.cache_dir, ..Settings::peak() };
+    let settings = Settings { library_dirs: args.library, cache_dir: args.cache_dir, ..Settings::peak(placement.clone()) };
     peak_mcp::run_stdio(settings)
 }

@@ -76,9 +76,10 @@ pub fn open_workflow(arg: &crate::cli::WorkflowArg) -> Result<peak_workflow::Wor
     peak_workflow::Workflow::open(&arg.workflow).map_err(usage)
 }
 
-/// Worker processes for validation and tuning (`peak worker` children).
-pub fn workers() -> peak_eval::Workers {
-    peak_eval::Workers::peak(peak_backend::worker::PoolOptions::default())
+/// Worker processes for validation and tuning (`peak worker` children), placed where the
+/// command was told (`--worker-launcher`, `--devices`).
+pub fn workers(placement: &peak_backend::worker::launcher::Placement) -> peak_eval::Workers {
+    peak_eval::Workers::peak(peak_backend::worker::PoolOptions::default(), placement.clone())
 }
 
 /// Apply settings from the shared measurement flags.

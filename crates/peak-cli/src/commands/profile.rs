@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 use peak_backend::worker::PoolOptions;
+use peak_backend::worker::launcher::Placement;
 use peak_eval::Workers;
 use peak_eval::profile::{ProfileOptions, profile};
 
@@ -11,7 +12,7 @@ use super::{first_point, load_context, restricted_space};
 use crate::cli::ProfileArgs;
 use crate::output::{format_ms, print_json};
 
-pub fn run(args: ProfileArgs) -> Result<()> {
+pub fn run(args: ProfileArgs, placement: &Placement) -> Result<()> {
     let ctx = load_context(&args.context)?;
     let space = restricted_space(&ctx, &args.set)?;
     let params = first_point(&ctx, &space)?;
@@ -19,7 +20,7 @@ pub fn run(args: ProfileArgs) -> Result<()> {
     if let Some(metrics) = &args.metrics {
         options.metrics = metrics.split(',').map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect();
     }
-    let workers = Workers::peak(PoolOptions::default());
+    let workers = Workers::peak(PoolOptions::default(), placement.clone());
     let report = profile(&workers, &ctx, &params, &options)?;
     if args.json {
         return print_json(&report);

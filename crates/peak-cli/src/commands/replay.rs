@@ -2,14 +2,15 @@
 //! folder or a bundle file) on this machine, validating and tuning every step.
 
 use anyhow::Result;
+use peak_backend::worker::launcher::Placement;
 
 use super::{apply_options, report_outcome, workers};
 use crate::cli::ReplayArgs;
 use crate::progress::ApplyProgress;
 
-pub fn run(args: ReplayArgs) -> Result<()> {
+pub fn run(args: ReplayArgs, placement: &Placement) -> Result<()> {
     let progress = ApplyProgress::new(!args.json);
-    let outcomes = peak_apply::replay(&args.source, args.branch.as_deref(), &args.into, &apply_options(&args.measure), &mut workers(), &progress);
+    let outcomes = peak_apply::replay(&args.source, args.branch.as_deref(), &args.into, &apply_options(&args.measure), &mut workers(placement), &progress);
     progress.finish();
     let outcomes = outcomes?;
     if args.json {

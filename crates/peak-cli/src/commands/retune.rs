@@ -1,12 +1,13 @@
 //! `peak retune`: tune the current checkpoint again, further, and record it as a checkpoint.
 
 use anyhow::Result;
+use peak_backend::worker::launcher::Placement;
 
 use super::{report_outcome, workers};
 use crate::cli::RetuneArgs;
 use crate::progress::ApplyProgress;
 
-pub fn run(args: RetuneArgs) -> Result<()> {
+pub fn run(args: RetuneArgs, placement: &Placement) -> Result<()> {
     let defaults = peak_apply::Settings::default();
     let settings = peak_apply::Settings {
         seed: args.seed,
@@ -18,7 +19,7 @@ pub fn run(args: RetuneArgs) -> Result<()> {
     };
     let options = peak_apply::ApplyOptions { settings, ..peak_apply::ApplyOptions::default() };
     let progress = ApplyProgress::new(!args.json);
-    let outcome = peak_apply::retune(&args.workflow.workflow, &options, "user", &mut workers(), &progress);
+    let outcome = peak_apply::retune(&args.workflow.workflow, &options, "user", &mut workers(placement), &progress);
     progress.finish();
     report_outcome(&outcome?, args.json)
 }

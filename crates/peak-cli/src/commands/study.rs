@@ -10,6 +10,7 @@
 //! (`unreachable`), never as the model's failure. The workflow's lock is held from the
 //! first checkout to the last, so no other writer moves HEAD between runs.
 
+use peak_backend::worker::launcher::Placement;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -98,7 +99,7 @@ pub struct StudyReport {
     pub runs: Vec<StudyRun>,
 }
 
-pub fn run(args: StudyArgs) -> Result<()> {
+pub fn run(args: StudyArgs, placement: &Placement) -> Result<()> {
     for spec in &args.executors {
         match spec.parse::<ExecutorSpec>().map_err(|e| usage(anyhow!(e)))? {
             ExecutorSpec::Agent => {
@@ -131,7 +132,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
 
     let progress = ApplyProgress::new(!args.json);
     let mut runs = Vec::new();
-    let result = study(&args, &transformations, &mut wf, &from, &progress, &mut runs);
+    let result = study(&args, &transformations, &mut wf, &from, &progress, &mut runs, placement);
     // Put HEAD, the branch and the working folder back, whatever happened.
     let restored = wf.checkout(&restore_to, true);
     drop(wf);
@@ -165,8 +166,16 @@ fn reached_a_model(runs: &[StudyRun]) -> bool {
     runs.iter().any(|r| r.status == "checkpoint" || r.status == "failed")
 }
 
-fn study(args: &StudyArgs, transformations: &[String], wf: &mut Workflow, from: &str, progress: &ApplyProgress, runs: &mut Vec<StudyRun>) -> Result<()> {
-    let mut workers = workers();
+fn study(
+    args: &StudyArgs,
+    transformations: &[String],
+    wf: &mut Workflow,
+    from: &str,
+    progress: &ApplyProgress,
+    runs: &mut Vec<StudyRun>,
+    placement: &Placement,
+) -> Result<()> {
+    let mut workers = workers(placement);
     for transformation in transformations {
         for executor in &args.executors {
             for repeat in 1..=args.repeat {

@@ -6,6 +6,7 @@
 //! cache, so running the command again (or after a kill) measures nothing twice. Each
 //! input configuration is tuned on its own.
 
+use peak_backend::worker::launcher::Placement;
 use std::path::Path;
 use std::time::Duration;
 
@@ -40,7 +41,7 @@ struct Winner {
     why: String,
 }
 
-pub fn run(args: TuneArgs) -> Result<()> {
+pub fn run(args: TuneArgs, placement: &Placement) -> Result<()> {
     let ctx = load_context(&args.context)?;
     let reference = args.against.as_deref().map(load_context).transpose()?;
     let space = restricted_space(&ctx, &args.set)?;
@@ -76,7 +77,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         prune_spills: args.prune_spills,
         in_flight: None,
     };
-    let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() });
+    let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() }, placement.clone());
     let bar = Bar::new(!args.json);
     let report = tune_context(&mut workers, &setup, &bar)?;
     bar.finish();

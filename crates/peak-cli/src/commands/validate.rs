@@ -9,6 +9,7 @@
 //! gets a verdict; the command fails (exit 1) unless every sample that could run passed and
 //! the sanitizer found nothing.
 
+use peak_backend::worker::launcher::Placement;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
@@ -44,7 +45,7 @@ impl ValidateReporter for Lines {
     }
 }
 
-pub fn run(args: ValidateArgs) -> Result<()> {
+pub fn run(args: ValidateArgs, placement: &Placement) -> Result<()> {
     let candidate = load_context(&args.candidate.context)?;
     let reference = load_context(&args.candidate.against)?;
     let mut space = restricted_space(&candidate, &args.set)?;
@@ -57,7 +58,7 @@ pub fn run(args: ValidateArgs) -> Result<()> {
     let plan = Plan::for_context(&args.sanitize, &args.sanitize_at, &candidate).map_err(usage)?;
 
     let timeout = Duration::from_secs_f64(args.timeout);
-    let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() });
+    let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() }, placement.clone());
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let mut output = OutputValidator::new(reference.clone(), ReferenceStore::new(cache_dir.join("references")));
     output.timeout = Some(timeout);
