@@ -103,6 +103,8 @@ pub struct InitWorkflowParams {
     pub sampling: SampleParams,
     #[serde(flatten)]
     pub sanitizer: SanitizerParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -119,6 +121,22 @@ pub struct ReportParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub html: Option<String>,
+}
+
+/// Where this call's workers run, as `peak`'s `--worker-launcher` and `--devices` give it
+/// (shared by every tool that validates, tunes or profiles). Left out: the server's own
+/// (its flags, `$PEAK_WORKER_LAUNCHER` and `$PEAK_DEVICES`, the config file).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct PlacementParams {
+    /// Start workers under this command line, e.g. `srun --quiet --ntasks=1 --gres=gpu:1`
+    /// or `ssh gpu-box`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub worker_launcher: Option<String>,
+    /// Tune on these GPUs, one worker each: `0,1`, or `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub devices: Option<String>,
 }
 
 /// How far a tuning search goes (shared by `tune`, `retune` and the transformation tools;
@@ -207,6 +225,8 @@ pub struct StartTransformationParams {
     pub transformation: String,
     #[serde(flatten)]
     pub settings: ApplyParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -222,6 +242,8 @@ pub struct ApplyTransformationParams {
     pub executor: String,
     #[serde(flatten)]
     pub settings: ApplyParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -234,6 +256,8 @@ pub struct RetuneParams {
     pub sampling: SampleParams,
     #[serde(flatten)]
     pub sanitizer: SanitizerParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -243,6 +267,8 @@ pub struct SubmitRegionParams {
     /// The complete new text of the region the pending pass asked for: either the bare
     /// region, or a reply holding exactly one fenced code block with it.
     pub text: String,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -262,6 +288,8 @@ pub struct ValidateParams {
     pub sampling: SampleParams,
     #[serde(flatten)]
     pub sanitizer: SanitizerParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -280,6 +308,8 @@ pub struct TuneParams {
     pub top: Option<usize>,
     #[serde(flatten)]
     pub sampling: SampleParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -293,6 +323,8 @@ pub struct ProfileParams {
     /// Nsight Compute metric names to collect instead of the headline ones.
     #[serde(default)]
     pub metrics: Vec<String>,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -372,6 +404,8 @@ pub struct CompareParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "usize")]
     pub reps: Option<usize>,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

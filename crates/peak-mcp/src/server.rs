@@ -36,12 +36,16 @@ use crate::resolve::{Reference, Sanitizes, Target, apply_options, bounded_count,
 
 /// Makes the worker processes one tool call runs kernels in. Called on the thread doing
 /// the work (a `Workers` holds child processes and stays on that thread).
-pub type WorkersFactory = Arc<dyn Fn() -> Workers + Send + Sync>;
+/// Starts a call's workers, placed as the call and the server say.
+pub type WorkersFactory = Arc<dyn Fn(&Placement) -> Workers + Send + Sync>;
 
 /// What the server needs from its host program.
 #[derive(Clone)]
 pub struct Settings {
     pub workers: WorkersFactory,
+    /// Where workers run unless a call says otherwise (the server's `--worker-launcher`
+    /// and `--devices`).
+    pub placement: Placement,
     /// Transformation folders layered over the built-in library for every call.
     pub library_dirs: Vec<PathBuf>,
     /// Results and reference caches (default: `peak_eval::default_cache_dir()`).
@@ -52,7 +56,25 @@ impl Settings {
     /// Workers started as `<this executable> worker --backend NAME`: the `peak` binary,
     /// placed as `placement` says (the server's `--worker-launcher` and `--devices`).
     pub fn peak(placement: Placement) -> Settings {
-        Settings { workers: Arc::new(move || Workers::peak(PoolOptions::default(), placement.clone())), library_dirs: Vec::new(), cache_dir: None }
+        Settings {
+            workers: Arc::new(|placement| Workers::peak(PoolOptions::default(), placement.clone())),
+            placement,
+            library_dirs: Vec::new(),
+            cache_dir: None,
+        }
+    }
+
+    /// A call's workers, placed by [`Self::placement_for`].
+    pub fn workers_for(&self, call: &PlacementParams) -> Workers {
+        (self.workers)(&self.placement_for(call))
+    }
+
+    /// Where a call's workers run: its `worker_launcher` and `devices` where given, else
+    /// the server's (each on its own).
+    pub fn placement_for(&self, call: &PlacementParams) -> Placement {
+        let PlacementParams { worker_launcher, devices } = call;
+        let given = Placement::new(worker_launcher.as_deref(), devices.as_deref());
+        Placement { launcher: given.launcher.or_else(|| self.placement.launcher.clone()), devices: given.devices.or_else(|| self.placement.devices.clone()) }
     }
 }
 
@@ -337,7 +359,7 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn init_workflow(&self, Parameters(p): Parameters<InitWorkflowParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
-            let InitWorkflowParams { workflow, context, measure, budget, sampling: SampleParams { seed, set }, sanitizer: sanitizer_params } = p;
+            let InitWorkflowParams { workflow, context, measure, budget, sampling: SampleParams { seed, set }, sanitizer: sanitizer_params, placement } = p;
             let defaults = peak_apply::Settings::default();
             let options = InitOptions {
                 measure: measure.unwrap_or(true),
@@ -350,7 +372,7 @@ impl PeakServer {
                     ..defaults
                 },
             };
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&placement);
             let wf = peak_apply::init_workflow(Path::new(&workflow), Path::new(&context), &options, &mut workers, progress)?;
             let entries = wf.log()?;
             let head = wf.head()?;
@@ -372,7 +394,7 @@ impl PeakServer {
         self.run(&meta, &peer, move |settings, progress| {
             let options = apply_options(settings, "start_transformation", p.transformation, "agent".into(), p.settings)?;
             let events = render::Events::new(progress);
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&p.placement);
             let outcome = peak_apply::apply(Path::new(&p.workflow), &options, &mut workers, &events)?;
             Ok(render::outcome_answer(&p.workflow, &outcome, &events.failures()))
         })
@@ -393,7 +415,7 @@ impl PeakServer {
             let file = tempfile::Builder::new().prefix("peak-submission-").suffix(".txt").tempfile().context("creating a file for the submission")?;
             std::fs::write(file.path(), &p.text).with_context(|| format!("writing {}", file.path().display()))?;
             let events = render::Events::new(progress);
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&p.placement);
             let outcome = peak_apply::submit(Path::new(&p.workflow), file.path(), &mut workers, &events)?;
             Ok(render::outcome_answer(&p.workflow, &outcome, &events.failures()))
         })
@@ -436,7 +458,7 @@ impl PeakServer {
             }
             let options = apply_options(settings, "apply_transformation", p.transformation, p.executor, p.settings)?;
             let events = render::Events::new(progress);
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&p.placement);
             let outcome = peak_apply::apply(Path::new(&p.workflow), &options, &mut workers, &events)?;
             Ok(render::outcome_answer(&p.workflow, &outcome, &events.failures()))
         })
@@ -450,7 +472,7 @@ impl PeakServer {
     #[tool(annotations(destructive_hint = false))]
     async fn retune(&self, Parameters(p): Parameters<RetuneParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
         self.run(&meta, &peer, move |settings, progress| {
-            let RetuneParams { workflow, limits, sampling: SampleParams { seed, set }, sanitizer: sanitizer_params } = p;
+            let RetuneParams { workflow, limits, sampling: SampleParams { seed, set }, sanitizer: sanitizer_params, placement } = p;
             let defaults = peak_apply::Settings::default();
             let tuning = tuning(limits);
             let options = ApplyOptions {
@@ -465,7 +487,7 @@ impl PeakServer {
                 ..ApplyOptions::default()
             };
             let events = render::Events::new(progress);
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&placement);
             let outcome = peak_apply::retune(Path::new(&workflow), &options, "agent", &mut workers, &events)?;
             Ok(render::outcome_answer(&workflow, &outcome, &events.failures()))
         })
@@ -498,7 +520,7 @@ impl PeakServer {
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
             let mut validators: Vec<Box<dyn Validator>> =
                 vec![Box::new(OutputValidator::new(reference.context().clone(), ReferenceStore::new(cache_dir.join("references"))))];
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&p.placement);
             let report = peak_eval::validate(&mut workers, &target.ctx, &chosen, &mut validators, progress)?;
             let sanitized = plan.after_outputs(report.outcome, &mut workers, &target.ctx, &space, &chosen, sanitizer.samples)?;
             let text = render::validation_text(&target.label, &report, sanitized.as_ref());
@@ -550,7 +572,7 @@ impl PeakServer {
                 prune_spills: false,
                 in_flight: None,
             };
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&p.placement);
             let report = tune_context(&mut workers, &setup, progress)?;
             let text = render::tune_text(&target.label, &target.ctx, &report);
             Ok(if report.runs.iter().all(|r| r.best.is_none()) { Answer::failed(text, &report) } else { Answer::ok(text, &report) })
@@ -573,7 +595,7 @@ impl PeakServer {
                 options.metrics = p.metrics.clone();
             }
             progress.say(format!("profiling {params}"));
-            let workers = (settings.workers)();
+            let workers = settings.workers_for(&p.placement);
             let report = profile(&workers, &target.ctx, &params, &options)?;
             Ok(Answer::ok(render::profile_text(&target.label, &params, &report), &report))
         })
@@ -705,7 +727,7 @@ impl PeakServer {
             let params_a = peak_eval::compare::best_params(&wf.show(&p.a)?.performance, a.context(), &p.set)?;
             let params_b = peak_eval::compare::best_params(&wf.show(&p.b)?.performance, b.context(), &p.set)?;
             progress.say(format!("timing {} and {}", p.a, p.b));
-            let mut workers = (settings.workers)();
+            let mut workers = settings.workers_for(&p.placement);
             let report = peak_eval::compare::compare(&mut workers, (&p.a, a.context(), params_a), (&p.b, b.context(), params_b), p.reps.unwrap_or(20), true)?;
             Ok(Answer::ok(render::compare_text(&report), &report))
         })
@@ -719,5 +741,20 @@ impl ServerHandler for PeakServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("peak", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_placement_wins_field_by_field_over_the_servers() {
+        let server = Settings::peak(Placement::new(Some("srun -n1"), Some("0,1")));
+        assert_eq!(server.placement_for(&PlacementParams::default()), server.placement);
+        let call = PlacementParams { worker_launcher: Some("ssh gpu-box".into()), devices: None };
+        assert_eq!(server.placement_for(&call), Placement::new(Some("ssh gpu-box"), Some("0,1")));
+        let call = PlacementParams { worker_launcher: None, devices: Some("all".into()) };
+        assert_eq!(server.placement_for(&call), Placement::new(Some("srun -n1"), Some("all")));
     }
 }

@@ -62,7 +62,7 @@ fn setup(script: Vec<Scripted>) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let settings = common::settings(&tmp.path().join("cache"));
     let wf = tmp.path().join("wf");
-    let mut workers = (settings.workers)();
+    let mut workers = settings.workers_for(&Default::default());
     let init = InitOptions { settings: Settings { cache_dir: settings.cache_dir.clone(), ..Settings::default() }, ..InitOptions::default() };
     peak_apply::init_workflow(&wf, &common::fixture("repeat"), &init, &mut workers, &()).expect("the workflow starts");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
@@ -110,7 +110,7 @@ fn a_regression_is_backtracked_to_the_best_checkpoint_on_a_new_branch() -> Resul
         plan("Unroll", "unrolling again"),
         Scripted::reply(r#"{"action": "stop", "transformation": "", "reasoning": "nothing else is likely to help"}"#),
     ]);
-    let mut workers = (s.settings.workers)();
+    let mut workers = s.settings.workers_for(&Default::default());
     let report = run(&s.wf, &s.options, &mut workers, &())?;
 
     assert_eq!(report.stopped, Stopped::Planner);
@@ -183,7 +183,7 @@ fn a_failure_away_from_the_best_backtracks_and_the_budget_stops_the_run() -> Res
     s.options.budget = 2;
     // Slower than the root but within this threshold: the run continues from it.
     s.options.regression = 100.0;
-    let mut workers = (s.settings.workers)();
+    let mut workers = s.settings.workers_for(&Default::default());
     let report = run(&s.wf, &s.options, &mut workers, &())?;
 
     assert_eq!(report.stopped, Stopped::Budget);
@@ -217,7 +217,7 @@ fn the_lock_is_held_while_the_planner_thinks_and_between_steps() -> Result<(), F
     let stop = Scripted::reply(r#"{"action": "stop", "transformation": "", "reasoning": "fast enough"}"#);
     let s = setup(vec![late(plan("Once", "once is enough")), region("#define REPEAT 1"), late(stop)]);
     let (wf, options, workers) = (s.wf.clone(), s.options.clone(), s.settings.workers.clone());
-    let running = std::thread::spawn(move || run(&wf, &options, &mut workers(), &()));
+    let running = std::thread::spawn(move || run(&wf, &options, &mut workers(&Default::default()), &()));
     let asked = |n: usize| {
         let started = std::time::Instant::now();
         while s.server.requests().len() < n {
@@ -257,7 +257,7 @@ fn an_endpoint_that_is_down_fails_the_run_at_once() -> Result<(), Failed> {
     {
         let options = AutoOptions { planner: Some(planner), executor, ..s.options.clone() };
         let started = std::time::Instant::now();
-        let err = run(&s.wf, &options, &mut (s.settings.workers)(), &()).err().ok_or("a run with an endpoint down went on")?;
+        let err = run(&s.wf, &options, &mut s.settings.workers_for(&Default::default()), &()).err().ok_or("a run with an endpoint down went on")?;
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "retried for {:?} instead of failing at once", started.elapsed());
         let said = format!("{err:#}");
         assert!(said.contains(&down) && said.contains("checked before asking anything") && said.contains("hint: start the server"), "{said}");

@@ -35,10 +35,11 @@ pub fn main(tests: Vec<(&'static str, bool, Test)>) {
 pub fn settings(cache: &Path) -> Settings {
     let exe = std::env::current_exe().expect("test binary path");
     Settings {
-        workers: Arc::new(move || {
+        workers: Arc::new(move |_placement| {
             let exe = exe.clone();
             Workers::new(Box::new(move |_backend: &str| Ok(WorkerCommand::new(&exe).env(WORKER_ENV, "opencl"))), PoolOptions::default())
         }),
+        placement: Default::default(),
         library_dirs: vec![fixture("transformations")],
         cache_dir: Some(cache.to_path_buf()),
     }
