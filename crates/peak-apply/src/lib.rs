@@ -12,6 +12,9 @@
 //! a deferred apply (`defer`) compile-checks the candidate instead and records it as
 //! `deferred`, for `replay` to validate and tune where the GPU is.
 //!
+//! `auto` (the autonomous mode) lets an LLM planner choose the transformations, applying
+//! each as `apply` does and backtracking from failures and regressions.
+//!
 //! `retune` searches the current checkpoint's space again, further, and records the result
 //! as a `Retune` checkpoint (same code, better configuration), which `replay` repeats.
 //!
@@ -21,6 +24,7 @@
 //! tuning results are cached, so nothing is asked or measured twice.
 
 mod apply;
+pub mod auto;
 mod defer;
 mod feasible;
 mod fsck;

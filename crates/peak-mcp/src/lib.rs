@@ -1,4 +1,4 @@
-//! peak for agents: the MCP server, and the autonomous mode.
+//! peak for agents: the MCP server.
 //!
 //! - [`server`]: [`PeakServer`], an MCP server (rmcp) whose tools are the library
 //!   operations the `peak` CLI calls: contexts, regions, the transformation library, the
@@ -6,9 +6,7 @@
 //!   profiling, and carrying a transformation out, with the agent executor (the client's
 //!   own model writes each region and calls `submit_region`) or with an LLM executor.
 //!   [`run_stdio`] serves it on stdin/stdout, which is what `peak mcp` does.
-//! - [`auto`]: the autonomous mode behind `peak auto`: an LLM planner picks the next
-//!   transformation from the workflow's state, [`peak_apply`] carries it out, and failures
-//!   or regressions send the search back to the best checkpoint on a new branch.
+//!   The autonomous mode (`peak_apply::auto`, behind `peak auto`) is the tool `auto`.
 //!
 //! # Design decisions
 //!
@@ -31,7 +29,6 @@
 //!   descriptor; descriptor 1 points at stderr, so nothing a library or a driver prints
 //!   can corrupt the protocol (the same trick the kernel workers use).
 
-pub mod auto;
 mod import;
 mod outputs;
 mod params;

@@ -26,6 +26,24 @@ pub(crate) fn schema(tool: &str) -> Option<JsonObject> {
             &["workflow", "root", "log"],
         ),
         "start_transformation" | "submit_region" | "pending_pass" | "apply_transformation" | "retune" => outcome(),
+        "auto" => object(
+            &[
+                ("stopped", string("Why the run stopped: planner (the planner said stop), budget (steps spent) or time.")),
+                ("applied", integer("Transformations applied, successful or not.")),
+                ("best_checkpoint", string("The fastest checkpoint in the workflow at the end; absent when none is timed.")),
+                ("best_ms", number("Its time in milliseconds.")),
+                ("head", string("The current checkpoint at the end.")),
+                ("branch", string("Its branch; absent when detached.")),
+                (
+                    "events",
+                    list(
+                        "This run's decisions and outcomes, as written to .git/peak/auto-log.jsonl.",
+                        record("One event: step, event, at, transformation, reasoning, detail, checkpoint, best_ms, branch."),
+                    ),
+                ),
+            ],
+            &["stopped", "applied", "head", "events"],
+        ),
         "abandon_transformation" => object(&[("abandoned", boolean("Whether a transformation was in progress."))], &["abandoned"]),
         "validate" => validation(),
         "tune" => tuning(),

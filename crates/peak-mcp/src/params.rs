@@ -247,6 +247,40 @@ pub struct ApplyTransformationParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct AutoParams {
+    /// Path of the workflow folder. The search starts from its current checkpoint.
+    pub workflow: String,
+    /// The LLM that writes the regions of each chosen transformation, as `provider:model`
+    /// (see apply_transformation).
+    pub executor: String,
+    /// The LLM that chooses the transformations, as `provider:model`. Default: the executor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub planner: Option<String>,
+    /// Transformations to apply at most. Default 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    pub steps: Option<usize>,
+    /// Start no new step after this many seconds (a step in progress finishes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
+    pub run_time_s: Option<f64>,
+    /// A checkpoint slower than the best by more than this percentage is backtracked. Default 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
+    pub regression_percent: Option<f64>,
+    /// Unusable planner replies in a row before the run gives up. Default 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
+    pub plan_retries: Option<u32>,
+    /// How each transformation is applied, as for apply_transformation.
+    #[serde(flatten)]
+    pub settings: ApplyParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct RetuneParams {
     /// Path of the workflow folder. Its current checkpoint is tuned again.
     pub workflow: String,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Result;
+use peak_apply::auto::{AutoEvent, AutoReport, AutoReporter};
 use peak_apply::{ApplyOutcome, ApplyReporter, SanitizerRecord};
 use peak_eval::compare::CompareReport;
 use peak_eval::profile::ProfileReport;
@@ -166,6 +167,55 @@ impl ApplyReporter for Events<'_> {
     fn validation(&self) -> &dyn peak_eval::validate::ValidateReporter {
         self.progress
     }
+}
+
+/// The autonomous mode's reporter: each logged decision and outcome, and each apply's
+/// passes and tries, as progress.
+pub struct AutoEvents<'a> {
+    apply: Events<'a>,
+}
+
+impl<'a> AutoEvents<'a> {
+    pub fn new(progress: &'a Progress) -> AutoEvents<'a> {
+        AutoEvents { apply: Events::new(progress) }
+    }
+}
+
+impl AutoReporter for AutoEvents<'_> {
+    fn event(&self, event: &AutoEvent) {
+        let what = event.transformation.as_deref().or(event.detail.as_deref()).unwrap_or_default();
+        self.apply.progress.say(format!("auto step {}: {} {}", event.step, event.event, first_line(what)));
+    }
+
+    fn apply(&self) -> &dyn ApplyReporter {
+        &self.apply
+    }
+}
+
+/// The answer to `auto`: why it stopped, the steps, the best checkpoint and the events.
+pub fn auto_answer(report: &AutoReport) -> Answer {
+    let stopped = serde_json::to_value(report.stopped).unwrap_or_default();
+    let best = match &report.best {
+        Some((id, ms)) => format!("best checkpoint {} at {ms:.4} ms", &id[..id.len().min(10)]),
+        None => "no timed checkpoint".into(),
+    };
+    let mut text = format!(
+        "auto stopped ({}) after {} transformation(s); {best}; HEAD {}",
+        stopped.as_str().unwrap_or("?"),
+        report.applied,
+        &report.head[..report.head.len().min(10)]
+    );
+    for event in &report.events {
+        let what = event.transformation.as_deref().unwrap_or_default();
+        let why = event.reasoning.as_deref().or(event.detail.as_deref()).map(first_line).unwrap_or_default();
+        text.push_str(&format!("\n  step {}: {} {what} {why}", event.step, event.event));
+    }
+    let (best_checkpoint, best_ms) = report.best.clone().unzip();
+    let data = json!({
+        "stopped": stopped, "applied": report.applied, "best_checkpoint": best_checkpoint, "best_ms": best_ms,
+        "head": report.head, "branch": report.branch, "events": report.events,
+    });
+    Answer::ok(text, data)
 }
 
 fn first_line(text: &str) -> &str {

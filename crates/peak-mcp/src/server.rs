@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
+use peak_apply::auto::AutoOptions;
 use peak_apply::{ApplyOptions, InitOptions, Plan, SanitizerRecord, TuningSettings};
 use peak_backend::worker::PoolOptions;
 use peak_backend::worker::launcher::Placement;
@@ -461,6 +462,40 @@ impl PeakServer {
             let mut workers = settings.workers_for(&p.placement);
             let outcome = peak_apply::apply(Path::new(&p.workflow), &options, &mut workers, &events)?;
             Ok(render::outcome_answer(&p.workflow, &outcome, &events.failures()))
+        })
+        .await
+    }
+
+    /// The autonomous mode (`peak auto`): an LLM planner chooses each next transformation
+    /// from the workflow's state, an LLM executor carries it out as apply_transformation
+    /// does, and a failure or a regression sends the search back to the best checkpoint on
+    /// a new branch `auto-N`. Every decision and its reasoning go to
+    /// `.git/peak/auto-log.jsonl`. Takes minutes to hours; sends progress.
+    #[tool(annotations(destructive_hint = false, open_world_hint = true))]
+    async fn auto(&self, Parameters(p): Parameters<AutoParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
+        self.run(&meta, &peer, move |settings, progress| {
+            let AutoParams { workflow, executor, planner, steps, run_time_s, regression_percent, plan_retries, settings: apply, placement } = p;
+            if executor.trim() == "agent" {
+                bail!("auto needs an LLM executor (provider:model)\nhint: to choose and write the transformations yourself, call start_transformation and submit_region");
+            }
+            let regression = regression_percent.unwrap_or(5.0);
+            if regression.is_nan() || regression < 0.0 {
+                bail!("regression_percent: {regression}: give a percentage, 0 or more");
+            }
+            let defaults = AutoOptions::default();
+            let options = AutoOptions {
+                executor: executor.clone(),
+                planner,
+                budget: steps.unwrap_or(defaults.budget),
+                time_limit: run_time_s.map(Duration::from_secs_f64),
+                regression: regression / 100.0,
+                plan_retries: plan_retries.unwrap_or(defaults.plan_retries),
+                apply: apply_options(settings, "auto", String::new(), executor, apply)?,
+            };
+            let events = render::AutoEvents::new(progress);
+            let mut workers = settings.workers_for(&placement);
+            let report = peak_apply::auto::run(Path::new(&workflow), &options, &mut workers, &events)?;
+            Ok(render::auto_answer(&report))
         })
         .await
     }

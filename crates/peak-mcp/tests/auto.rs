@@ -11,8 +11,8 @@ mod common;
 use std::path::Path;
 
 use common::Failed;
+use peak_apply::auto::{AutoEvent, AutoOptions, Stopped, read_log, run};
 use peak_apply::{ApplyOptions, InitOptions, Settings};
-use peak_mcp::auto::{AutoEvent, AutoOptions, Stopped, read_log, run};
 use peak_transform::testing::{FakeLlmServer, Scripted};
 use peak_workflow::Workflow;
 

@@ -28,6 +28,7 @@ fn main() {
         ("a_deferred_transformation_is_compile_checked_only", true, a_deferred_transformation_is_compile_checked_only),
         ("validate_and_tune_report_verdicts_and_progress", true, validate_and_tune_report_verdicts_and_progress),
         ("an_llm_executor_applies_through_the_tool", true, an_llm_executor_applies_through_the_tool),
+        ("the_autonomous_mode_runs_as_a_tool", true, the_autonomous_mode_runs_as_a_tool),
     ]);
 }
 
@@ -130,6 +131,7 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
             "abandon_transformation",
             "apply_transformation",
             "attempts",
+            "auto",
             "branch",
             "checkout",
             "compare",
@@ -189,6 +191,7 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
     assert_eq!(required("submit_region"), ["text", "workflow"]);
     assert_eq!(required("start_transformation"), ["transformation", "workflow"]);
     assert_eq!(required("apply_transformation"), ["executor", "transformation", "workflow"]);
+    assert_eq!(required("auto"), ["executor", "workflow"]);
     assert_eq!(required("read_region"), ["region"]);
     let validate = schema("validate");
     for property in ["context", "workflow", "checkpoint", "against", "samples", "seed", "set"] {
@@ -196,13 +199,21 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
     }
     // The sanitizer settings, as `peak apply`'s flags name them, on every tool that
     // validates, tunes a winner or both.
-    for tool in ["start_transformation", "apply_transformation", "init_workflow", "retune", "validate"] {
+    for tool in ["start_transformation", "apply_transformation", "auto", "init_workflow", "retune", "validate"] {
         let properties = &schema(tool)["properties"];
         for (property, kind) in [("sanitize", "string"), ("sanitize_samples", "integer"), ("sanitize_winner", "boolean"), ("sanitize_at", "array")] {
             assert_eq!(properties[property]["type"], kind, "{tool}.{property}: {properties}");
         }
         let described = properties["sanitize"]["description"].as_str().unwrap_or_default();
         assert!(described.contains("`auto`") && described.contains("`none`") && described.contains("memcheck"), "{tool}.sanitize: {described}");
+    }
+    // Where the call's workers run, as `--worker-launcher` and `--devices`, on every tool
+    // that starts workers.
+    for tool in ["init_workflow", "start_transformation", "submit_region", "apply_transformation", "auto", "retune", "validate", "tune", "profile", "compare"] {
+        let properties = &schema(tool)["properties"];
+        for property in ["worker_launcher", "devices"] {
+            assert_eq!(properties[property]["type"], "string", "{tool}.{property}: {properties}");
+        }
     }
     let read_only = |name: &str| tools.iter().find(|t| t.name == name).unwrap().annotations.as_ref().and_then(|a| a.read_only_hint);
     assert_eq!(read_only("log"), Some(true));
@@ -474,5 +485,37 @@ fn an_llm_executor_applies_through_the_tool() -> Result<(), Failed> {
     let shown = session.ok("show_checkpoint", json!({ "workflow": wf, "transcript": true }));
     assert!(shown.contains("fake-coder") && shown.contains("#define REPEAT 1"), "the checkpoint records the model and its reply: {shown}");
     assert_eq!(server.requests().len(), 2);
+    Ok(())
+}
+
+/// `auto`, the autonomous mode as a tool: the scripted planner picks Once, the scripted
+/// executor writes it, the planner stops; the answer says why it stopped and what it did,
+/// and the decisions arrive as progress.
+fn the_autonomous_mode_runs_as_a_tool() -> Result<(), Failed> {
+    let session = Session::start();
+    let tmp = tempfile::tempdir()?;
+    let wf = tmp.path().join("wf");
+    let wf = s(&wf);
+    session.ok("init_workflow", json!({ "workflow": wf, "context": s(&common::fixture("repeat")) }));
+    let script = [
+        Scripted::reply(r#"{"action": "apply", "transformation": "Once", "reasoning": "one repetition is enough"}"#),
+        Scripted::reply("```c\n#define REPEAT 1\n```"),
+        Scripted::reply(r#"{"action": "stop", "transformation": "", "reasoning": "fast enough"}"#),
+    ];
+    let server = session.runtime.block_on(FakeLlmServer::start(script))?;
+    let executor = format!("openai-compat:{}:fake-coder", server.openai_base_url());
+    session.recorder.take();
+
+    let done = session.ok("auto", json!({ "workflow": wf, "executor": executor, "steps": 3, "samples": 2 }));
+    assert!(done.starts_with("auto stopped (planner) after 1 transformation(s); best checkpoint"), "{done}");
+    assert!(done.contains("step 1: plan Once one repetition is enough") && done.contains("step 2: stop"), "{done}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().any(|m| m == "auto step 1: plan Once"), "{progress:?}");
+    assert!(progress.iter().any(|m| m.starts_with("Once: pass 1/1")), "{progress:?}");
+    let log = session.ok("log", json!({ "workflow": wf }));
+    assert!(log.contains("Once"), "{log}");
+    assert_eq!(server.requests().len(), 3);
+    let (error, text) = session.call("auto", json!({ "workflow": wf, "executor": "agent" }));
+    assert!(error && text.contains("auto needs an LLM executor"), "{text}");
     Ok(())
 }

@@ -2,7 +2,7 @@
 //!
 //! An LLM planner chooses the next transformation from the workflow's state, it is
 //! applied as `peak apply` would apply it, and a failure or a regression sends the search
-//! back to the best checkpoint on a new branch (see `peak_mcp::auto`). Decisions print on
+//! back to the best checkpoint on a new branch (see `peak_apply::auto`). Decisions print on
 //! stderr as they are made and are kept in `.git/peak/auto-log.jsonl`; the summary (or
 //! with `--json` the whole report) goes to stdout.
 
@@ -10,7 +10,7 @@ use peak_backend::worker::launcher::Placement;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use peak_mcp::auto::{AutoEvent, AutoOptions, AutoReporter, Stopped};
+use peak_apply::auto::{AutoEvent, AutoOptions, AutoReporter, Stopped};
 use peak_transform::ExecutorSpec;
 
 use super::workers;
@@ -88,7 +88,7 @@ pub fn run(args: AutoArgs, placement: &Placement) -> Result<()> {
         },
     };
     let progress = Progress { apply: ApplyProgress::new(!args.json) };
-    let report = peak_mcp::auto::run(&args.workflow, &options, &mut workers(placement), &progress);
+    let report = peak_apply::auto::run(&args.workflow, &options, &mut workers(placement), &progress);
     progress.apply.finish();
     let report = report?;
     if args.json {
@@ -104,7 +104,7 @@ pub fn run(args: AutoArgs, placement: &Placement) -> Result<()> {
         println!("  best checkpoint {} ({})", short(Some(id)), format_ms(*ms));
     }
     println!("  HEAD {} on {}", short(Some(&report.head)), report.branch.as_deref().unwrap_or("(detached)"));
-    let dir = peak_workflow::Workflow::open(&args.workflow)?.dir().join(".git").join("peak").join(peak_mcp::auto::AUTO_LOG);
+    let dir = peak_workflow::Workflow::open(&args.workflow)?.dir().join(".git").join("peak").join(peak_apply::auto::AUTO_LOG);
     println!("  decisions: {}", dir.display());
     Ok(())
 }

@@ -11,7 +11,7 @@
 //! {"action": "stop", "transformation": "", "reasoning": "..."}
 //! ```
 //!
-//! The chosen transformation is carried out by [`peak_apply::apply`], exactly as
+//! The chosen transformation is carried out by [`crate::apply`], exactly as
 //! `peak apply` does. When it fails (retries exhausted), or its checkpoint is slower than
 //! the best one by more than the regression threshold, the search goes back to the best
 //! checkpoint: a new branch `auto-N` is made there and checked out, so the next plan
@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use peak_apply::{ApplyOptions, ApplyOutcome, ApplyReporter};
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 use peak_eval::Workers;
 use peak_record::{PerformanceRecord, Record, ReferenceRecord};
 use peak_spec::Region;
@@ -203,7 +203,7 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
     let wf = Workflow::open(workflow)?;
     let dir = wf.dir().to_path_buf();
     drop(wf);
-    if peak_apply::pending(&dir)?.is_some() {
+    if crate::pending(&dir)?.is_some() {
         bail!("a transformation is waiting for a region in {}\nhint: submit it with `peak submit`, or abandon it with `peak apply --abandon`", dir.display());
     }
     let executor_spec: ExecutorSpec = options.executor.parse()?;
@@ -321,11 +321,11 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
 
         applied += 1;
         let apply_options = ApplyOptions { transformation: plan.transformation.clone(), executor: options.executor.clone(), ..options.apply.clone() };
-        let outcome = match peak_apply::apply_in(&mut wf, &apply_options, workers, reporter.apply()) {
+        let outcome = match crate::apply_in(&mut wf, &apply_options, workers, reporter.apply()) {
             Ok(outcome) => outcome,
             Err(e) => {
                 // Leave the workflow ready for the next command, not mid-apply.
-                let _ = peak_apply::abandon_in(&mut wf);
+                let _ = crate::abandon_in(&mut wf);
                 log.write(
                     reporter,
                     AutoEvent { event: "error".into(), transformation: Some(plan.transformation), detail: Some(format!("{e:#}")), ..log.event(step, &wf)? },
@@ -371,7 +371,7 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                 Some(detail)
             }
             ApplyOutcome::Waiting { .. } => {
-                let _ = peak_apply::abandon_in(&mut wf);
+                let _ = crate::abandon_in(&mut wf);
                 bail!("the executor {} waits for a submission; the autonomous mode needs an LLM executor", options.executor);
             }
         };
