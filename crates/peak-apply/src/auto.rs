@@ -35,7 +35,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 use peak_eval::Workers;
 use peak_record::{PerformanceRecord, Record, ReferenceRecord};
 use peak_spec::Region;
@@ -43,6 +42,8 @@ use peak_transform::{ExecutorSpec, Library, Outcome, PassRequest};
 use peak_workflow::{LogEntry, Workflow};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
 
 /// The file the decisions go to, inside the workflow's `.git/peak`.
 pub const AUTO_LOG: &str = "auto-log.jsonl";

@@ -15,6 +15,9 @@
 //! `auto` (the autonomous mode) lets an LLM planner choose the transformations, applying
 //! each as `apply` does and backtracking from failures and regressions.
 //!
+//! `study` applies transformations with several LLM executors, N times each, on side
+//! branches, for the success-rate research question; HEAD stays put.
+//!
 //! `retune` searches the current checkpoint's space again, further, and records the result
 //! as a `Retune` checkpoint (same code, better configuration), which `replay` repeats.
 //!
@@ -36,6 +39,7 @@ mod retune;
 mod sanitize;
 mod settings;
 mod state;
+pub mod study;
 mod winner;
 
 use std::path::PathBuf;

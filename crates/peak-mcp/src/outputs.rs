@@ -44,6 +44,30 @@ pub(crate) fn schema(tool: &str) -> Option<JsonObject> {
             ],
             &["stopped", "applied", "head", "events"],
         ),
+        "study" => object(
+            &[
+                ("from", string("The checkpoint every run started from.")),
+                ("head", string("HEAD after the study: where it was before.")),
+                ("branch", string("HEAD's branch; absent when detached.")),
+                (
+                    "cells",
+                    list(
+                        "One summary per transformation and executor.",
+                        record(
+                            "transformation, executor, runs, successes, first_try, after_repair, failed, unreachable, tries, failures (failed tries by kind).",
+                        ),
+                    ),
+                ),
+                (
+                    "runs",
+                    list(
+                        "Every run.",
+                        record("transformation, executor, repeat, branch, status (checkpoint, failed, unreachable, error), checkpoint, best_ms, tries, error."),
+                    ),
+                ),
+            ],
+            &["from", "head", "cells", "runs"],
+        ),
         "abandon_transformation" => object(&[("abandoned", boolean("Whether a transformation was in progress."))], &["abandoned"]),
         "validate" => validation(),
         "tune" => tuning(),

@@ -281,6 +281,29 @@ pub struct AutoParams {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+pub struct StudyParams {
+    /// Path of the workflow folder. Its HEAD, branch and working folder are left as they were.
+    pub workflow: String,
+    /// The checkpoint every run starts from. Default: the current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub from: Option<String>,
+    /// Transformations to apply, from `list_transformations`. Example: ["TB-Tiling"].
+    pub transformations: Vec<String>,
+    /// LLM executors, each `provider:model` (see apply_transformation). Example: ["openai:gpt-4.1"].
+    pub executors: Vec<String>,
+    /// Runs of each transformation with each executor. Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    pub repeat: Option<usize>,
+    /// How each run applies, as for apply_transformation.
+    #[serde(flatten)]
+    pub settings: ApplyParams,
+    #[serde(flatten)]
+    pub placement: PlacementParams,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct RetuneParams {
     /// Path of the workflow folder. Its current checkpoint is tuned again.
     pub workflow: String,

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 use peak_apply::auto::{AutoEvent, AutoReport, AutoReporter};
+use peak_apply::study::{StudyReport, StudyReporter, StudyRun};
 use peak_apply::{ApplyOutcome, ApplyReporter, SanitizerRecord};
 use peak_eval::compare::CompareReport;
 use peak_eval::profile::ProfileReport;
@@ -216,6 +217,61 @@ pub fn auto_answer(report: &AutoReport) -> Answer {
         "head": report.head, "branch": report.branch, "events": report.events,
     });
     Answer::ok(text, data)
+}
+
+/// A study's reporter: each run's start and end, and its apply's passes and tries, as
+/// progress.
+pub struct StudyEvents<'a> {
+    apply: Events<'a>,
+}
+
+impl<'a> StudyEvents<'a> {
+    pub fn new(progress: &'a Progress) -> StudyEvents<'a> {
+        StudyEvents { apply: Events::new(progress) }
+    }
+}
+
+impl StudyReporter for StudyEvents<'_> {
+    fn run_started(&self, transformation: &str, executor: &str, repeat: usize, of: usize, branch: &str) {
+        self.apply.progress.say(format!("{transformation} with {executor} ({repeat}/{of}) on {branch}"));
+    }
+
+    fn run_ended(&self, run: &StudyRun) {
+        self.apply.progress.say(format!("{}: {}", run.status, first_line(run.error.as_deref().or(run.checkpoint.as_deref()).unwrap_or_default())));
+    }
+
+    fn apply(&self) -> &dyn ApplyReporter {
+        &self.apply
+    }
+}
+
+/// The answer to `study`: one line per transformation and executor, then every run; an
+/// error where no run reached a model (nothing was measured).
+pub fn study_answer(report: &StudyReport) -> Answer {
+    let mut text = format!("study from {}; HEAD {} unchanged", &report.from[..report.from.len().min(10)], &report.head[..report.head.len().min(10)]);
+    for c in &report.cells {
+        let failures = c.failures.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
+        text.push_str(&format!(
+            "\n{} with {}: {} run(s), {} ok ({} first try, {} repaired), {} failed, {} unreachable{}",
+            c.transformation,
+            c.executor,
+            c.runs,
+            c.successes,
+            c.first_try,
+            c.after_repair,
+            c.failed,
+            c.unreachable,
+            if failures.is_empty() { String::new() } else { format!("; failed tries: {failures}") }
+        ));
+    }
+    for run in &report.runs {
+        text.push_str(&format!("\n  {} {}: {}", run.branch, run.status, first_line(run.error.as_deref().or(run.checkpoint.as_deref()).unwrap_or_default())));
+    }
+    if report.reached_a_model() {
+        Answer::ok(text, report)
+    } else {
+        Answer::failed(format!("no run reached a model: check the endpoints and keys\n{text}"), report)
+    }
 }
 
 fn first_line(text: &str) -> &str {

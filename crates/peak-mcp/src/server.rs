@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use peak_apply::auto::AutoOptions;
+use peak_apply::study::StudyOptions;
 use peak_apply::{ApplyOptions, InitOptions, Plan, SanitizerRecord, TuningSettings};
 use peak_backend::worker::PoolOptions;
 use peak_backend::worker::launcher::Placement;
@@ -496,6 +497,30 @@ impl PeakServer {
             let mut workers = settings.workers_for(&placement);
             let report = peak_apply::auto::run(Path::new(&workflow), &options, &mut workers, &events)?;
             Ok(render::auto_answer(&report))
+        })
+        .await
+    }
+
+    /// A study (RQ2 at scale, `peak study`): each transformation applied from one
+    /// checkpoint with each LLM executor, `repeat` times, every run on its own side branch
+    /// `study/<transformation>/<executor>/<n>`; HEAD stays put. Answers the success table
+    /// per transformation and executor (first try, after repair, failed, unreachable, failed
+    /// tries by kind) and every run. Takes minutes; sends progress.
+    #[tool(annotations(destructive_hint = false, open_world_hint = true))]
+    async fn study(&self, Parameters(p): Parameters<StudyParams>, meta: RequestMetaObject, peer: Peer<RoleServer>) -> ToolResult {
+        self.run(&meta, &peer, move |settings, progress| {
+            let StudyParams { workflow, from, transformations, executors, repeat, settings: apply, placement } = p;
+            let options = StudyOptions {
+                from: from.unwrap_or_else(|| "HEAD".into()),
+                transformations,
+                executors,
+                repeat: repeat.unwrap_or(1),
+                apply: apply_options(settings, "study", String::new(), String::new(), apply)?,
+            };
+            let events = render::StudyEvents::new(progress);
+            let mut workers = settings.workers_for(&placement);
+            let report = peak_apply::study::run(Path::new(&workflow), &options, &mut workers, &events)?;
+            Ok(render::study_answer(&report))
         })
         .await
     }

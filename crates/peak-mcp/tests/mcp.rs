@@ -29,6 +29,7 @@ fn main() {
         ("validate_and_tune_report_verdicts_and_progress", true, validate_and_tune_report_verdicts_and_progress),
         ("an_llm_executor_applies_through_the_tool", true, an_llm_executor_applies_through_the_tool),
         ("the_autonomous_mode_runs_as_a_tool", true, the_autonomous_mode_runs_as_a_tool),
+        ("a_study_runs_as_a_tool_and_leaves_head_alone", true, a_study_runs_as_a_tool_and_leaves_head_alone),
     ]);
 }
 
@@ -150,6 +151,7 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
             "show_context",
             "show_transformation",
             "start_transformation",
+            "study",
             "submit_region",
             "tag",
             "tune",
@@ -192,6 +194,7 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
     assert_eq!(required("start_transformation"), ["transformation", "workflow"]);
     assert_eq!(required("apply_transformation"), ["executor", "transformation", "workflow"]);
     assert_eq!(required("auto"), ["executor", "workflow"]);
+    assert_eq!(required("study"), ["executors", "transformations", "workflow"]);
     assert_eq!(required("read_region"), ["region"]);
     let validate = schema("validate");
     for property in ["context", "workflow", "checkpoint", "against", "samples", "seed", "set"] {
@@ -209,7 +212,9 @@ fn tools_are_listed_with_described_parameters() -> Result<(), Failed> {
     }
     // Where the call's workers run, as `--worker-launcher` and `--devices`, on every tool
     // that starts workers.
-    for tool in ["init_workflow", "start_transformation", "submit_region", "apply_transformation", "auto", "retune", "validate", "tune", "profile", "compare"] {
+    for tool in
+        ["init_workflow", "start_transformation", "submit_region", "apply_transformation", "auto", "study", "retune", "validate", "tune", "profile", "compare"]
+    {
         let properties = &schema(tool)["properties"];
         for property in ["worker_launcher", "devices"] {
             assert_eq!(properties[property]["type"], "string", "{tool}.{property}: {properties}");
@@ -517,5 +522,32 @@ fn the_autonomous_mode_runs_as_a_tool() -> Result<(), Failed> {
     assert_eq!(server.requests().len(), 3);
     let (error, text) = session.call("auto", json!({ "workflow": wf, "executor": "agent" }));
     assert!(error && text.contains("auto needs an LLM executor"), "{text}");
+    Ok(())
+}
+
+/// `study`, as `peak study`: one run of Once with the scripted model on a side branch,
+/// tallied, HEAD where it was; an agent executor is refused before anything moves.
+fn a_study_runs_as_a_tool_and_leaves_head_alone() -> Result<(), Failed> {
+    let session = Session::start();
+    let tmp = tempfile::tempdir()?;
+    let wf = tmp.path().join("wf");
+    let wf = s(&wf);
+    session.ok("init_workflow", json!({ "workflow": wf, "context": s(&common::fixture("repeat")) }));
+    let before = session.ok("log", json!({ "workflow": wf }));
+    let server = session.runtime.block_on(FakeLlmServer::start([Scripted::reply("```c\n#define REPEAT 1\n```")]))?;
+    let executor = format!("openai-compat:{}:fake-coder", server.openai_base_url());
+    session.recorder.take();
+
+    let done = session.ok("study", json!({ "workflow": wf, "transformations": ["once"], "executors": [executor], "samples": 2 }));
+    assert!(done.contains(&format!("Once with {executor}: 1 run(s), 1 ok (1 first try, 0 repaired), 0 failed, 0 unreachable")), "{done}");
+    assert!(done.contains("study/once/openai-compat-") && done.contains(" checkpoint: "), "{done}");
+    let progress = session.recorder.take();
+    assert!(progress.iter().any(|m| m.starts_with(&format!("Once with {executor} (1/1) on study/once/"))), "{progress:?}");
+    let after = session.ok("log", json!({ "workflow": wf }));
+    let head = |log: &str| log.lines().find(|l| l.starts_with('*')).map(str::to_string);
+    assert!(head(&before).is_some_and(|h| h.contains("(HEAD, main")), "{before}");
+    assert_eq!(head(&before), head(&after), "HEAD stays where it was: {after}");
+    let (error, text) = session.call("study", json!({ "workflow": wf, "transformations": ["Once"], "executors": ["agent"] }));
+    assert!(error && text.contains("a study needs provider:model executors"), "{text}");
     Ok(())
 }

@@ -107,7 +107,26 @@ impl AttemptOutcome {
     pub fn is_success(&self) -> bool {
         matches!(self, AttemptOutcome::Passed | AttemptOutcome::Deferred)
     }
+
+    /// The kind of failure a failed try counts as in `peak report`'s and `peak study`'s
+    /// tables (one of [`FAILURE_KINDS`]).
+    pub fn failure_kind(&self) -> &'static str {
+        use AttemptOutcome as O;
+        match self {
+            O::UnparsableReply | O::EditOutsideRegion => "bad-reply",
+            O::CompileFailed => "compile-failed",
+            O::WrongOutput | O::ModifiedInput => "wrong-output",
+            O::SanitizerFinding => "sanitizer-finding",
+            O::Crashed | O::LaunchFailed => "crashed",
+            O::TimedOut => "timed-out",
+            O::InvalidConfig => "invalid",
+            _ => "other",
+        }
+    }
 }
+
+/// The failure kinds, in the order tables and figures show them.
+pub const FAILURE_KINDS: [&str; 8] = ["bad-reply", "compile-failed", "wrong-output", "sanitizer-finding", "crashed", "timed-out", "invalid", "other"];
 
 /// A start marker, so that `..Attempt::default()` describes an attempt that has begun.
 impl Default for AttemptOutcome {

@@ -108,7 +108,7 @@ pub struct SuccessRow {
     pub after_repair: usize,
     /// Runs that ended without a checkpoint.
     pub failed: usize,
-    /// Failed tries by kind ([`failure_kind`]).
+    /// Failed tries by kind (`AttemptOutcome::failure_kind`).
     pub failures: BTreeMap<String, usize>,
 }
 
@@ -481,24 +481,8 @@ pub fn is_success(outcome: &AttemptOutcome) -> bool {
     outcome.is_success()
 }
 
-/// The report's failure kinds, from the outcomes `peak apply` records: reply errors,
-/// `peak_eval::Verdict` categories and the sanitizer's.
-pub fn failure_kind(outcome: &AttemptOutcome) -> &'static str {
-    use AttemptOutcome as O;
-    match outcome {
-        O::UnparsableReply | O::EditOutsideRegion => "bad-reply",
-        O::CompileFailed => "compile-failed",
-        O::WrongOutput | O::ModifiedInput => "wrong-output",
-        O::SanitizerFinding => "sanitizer-finding",
-        O::Crashed | O::LaunchFailed => "crashed",
-        O::TimedOut => "timed-out",
-        O::InvalidConfig => "invalid",
-        _ => "other",
-    }
-}
-
-/// The failure kinds, in the order tables and figures show them.
-pub const FAILURE_KINDS: [&str; 8] = ["bad-reply", "compile-failed", "wrong-output", "sanitizer-finding", "crashed", "timed-out", "invalid", "other"];
+/// The failure kinds, in the order tables and figures show them (`AttemptOutcome::failure_kind`).
+pub use peak_record::outcome::FAILURE_KINDS;
 
 fn executor_name(r: &AttemptRecord) -> String {
     match &r.attempt.model {
@@ -546,7 +530,7 @@ fn success_rows(records: &[&AttemptRecord]) -> Vec<SuccessRow> {
             if a.retry == 0 { row.first_try += 1 } else { row.after_repair += 1 }
         } else {
             open_run.insert(key, a.retry);
-            *row.failures.entry(failure_kind(&a.outcome).to_string()).or_default() += 1;
+            *row.failures.entry(a.outcome.failure_kind().to_string()).or_default() += 1;
         }
     }
     for (executor, transformation, _) in open_run.into_keys() {
