@@ -6,11 +6,11 @@
 //! stderr as they are made and are kept in `.git/peak/auto-log.jsonl`; the summary (or
 //! with `--json` the whole report) goes to stdout.
 
-use peak_backend::worker::launcher::Placement;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use peak_apply::auto::{AutoEvent, AutoOptions, AutoReporter, Stopped};
+use peak_backend::worker::launcher::Placement;
 use peak_transform::ExecutorSpec;
 
 use super::workers;

@@ -6,12 +6,12 @@
 //! cache, so running the command again (or after a kill) measures nothing twice. Each
 //! input configuration is tuned on its own.
 
-use peak_backend::worker::launcher::Placement;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow};
 use peak_backend::worker::PoolOptions;
+use peak_backend::worker::launcher::Placement;
 use peak_eval::tune::TopK;
 use peak_eval::{StrategyKind, TuneOptions, TuneReport, TuneSetup, Workers, default_cache_dir, tune_context, tuning_run_options};
 use peak_spec::{Context, ExecParams};

@@ -9,12 +9,12 @@
 //! gets a verdict; the command fails (exit 1) unless every sample that could run passed and
 //! the sanitizer found nothing.
 
-use peak_backend::worker::launcher::Placement;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use peak_apply::Plan;
 use peak_backend::worker::PoolOptions;
+use peak_backend::worker::launcher::Placement;
 use peak_eval::reference::ReferenceStore;
 use peak_eval::validate::{Outcome, SampleReport, ValidateReporter, samples};
 use peak_eval::{OutputValidator, ValidationReport, Validator, Workers, default_cache_dir, validate};
