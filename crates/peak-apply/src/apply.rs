@@ -275,23 +275,10 @@ fn run(
     // Fresh copies every run: a resumed apply may find the last run's.
     let parent = fresh_context(wf, &state.parent, &work.join("parent"))?;
     let root = fresh_context(wf, "root", &work.join("root"))?;
-    // The transformation in the context's own names (its `[kernel.roles]`).
     let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
-    let t: Transformation = match library.get(&state.transformation)?.with_roles(&parent.manifest.kernel.roles, backend) {
-        Ok(t) => t,
-        Err(e) => {
-            state::clear(&dir)?;
-            return Err(e.into());
-        }
-    };
-    // Before any pass is asked for: a sanitizer asked for but missing, or a deferred
-    // apply's missing compiler, fails at once. A deferred apply runs nothing to sanitize.
-    let plan = match &options.defer {
-        Some(defer) => defer::prepare(workers, parent.backend().name(), defer).map(|()| Plan::Off { reason: "deferred".into() }),
-        None => Plan::for_context(&options.settings.sanitizer.tools, &options.settings.sanitizer.at, &parent),
-    };
-    let plan = match plan {
-        Ok(plan) => plan,
+    let generic = library.get(&state.transformation)?;
+    let (t, plan) = match prepare(generic, &parent, &root, library, &options, workers) {
+        Ok(prepared) => prepared,
         Err(e) => {
             state::clear(&dir)?;
             return Err(e);
@@ -299,25 +286,9 @@ fn run(
     };
     let (tuning, inputs) = prompt_params(&parent);
     let constraints = parent.manifest.constraints.tuning.clone();
-    // The pattern is read off the root, the kernel as the user wrote it: later steps
-    // reshape the code, not what it computes.
-    let pattern = root.pattern().ok();
-    let mut kernel_text = parent.manifest.describe_kernel();
-    if let Some(inferred) = pattern.as_ref().filter(|_| parent.manifest.kernel.declared_pattern().is_none()) {
-        kernel_text.push_str(&format!("\nPattern: {} (read off the code: {}).", inferred.pattern.meaning(), inferred.evidence));
-    }
-    let kernel = KernelBrief { pattern: pattern.map(|p| p.pattern), description: &kernel_text };
-    // A transformation written for another kind of kernel, or relying on names the
-    // context lacks, is refused before anything is asked or recorded.
+    let (kernel_text, pattern) = kernel_brief(&parent, &root);
+    let kernel = KernelBrief { pattern, description: &kernel_text };
     let first = PromptContext { kernel, regions: &parent.regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
-    if let Err(e) = library.pass_prompt(&t, 1, &first) {
-        state::clear(&dir)?;
-        return Err(e.into());
-    }
-    if let Err(e) = feasible::check(&parent, &t, &options.settings.set) {
-        state::clear(&dir)?;
-        return Err(e);
-    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
     let base = Attempt {
@@ -328,191 +299,232 @@ fn run(
         ..Attempt::default()
     };
     let mut log = AttemptLog { wf, state, seen: 0, count: 0 };
-    let mut regions = parent.regions.clone();
-    let mut transcript = Transcript::default();
-    let (mut pass, mut attempt, mut repairs) = (1usize, 1u32, 0u32);
-    let mut feedback: Option<Feedback> = None;
-    // Where a repair must go when no pass of this transformation edits the region at fault.
-    let mut fault_region: Option<Region> = None;
+    let mut tries =
+        Tries { regions: parent.regions.clone(), transcript: Transcript::default(), pass: 1, attempt: 1, repairs: 0, feedback: None, fault_region: None };
     let candidate_dir = work.join("candidate");
     // Seconds spent validating candidates, failed tries included (the paper's Table 5).
     let mut validation_s = 0.0;
 
     let (candidate, judged) = loop {
-        while pass <= t.passes.len() {
-            let prompt_ctx = PromptContext { regions: &regions, ..first };
-            let prompt = match &feedback {
-                None => library.pass_prompt(&t, pass, &prompt_ctx)?,
-                Some(f) => match fault_region {
-                    Some(region) => library.repair_prompt_in(&t, pass, &prompt_ctx, f, region)?,
-                    None => library.repair_prompt(&t, pass, &prompt_ctx, f)?,
-                },
-            };
-            reporter.pass(&t.name, pass, t.passes.len(), attempt, &t.passes[pass - 1].title);
-            let request = PassRequest { transformation: t.name.clone(), pass, attempt, prompt: prompt.text.clone() };
-            let response = match runtime.block_on(executor.execute(&request)) {
-                Ok(Outcome::Reply(response)) => response,
-                Ok(Outcome::Waiting(p)) => {
-                    return Ok(ApplyOutcome::Waiting {
-                        transformation: t.name.clone(),
-                        pass,
-                        passes: t.passes.len(),
-                        attempt,
-                        region: prompt.region.name().to_string(),
-                        prompt_file: p.prompt_file,
-                        prompt: prompt.text,
-                    });
-                }
-                Err(e) => {
-                    log.record(Attempt {
-                        pass: Some(pass as u32),
-                        outcome: outcome::of_executor(&e),
-                        error: Some(e.to_string()),
-                        retry: repairs,
-                        ..base.clone()
-                    })?;
-                    state::clear(&dir)?;
-                    return Err(anyhow!(e).context(format!("{}: pass {pass} could not be carried out", t.name)));
-                }
-            };
-            transcript.push(&request, &response);
-            let usage = Attempt {
-                pass: Some(pass as u32),
-                tokens_in: response.tokens_in,
-                tokens_out: response.tokens_out,
-                latency_ms: Some(response.latency_ms),
-                retry: repairs,
-                ..base.clone()
-            };
-            match prompt.accept(&response.text, &regions) {
-                Ok(text) => {
-                    regions.replace(prompt.region, text);
-                    feedback = None;
-                    // A repair in another region fixed what the pass wrote: the pass is
-                    // done and is not asked again.
-                    pass += 1;
-                    fault_region = None;
-                }
-                Err(err) => {
-                    let failed = outcome::of_reply(&err);
-                    reporter.attempt(&failed, &err.to_string());
-                    log.record(Attempt { outcome: failed.clone(), error: Some(err.to_string()), ..usage })?;
-                    if repairs >= options.retries {
-                        return give_up(&dir, &t, log.count, failed, &err.to_string());
-                    }
-                    repairs += 1;
-                    attempt += 1;
-                    feedback = Some(Feedback::BadReply(err));
-                }
-            }
+        if let Some(ended) = ask_passes(&mut tries, &t, &first, library, executor, &runtime, &mut log, &base, options.retries, reporter, &dir)? {
+            return Ok(ended);
         }
 
-        if regions == parent.regions {
+        if tries.regions == parent.regions {
             let err = ReplyError::Unchanged;
             let failed = outcome::of_reply(&err);
             reporter.attempt(&failed, &err.to_string());
-            log.record(Attempt { pass: Some(t.passes.len() as u32), outcome: failed.clone(), error: Some(err.to_string()), retry: repairs, ..base.clone() })?;
-            if repairs >= options.retries {
+            log.record(Attempt {
+                pass: Some(t.passes.len() as u32),
+                outcome: failed.clone(),
+                error: Some(err.to_string()),
+                retry: tries.repairs,
+                ..base.clone()
+            })?;
+            if tries.repairs >= options.retries {
                 return give_up(&dir, &t, log.count, failed, &err.to_string());
             }
-            repairs += 1;
-            attempt += 1;
-            pass = t.passes.len();
-            feedback = Some(Feedback::BadReply(err));
+            tries.repairs += 1;
+            tries.attempt += 1;
+            tries.pass = t.passes.len();
+            tries.feedback = Some(Feedback::BadReply(err));
             continue;
         }
-        let candidate = write_candidate(&parent, &t, &regions, &candidate_dir)?;
-        let space = validation_space(&candidate, &options.settings.set)?;
-        let mut picked = samples(&space, options.settings.samples, options.settings.seed);
-        let started = std::time::Instant::now();
-        // Where validation first caught the failure: the 1-based sample (in validation
-        // order) and the validator, for the attempts log (`peak report`'s evaluation depth).
-        let mut caught: Option<(u32, Option<String>)> = None;
-        let verdict = match &options.defer {
-            Some(defer) => {
-                reporter.stage("compile-check");
-                let check = defer::compile_check(workers, &candidate, &picked, defer)?;
-                validation_s += started.elapsed().as_secs_f64();
-                match check.failure() {
-                    None => break (candidate, Judged::Deferred(check)),
-                    Some(verdict) => verdict,
-                }
-            }
-            None => {
-                reporter.stage("validate");
-                let cache_dir = options.settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
-                let mut validators: Vec<Box<dyn Validator>> =
-                    vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
-                let mut report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
-                // Samples the launch script pruned at the validation sizes say nothing of the
-                // kernel: where all were, draw others (never one already tried) before
-                // calling the step inconclusive.
-                let mut tried: Vec<ExecParams> = picked.iter().map(|s| s.params.clone()).collect();
-                for round in 1..=RESAMPLE_ROUNDS {
-                    if report.outcome != Validation::Inconclusive {
-                        break;
-                    }
-                    // Twice as many each round: a space the launch script prunes to a few
-                    // points is still found in three rounds.
-                    let want = options.settings.samples << round;
-                    let fresh: Vec<Sample> = samples(&space, want * 4, options.settings.seed.wrapping_add(round))
-                        .into_iter()
-                        .filter(|s| !tried.contains(&s.params))
-                        .take(want)
-                        .collect();
-                    if fresh.is_empty() {
-                        break;
-                    }
-                    tried.extend(fresh.iter().map(|s| s.params.clone()));
-                    picked = fresh;
-                    report = peak_eval::validate(workers, &candidate, &picked, &mut validators, reporter.validation())?;
-                }
-                let sanitized = plan.after_outputs(report.outcome, workers, &candidate, &space, &picked, options.settings.sanitizer.samples)?;
-                validation_s += started.elapsed().as_secs_f64();
-                match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
-                    (_, Some(finding)) => {
-                        let at = sanitized.as_ref().and_then(|r| r.samples.iter().position(|s| s.verdict.is_failure()));
-                        caught = at.map(|i| (i as u32 + 1, Some("sanitizer".to_string())));
-                        finding
-                    }
-                    (Validation::Passed, None) => break (candidate, Judged::Validated { report, sanitized }),
-                    (Validation::Inconclusive, None) => {
-                        Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() }
-                    }
-                    (Validation::Failed, None) => {
-                        let (i, sample) =
-                            report.samples.iter().enumerate().find(|(_, s)| s.verdict.is_failure()).expect("a failed validation has a failing sample");
-                        // A compile error, crash or time-out is the compiler's or the runner's
-                        // (left unnamed here); anything else, the failing check's validator.
-                        let validator = match sample.verdict {
-                            Verdict::CompileFailed { .. } | Verdict::LaunchFailed { .. } | Verdict::Crashed { .. } | Verdict::TimedOut { .. } => None,
-                            _ => sample.checks.iter().find(|c| c.verdict.is_failure()).map(|c| c.validator.clone()),
-                        };
-                        caught = Some((i as u32 + 1, validator));
-                        sample.verdict.clone()
-                    }
-                }
-            }
+        let candidate = write_candidate(&parent, &t, &tries.regions, &candidate_dir)?;
+        let (verdict, caught) = match judge(&candidate, &root, &options, &plan, workers, reporter, &mut validation_s)? {
+            Judgement::Accepted(judged) => break (candidate, judged),
+            Judgement::Rejected { verdict, caught } => (verdict, caught),
         };
         let summary = verdict.summary();
         let failed = outcome::of_verdict(&verdict);
         reporter.attempt(&failed, &summary);
         let (sample, validator) = caught.map_or((None, None), |(i, v)| (Some(i), v));
-        log.record(Attempt { outcome: failed.clone(), error: Some(summary.clone()), retry: repairs, sample, validator, ..base.clone() })?;
-        if repairs >= options.retries {
+        log.record(Attempt { outcome: failed.clone(), error: Some(summary.clone()), retry: tries.repairs, sample, validator, ..base.clone() })?;
+        if tries.repairs >= options.retries {
             return give_up(&dir, &t, log.count, failed, &summary);
         }
-        repairs += 1;
-        attempt += 1;
-        (pass, fault_region) = repair_target(&t, &verdict, &candidate);
-        feedback = Some(match &verdict {
-            Verdict::CompileFailed { log, message, .. } => Feedback::CompileError(if log.is_empty() { message.clone() } else { log.clone() }),
-            Verdict::WrongOutput(_) | Verdict::ModifiedInput { .. } => Feedback::WrongOutput(summary),
-            Verdict::SanitizerFinding { findings } => Feedback::RuntimeError(sanitize::feedback(findings)),
-            _ => Feedback::RuntimeError(summary),
-        });
+        tries.repairs += 1;
+        tries.attempt += 1;
+        (tries.pass, tries.fault_region) = repair_target(&t, &verdict, &candidate);
+        tries.feedback = Some(feedback_for(&verdict));
     };
 
+    let step = Step { t: &t, base, dir: &dir, executor_kind, model, repairs: tries.repairs, validation_s, transcript: tries.transcript };
+    record(log, step, executor, candidate, &candidate_dir, judged, &root, &options, &plan, workers, reporter)
+}
+
+/// The repair loop's state: the regions as written so far, the executor's replies, where
+/// the next question goes (pass, attempt, repairs used), what the executor is told about
+/// the last failure, and the region a repair must go to when no pass edits it.
+struct Tries {
+    regions: peak_spec::Regions,
+    transcript: Transcript,
+    pass: usize,
+    attempt: u32,
+    repairs: u32,
+    feedback: Option<Feedback>,
+    fault_region: Option<Region>,
+}
+
+/// Ask the executor for every pass from `tries.pass` on, splicing each accepted reply in
+/// and asking again after an unusable one. `Some` ends the apply: the executor waits for
+/// an agent's reply, or the repairs ran out.
+#[allow(clippy::too_many_arguments)]
+fn ask_passes(
+    tries: &mut Tries,
+    t: &Transformation,
+    first: &PromptContext,
+    library: &Library,
+    executor: &dyn Executor,
+    runtime: &tokio::runtime::Runtime,
+    log: &mut AttemptLog,
+    base: &Attempt,
+    retries: u32,
+    reporter: &dyn ApplyReporter,
+    dir: &Path,
+) -> Result<Option<ApplyOutcome>> {
+    while tries.pass <= t.passes.len() {
+        let prompt_ctx = PromptContext { regions: &tries.regions, ..*first };
+        let prompt = match &tries.feedback {
+            None => library.pass_prompt(t, tries.pass, &prompt_ctx)?,
+            Some(f) => match tries.fault_region {
+                Some(region) => library.repair_prompt_in(t, tries.pass, &prompt_ctx, f, region)?,
+                None => library.repair_prompt(t, tries.pass, &prompt_ctx, f)?,
+            },
+        };
+        reporter.pass(&t.name, tries.pass, t.passes.len(), tries.attempt, &t.passes[tries.pass - 1].title);
+        let request = PassRequest { transformation: t.name.clone(), pass: tries.pass, attempt: tries.attempt, prompt: prompt.text.clone() };
+        let response = match runtime.block_on(executor.execute(&request)) {
+            Ok(Outcome::Reply(response)) => response,
+            Ok(Outcome::Waiting(p)) => {
+                return Ok(Some(ApplyOutcome::Waiting {
+                    transformation: t.name.clone(),
+                    pass: tries.pass,
+                    passes: t.passes.len(),
+                    attempt: tries.attempt,
+                    region: prompt.region.name().to_string(),
+                    prompt_file: p.prompt_file,
+                    prompt: prompt.text,
+                }));
+            }
+            Err(e) => {
+                log.record(Attempt {
+                    pass: Some(tries.pass as u32),
+                    outcome: outcome::of_executor(&e),
+                    error: Some(e.to_string()),
+                    retry: tries.repairs,
+                    ..base.clone()
+                })?;
+                state::clear(dir)?;
+                return Err(anyhow!(e).context(format!("{}: pass {} could not be carried out", t.name, tries.pass)));
+            }
+        };
+        tries.transcript.push(&request, &response);
+        let usage = Attempt {
+            pass: Some(tries.pass as u32),
+            tokens_in: response.tokens_in,
+            tokens_out: response.tokens_out,
+            latency_ms: Some(response.latency_ms),
+            retry: tries.repairs,
+            ..base.clone()
+        };
+        match prompt.accept(&response.text, &tries.regions) {
+            Ok(text) => {
+                tries.regions.replace(prompt.region, text);
+                tries.feedback = None;
+                // A repair in another region fixed what the pass wrote: the pass is
+                // done and is not asked again.
+                tries.pass += 1;
+                tries.fault_region = None;
+            }
+            Err(err) => {
+                let failed = outcome::of_reply(&err);
+                reporter.attempt(&failed, &err.to_string());
+                log.record(Attempt { outcome: failed.clone(), error: Some(err.to_string()), ..usage })?;
+                if tries.repairs >= retries {
+                    return give_up(dir, t, log.count, failed, &err.to_string()).map(Some);
+                }
+                tries.repairs += 1;
+                tries.attempt += 1;
+                tries.feedback = Some(Feedback::BadReply(err));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// What an apply settles before any pass is asked or recorded: the transformation in the
+/// context's own names (its `[kernel.roles]`) and the sanitizer plan. Each refusal here
+/// ends the apply at once: roles the context lacks, a sanitizer asked for but missing, a
+/// deferred apply's missing compiler, a transformation written for another kind of kernel
+/// or relying on names the context lacks, constraints no configuration satisfies.
+fn prepare(
+    generic: &Transformation,
+    parent: &Context,
+    root: &Context,
+    library: &Library,
+    options: &ApplyOptions,
+    workers: &mut Workers,
+) -> Result<(Transformation, Plan)> {
+    let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
+    let t = generic.with_roles(&parent.manifest.kernel.roles, backend)?;
+    // A deferred apply runs nothing to sanitize.
+    let plan = match &options.defer {
+        Some(defer) => defer::prepare(workers, parent.backend().name(), defer).map(|()| Plan::Off { reason: "deferred".into() })?,
+        None => Plan::for_context(&options.settings.sanitizer.tools, &options.settings.sanitizer.at, parent)?,
+    };
+    let (tuning, inputs) = prompt_params(parent);
+    let constraints = parent.manifest.constraints.tuning.clone();
+    let (kernel_text, pattern) = kernel_brief(parent, root);
+    let kernel = KernelBrief { pattern, description: &kernel_text };
+    let first = PromptContext { kernel, regions: &parent.regions, backend, tuning: &tuning, inputs: &inputs, constraints: &constraints };
+    library.pass_prompt(&t, 1, &first)?;
+    feasible::check(parent, &t, &options.settings.set)?;
+    Ok((t, plan))
+}
+
+/// The kernel as the prompts describe it, and its pattern. The pattern is read off the
+/// root, the kernel as the user wrote it: later steps reshape the code, not what it
+/// computes.
+fn kernel_brief(parent: &Context, root: &Context) -> (String, Option<peak_spec::Pattern>) {
+    let pattern = root.pattern().ok();
+    let mut text = parent.manifest.describe_kernel();
+    if let Some(inferred) = pattern.as_ref().filter(|_| parent.manifest.kernel.declared_pattern().is_none()) {
+        text.push_str(&format!("\nPattern: {} (read off the code: {}).", inferred.pattern.meaning(), inferred.evidence));
+    }
+    (text, pattern.map(|p| p.pattern))
+}
+
+/// Who wrote an accepted candidate and what it took, for its checkpoint and attempt record.
+struct Step<'a> {
+    t: &'a Transformation,
+    base: Attempt,
+    dir: &'a Path,
+    executor_kind: String,
+    model: Option<String>,
+    repairs: u32,
+    validation_s: f64,
+    /// The executor's replies, in order.
+    transcript: Transcript,
+}
+
+/// The last stage: tune a validated candidate and sanitize its winner (a deferred one is
+/// neither), then write its checkpoint and its attempt record.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    mut log: AttemptLog,
+    step: Step,
+    executor: &dyn Executor,
+    candidate: Context,
+    candidate_dir: &Path,
+    judged: Judged,
+    root: &Context,
+    options: &ApplyOptions,
+    plan: &Plan,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+) -> Result<ApplyOutcome> {
+    let Step { t, base, dir, executor_kind, model, repairs, validation_s, transcript } = step;
     let parent_view = log.wf.show(&log.state.parent)?;
     let (verdict, detail, validation, performance) = match judged {
         // Nothing ran, so nothing was timed: `peak replay` validates and tunes it on the GPU.
@@ -522,8 +534,8 @@ fn run(
         Judged::Validated { report, sanitized } => {
             reporter.stage("tune");
             let space = restricted(&candidate, &options.settings.set)?;
-            let start_from = seeds_from_parent(&PerformanceRecord::from_json(&parent_view.performance).unwrap_or_default(), &t);
-            let mut performance = measure(workers, &candidate, &space, Some(&root), &options.settings, start_from, reporter.tuning())?;
+            let start_from = seeds_from_parent(&PerformanceRecord::from_json(&parent_view.performance).unwrap_or_default(), t);
+            let mut performance = measure(workers, &candidate, &space, Some(root), &options.settings, start_from, reporter.tuning())?;
             if options.settings.sanitizer.winner && plan.runs() {
                 reporter.stage("sanitize");
             }
@@ -531,11 +543,11 @@ fn run(
             // run at tuning sizes (a GEMM of 8192 x 3072 x 768) takes minutes.
             let checked_at = validation_space(&candidate, &options.settings.set)?;
             if let Some(why) =
-                check_winner(workers, options.settings.sanitizer.winner.then_some(&plan), &candidate, &checked_at, options.settings.seed, &mut performance)?
+                check_winner(workers, options.settings.sanitizer.winner.then_some(plan), &candidate, &checked_at, options.settings.seed, &mut performance)?
             {
                 reporter.attempt(&AttemptOutcome::SanitizerFinding, &why);
                 log.record(Attempt { outcome: AttemptOutcome::SanitizerFinding, error: Some(why.clone()), retry: repairs, ..base.clone() })?;
-                return give_up(&dir, &t, log.count, AttemptOutcome::SanitizerFinding, &why);
+                return give_up(dir, t, log.count, AttemptOutcome::SanitizerFinding, &why);
             }
             // The report's fields, then the verdict: `ValidationRecord`'s order.
             let validation = ValidationRecord {
@@ -555,10 +567,10 @@ fn run(
     // this id on HEAD and finishes there (`finish_committed`).
     let attempt_id = peak_workflow::attempts::new_id();
     log.state.checkpoint_attempt = Some(attempt_id.clone());
-    state::save(&dir, &log.state)?;
+    state::save(dir, &log.state)?;
     let id = log.wf.checkpoint(CheckpointInput {
         parent: Some(log.state.parent.clone()),
-        context_dir: candidate_dir.clone(),
+        context_dir: candidate_dir.to_path_buf(),
         transformation: t.name.clone(),
         executor: executor_kind,
         model,
@@ -572,8 +584,115 @@ fn run(
     log.wf.finish_attempt(&attempt_id, Attempt { outcome: verdict.clone(), checkpoint: Some(id.to_string()), retry: repairs, ..base })?;
     reporter.attempt(&verdict, &format!("checkpoint {}{detail}", id.short()));
     let attempts = log.count;
-    state::clear(&dir)?;
+    state::clear(dir)?;
     Ok(ApplyOutcome::Checkpoint { id: id.to_string(), transformation: t.name.clone(), verdict, best_ms, speedup_over_parent, attempts })
+}
+
+/// How validation (or, deferred, the compile check) judged a candidate.
+enum Judgement {
+    Accepted(Judged),
+    /// The verdict, and where validation caught it: the 1-based sample (in validation
+    /// order) and the validator, for the attempts log (`peak report`'s evaluation depth).
+    Rejected {
+        verdict: Verdict,
+        caught: Option<(u32, Option<String>)>,
+    },
+}
+
+/// Judge `candidate`: compile-check it where the apply is deferred, else validate it against
+/// `root` on sampled execution parameters (drawing more where the launch script pruned them
+/// all) and sanitize right outputs as `plan` says. Adds the time it took to `validation_s`.
+fn judge(
+    candidate: &Context,
+    root: &Context,
+    options: &ApplyOptions,
+    plan: &Plan,
+    workers: &mut Workers,
+    reporter: &dyn ApplyReporter,
+    validation_s: &mut f64,
+) -> Result<Judgement> {
+    let space = validation_space(candidate, &options.settings.set)?;
+    let mut picked = samples(&space, options.settings.samples, options.settings.seed);
+    let started = std::time::Instant::now();
+    // Where validation first caught the failure: the 1-based sample (in validation
+    // order) and the validator, for the attempts log (`peak report`'s evaluation depth).
+    let mut caught: Option<(u32, Option<String>)> = None;
+    let verdict = match &options.defer {
+        Some(defer) => {
+            reporter.stage("compile-check");
+            let check = defer::compile_check(workers, candidate, &picked, defer)?;
+            *validation_s += started.elapsed().as_secs_f64();
+            match check.failure() {
+                None => return Ok(Judgement::Accepted(Judged::Deferred(check))),
+                Some(verdict) => verdict,
+            }
+        }
+        None => {
+            reporter.stage("validate");
+            let cache_dir = options.settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
+            let mut validators: Vec<Box<dyn Validator>> = vec![Box::new(OutputValidator::new(root.clone(), ReferenceStore::new(cache_dir.join("references"))))];
+            let mut report = peak_eval::validate(workers, candidate, &picked, &mut validators, reporter.validation())?;
+            // Samples the launch script pruned at the validation sizes say nothing of the
+            // kernel: where all were, draw others (never one already tried) before
+            // calling the step inconclusive.
+            let mut tried: Vec<ExecParams> = picked.iter().map(|s| s.params.clone()).collect();
+            for round in 1..=RESAMPLE_ROUNDS {
+                if report.outcome != Validation::Inconclusive {
+                    break;
+                }
+                // Twice as many each round: a space the launch script prunes to a few
+                // points is still found in three rounds.
+                let want = options.settings.samples << round;
+                let fresh: Vec<Sample> = samples(&space, want * 4, options.settings.seed.wrapping_add(round))
+                    .into_iter()
+                    .filter(|s| !tried.contains(&s.params))
+                    .take(want)
+                    .collect();
+                if fresh.is_empty() {
+                    break;
+                }
+                tried.extend(fresh.iter().map(|s| s.params.clone()));
+                picked = fresh;
+                report = peak_eval::validate(workers, candidate, &picked, &mut validators, reporter.validation())?;
+            }
+            let sanitized = plan.after_outputs(report.outcome, workers, candidate, &space, &picked, options.settings.sanitizer.samples)?;
+            *validation_s += started.elapsed().as_secs_f64();
+            match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
+                (_, Some(finding)) => {
+                    let at = sanitized.as_ref().and_then(|r| r.samples.iter().position(|s| s.verdict.is_failure()));
+                    caught = at.map(|i| (i as u32 + 1, Some("sanitizer".to_string())));
+                    finding
+                }
+                (Validation::Passed, None) => return Ok(Judgement::Accepted(Judged::Validated { report, sanitized })),
+                (Validation::Inconclusive, None) => {
+                    Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing ran".into() }
+                }
+                (Validation::Failed, None) => {
+                    let (i, sample) =
+                        report.samples.iter().enumerate().find(|(_, s)| s.verdict.is_failure()).expect("a failed validation has a failing sample");
+                    // A compile error, crash or time-out is the compiler's or the runner's
+                    // (left unnamed here); anything else, the failing check's validator.
+                    let validator = match sample.verdict {
+                        Verdict::CompileFailed { .. } | Verdict::LaunchFailed { .. } | Verdict::Crashed { .. } | Verdict::TimedOut { .. } => None,
+                        _ => sample.checks.iter().find(|c| c.verdict.is_failure()).map(|c| c.validator.clone()),
+                    };
+                    caught = Some((i as u32 + 1, validator));
+                    sample.verdict.clone()
+                }
+            }
+        }
+    };
+    Ok(Judgement::Rejected { verdict, caught })
+}
+
+/// What the executor is told about a rejected candidate, for its repair.
+fn feedback_for(verdict: &Verdict) -> Feedback {
+    match verdict {
+        Verdict::CompileFailed { log, message, .. } => Feedback::CompileError(if log.is_empty() { message.clone() } else { log.clone() }),
+        Verdict::WrongOutput(_) | Verdict::ModifiedInput { .. } => Feedback::WrongOutput(verdict.summary()),
+        Verdict::SanitizerFinding { findings } => Feedback::RuntimeError(sanitize::feedback(findings)),
+        _ => Feedback::RuntimeError(verdict.summary()),
+    }
 }
 
 /// What ended the repair loop: a candidate validated on the device (and sanitized), or
