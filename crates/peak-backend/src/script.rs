@@ -162,8 +162,21 @@ fn invalid<T>(ctx: &NativeCallContext, reason: String) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(InvalidMarker(reason)), ctx.call_position())))
 }
 
+/// The engine a launch script runs in: the sandbox's limits, then peak's API by kind, each
+/// function recording into `plan` with the script's line counted from `first_line`.
 fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction], first_line: usize) -> Engine {
     let mut engine = Engine::new();
+    sandbox(&mut engine, plan);
+    register_values(&mut engine);
+    register_buffers(&mut engine, plan, first_line);
+    register_launch(&mut engine, plan, first_line);
+    register_extensions(&mut engine, plan, extensions, first_line);
+    engine
+}
+
+/// No `eval`, caps on operations, call depth and collection sizes, and the script's
+/// `print` kept in the plan (so a person can read it) rather than on the worker's stdout.
+fn sandbox(engine: &mut Engine, plan: &Arc<Mutex<LaunchPlan>>) {
     engine.disable_symbol("eval");
     engine.set_max_operations(MAX_OPERATIONS);
     engine.set_max_call_levels(32);
@@ -193,6 +206,11 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
         array.resize(len, item);
         Ok(())
     });
+}
+
+/// The value side of the API: the buffer and kernel-argument types, grid arithmetic, the
+/// typed scalar arguments (`i32(x)` ...) and `invalid(reason)`.
+fn register_values(engine: &mut Engine) {
     engine.register_type_with_name::<ScriptBuffer>("Buffer");
     engine.register_get("len", |b: &mut ScriptBuffer| b.count as i64);
     engine.register_type_with_name::<TypedArg>("KernelArg");
@@ -207,7 +225,11 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
     engine.register_fn("f32", |x: f64| TypedArg(PlanArg::F32(x as f32)));
     engine.register_fn("f32", |x: i64| TypedArg(PlanArg::F32(x as f32)));
     engine.register_fn("invalid", |ctx: NativeCallContext, reason: ImmutableString| -> RhaiResult<()> { invalid(&ctx, reason.to_string()) });
+}
 
+/// Buffers: `alloc` (a scratch buffer) and the device-side `fill` and `copy` steps, each
+/// refusing what cannot work (an unknown type, an oversized buffer, a short destination).
+fn register_buffers(engine: &mut Engine, plan: &Arc<Mutex<LaunchPlan>>, first_line: usize) {
     {
         let plan = plan.clone();
         engine.register_fn("alloc", move |ctx: NativeCallContext, dtype: ImmutableString, count: i64| -> RhaiResult<ScriptBuffer> {
@@ -249,7 +271,11 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
             Ok(())
         });
     }
+}
 
+/// `launch(kernel, grid, block, shared_bytes, args...)`, once per argument count (Rhai
+/// functions have a fixed arity).
+fn register_launch(engine: &mut Engine, plan: &Arc<Mutex<LaunchPlan>>, first_line: usize) {
     for extra in 0..=MAX_KERNEL_ARGS {
         let plan = plan.clone();
         let mut types = vec![TypeId::of::<ImmutableString>(), TypeId::of::<Dynamic>(), TypeId::of::<Dynamic>(), TypeId::of::<i64>()];
@@ -269,7 +295,11 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
             Ok(())
         });
     }
+}
 
+/// The backend's own functions ([`crate::backend::Backend::script_functions`]), each
+/// recording an op in the phase it asks for, or standing as a kernel argument.
+fn register_extensions(engine: &mut Engine, plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction], first_line: usize) {
     for function in extensions {
         let plan = plan.clone();
         let f = function.clone();
@@ -290,7 +320,6 @@ fn sandboxed_engine(plan: &Arc<Mutex<LaunchPlan>>, extensions: &[ScriptFunction]
             })
         });
     }
-    engine
 }
 
 /// Elements inside a value's nested arrays (0 for anything else).

@@ -16,7 +16,7 @@ use crate::yardstick::Ask;
 use super::compile::{Compiled, ModuleCache, Prepared, prepare};
 use super::execute::{Executed, InputCache, InputSource, check_compiled, execute, run_yardstick};
 use super::outputs::{ReferenceCache, finish, looks_wrong};
-use super::protocol::{FAULT_EXIT, FailureKind, Message, PROTOCOL_VERSION, Request};
+use super::protocol::{FAULT_EXIT, Failure, FailureKind, Message, PROTOCOL_VERSION, Request, RunReport};
 use super::recycler::Recycler;
 
 /// Tell the parent the backend could not open, then return (the caller exits).
@@ -52,134 +52,77 @@ pub fn refuse(reason: &str) -> std::io::Result<()> {
 /// one of them must be run again, which this device cannot do now, the worker exits
 /// without answering the fault, and the parent resends its jobs one at a time.
 pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
-    let out = Mutex::new(protocol_stdout()?);
-    let send = |message: &Message| {
-        let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
+    let worker = Worker {
+        backend,
+        out: Mutex::new(protocol_stdout()?),
+        runs: RunQueue::default(),
+        modules: Mutex::new(ModuleCache::default()),
+        references: Mutex::new(ReferenceCache::default()),
+    };
+    worker.send(&Message::Ready { protocol: PROTOCOL_VERSION, pid: std::process::id(), device: backend.device().clone() });
+
+    let (compilers, finishers) = thread_counts();
+    let (compile_tx, compile_rx) = mpsc::channel::<Request>();
+    let compile_rx = Mutex::new(compile_rx);
+    let (finish_tx, finish_rx) = mpsc::channel::<(Request, Executed)>();
+    let finish_rx = Mutex::new(finish_rx);
+
+    std::thread::scope(|scope| {
+        let worker = &worker;
+        for _ in 0..compilers {
+            scope.spawn(|| worker.compile_requests(&compile_rx));
+        }
+        // The run thread owns the finishers' sender: when it ends, so do they.
+        scope.spawn(move || worker.run_jobs(finish_tx));
+        for _ in 0..finishers {
+            scope.spawn(|| worker.finish_jobs(&finish_rx));
+        }
+        worker.read_requests(compile_tx);
+    });
+    Ok(())
+}
+
+/// How many compile threads (one per core, or `PEAK_COMPILE_THREADS`) and finish threads
+/// (a quarter of the cores, 1 to 4: comparing outputs is cheap next to a compile).
+fn thread_counts() -> (usize, usize) {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let compilers = std::env::var("PEAK_COMPILE_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(cores).max(1);
+    let finishers = (cores / 4).clamp(1, 4);
+    (compilers, finishers)
+}
+
+/// What the worker's threads share: the backend, the protocol's stdout, the run thread's
+/// queue and the caches of compiled modules and reference outputs.
+struct Worker<'a> {
+    backend: &'a dyn Backend,
+    out: Mutex<BufWriter<File>>,
+    runs: RunQueue,
+    modules: Mutex<ModuleCache>,
+    references: Mutex<ReferenceCache>,
+}
+
+/// A compiled job the run thread is about to run, and where its inputs come from.
+struct ToRun {
+    request: Request,
+    ctx: Arc<Context>,
+    compiled: Arc<Compiled>,
+    source: InputSource,
+    waits: StageTimes,
+}
+
+impl Worker<'_> {
+    /// Send one message to the parent, from any thread.
+    fn send(&self, message: &Message) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         // A closed pipe means the parent is gone; nothing useful is left to do.
         if write_message(&mut *out, message).is_err() {
             std::process::exit(0);
         }
-    };
-    send(&Message::Ready { protocol: PROTOCOL_VERSION, pid: std::process::id(), device: backend.device().clone() });
+    }
 
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let compilers = std::env::var("PEAK_COMPILE_THREADS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(cores).max(1);
-    let finishers = (cores / 4).clamp(1, 4);
-    let (compile_tx, compile_rx) = mpsc::channel::<Request>();
-    let compile_rx = Mutex::new(compile_rx);
-    let runs = RunQueue::default();
-    let (finish_tx, finish_rx) = mpsc::channel::<(Request, Executed)>();
-    let finish_rx = Mutex::new(finish_rx);
-    let modules = Mutex::new(ModuleCache::default());
-    let references = Mutex::new(ReferenceCache::default());
-
-    std::thread::scope(|scope| {
-        let runs = &runs;
-        for _ in 0..compilers {
-            scope.spawn(|| {
-                loop {
-                    let next = compile_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(request) = next else { break };
-                    let prepared = prepare(backend, &request.job, &modules);
-                    runs.compiled(request, prepared);
-                }
-            });
-        }
-        scope.spawn(move || {
-            let recycler = Recycler::new(backend);
-            let mut inputs = InputCache::default();
-            // When the device thread last finished a job: what it waits after that is the
-            // next job's (none for the first, which has nothing to wait after).
-            let mut idle_since: Option<Instant> = None;
-            while let Some((next, idle)) = runs.next(idle_since) {
-                let waits = StageTimes { request_wait_ms: idle.request_ms, compile_wait_ms: idle.compile_ms, ..StageTimes::default() };
-                let (request, ctx, compiled, source, mut waits) = match next {
-                    Next::Yardstick(request, ask) => {
-                        // The kept input copies would only crowd the device's memory.
-                        inputs.forget_device_copies(&recycler);
-                        send(&Message::Started { id: request.id, kept_inputs: false });
-                        let result = run_yardstick(backend, &request.job, ask);
-                        if matches!(&result, Err(f) if f.category == FailureKind::Crashed) {
-                            // As for a kernel's fault below: the jobs that ran before it first.
-                            if !runs.settle() {
-                                send(&Message::Done { id: request.id, result });
-                            }
-                            std::process::exit(FAULT_EXIT);
-                        }
-                        send(&Message::Done { id: request.id, result });
-                        idle_since = Some(Instant::now());
-                        continue;
-                    }
-                    Next::New(request, prepared) => {
-                        let (ctx, compiled) = match prepared {
-                            Err(failure) => {
-                                send(&Message::Done { id: request.id, result: Err(failure) });
-                                idle_since = Some(Instant::now());
-                                continue;
-                            }
-                            Ok(prepared) => prepared,
-                        };
-                        if request.job.compile_only {
-                            let result = check_compiled(&recycler, &ctx, &compiled, &request.job);
-                            send(&Message::Done { id: request.id, result });
-                            idle_since = Some(Instant::now());
-                            continue;
-                        }
-                        (request, ctx, compiled, InputSource::Kept, waits)
-                    }
-                    Next::Again(again) => {
-                        // The kept copies may be what went wrong: the next jobs write new ones.
-                        inputs.forget_device_copies(&recycler);
-                        let mut earlier = again.earlier;
-                        earlier.add(&waits);
-                        (again.request, again.ctx, again.compiled, InputSource::Host, earlier)
-                    }
-                };
-                if source == InputSource::Host {
-                    waits.reruns += 1;
-                }
-                let kept_inputs = source == InputSource::Kept && inputs.holds_copies_for(&ctx, &request.job);
-                send(&Message::Started { id: request.id, kept_inputs });
-                let executed = execute(&recycler, &ctx, &compiled, &request.job, &mut inputs, source, waits);
-                idle_since = Some(Instant::now());
-                match executed {
-                    Ok(executed) => {
-                        runs.finishing(executed.inputs_kept);
-                        let _ = finish_tx.send((request, executed));
-                    }
-                    Err(failure) if failure.category == FailureKind::Crashed => {
-                        // Nothing more runs on a device that faulted. The jobs that ran
-                        // before it are answered first; if one of them must run again,
-                        // which this device cannot do, dying unanswered makes the parent
-                        // resend them all one at a time, each on a fresh worker.
-                        if !runs.settle() {
-                            send(&Message::Done { id: request.id, result: Err(failure) });
-                        }
-                        std::process::exit(FAULT_EXIT);
-                    }
-                    Err(failure) => send(&Message::Done { id: request.id, result: Err(failure) }),
-                }
-            }
-            inputs.forget_device_copies(&recycler);
-        });
-        for _ in 0..finishers {
-            scope.spawn(|| {
-                loop {
-                    let next = finish_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok((request, executed)) = next else { break };
-                    let inputs_kept = executed.inputs_kept;
-                    let (ctx, compiled) = (executed.ctx.clone(), executed.compiled.clone());
-                    let report = finish(executed, &request.job.outputs, &references);
-                    if inputs_kept && looks_wrong(&report) {
-                        runs.again(Again { request, ctx, compiled, earlier: report.stages });
-                        continue;
-                    }
-                    send(&Message::Done { id: request.id, result: Ok(report) });
-                    runs.finished(inputs_kept);
-                }
-            });
-        }
-
+    /// Read requests from stdin until it closes: yardsticks straight to the run thread,
+    /// the rest to the compile threads. Ends the compile threads and closes the run queue.
+    fn read_requests(&self, compile_tx: mpsc::Sender<Request>) {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
             let Ok(line) = line else { break };
@@ -188,9 +131,9 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
             }
             match serde_json::from_str::<Request>(&line) {
                 // Nothing to compile: straight to the device thread.
-                Ok(request) if request.job.yardstick.is_some() => runs.yardstick(request),
+                Ok(request) if request.job.yardstick.is_some() => self.runs.yardstick(request),
                 Ok(request) => {
-                    runs.requested();
+                    self.runs.requested();
                     let _ = compile_tx.send(request);
                 }
                 Err(e) => {
@@ -201,9 +144,122 @@ pub fn serve(backend: &dyn Backend) -> std::io::Result<()> {
             }
         }
         drop(compile_tx);
-        runs.close();
-    });
-    Ok(())
+        self.runs.close();
+    }
+
+    /// A compile thread: compile requests until they end, handing each to the run queue
+    /// as soon as its compile ends.
+    fn compile_requests(&self, compile_rx: &Mutex<mpsc::Receiver<Request>>) {
+        loop {
+            let next = compile_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+            let Ok(request) = next else { break };
+            let prepared = prepare(self.backend, &request.job, &self.modules);
+            self.runs.compiled(request, prepared);
+        }
+    }
+
+    /// The run thread: take jobs from the run queue one at a time until it ends, run them
+    /// on the device and hand what ran to the finishers.
+    fn run_jobs(&self, finish_tx: mpsc::Sender<(Request, Executed)>) {
+        let recycler = Recycler::new(self.backend);
+        let mut inputs = InputCache::default();
+        // When the device thread last finished a job: what it waits after that is the
+        // next job's (none for the first, which has nothing to wait after).
+        let mut idle_since: Option<Instant> = None;
+        while let Some((next, idle)) = self.runs.next(idle_since) {
+            let waits = StageTimes { request_wait_ms: idle.request_ms, compile_wait_ms: idle.compile_ms, ..StageTimes::default() };
+            let Some(job) = self.to_run(next, waits, &recycler, &mut inputs) else {
+                idle_since = Some(Instant::now());
+                continue;
+            };
+            let request = job.request;
+            let kept_inputs = job.source == InputSource::Kept && inputs.holds_copies_for(&job.ctx, &request.job);
+            self.send(&Message::Started { id: request.id, kept_inputs });
+            let executed = execute(&recycler, &job.ctx, &job.compiled, &request.job, &mut inputs, job.source, job.waits);
+            idle_since = Some(Instant::now());
+            match executed {
+                Ok(executed) => {
+                    self.runs.finishing(executed.inputs_kept);
+                    let _ = finish_tx.send((request, executed));
+                }
+                Err(failure) if failure.category == FailureKind::Crashed => self.exit_after_fault(request.id, Err(failure)),
+                Err(failure) => self.send(&Message::Done { id: request.id, result: Err(failure) }),
+            }
+        }
+        inputs.forget_device_copies(&recycler);
+    }
+
+    /// The job `next` brings, ready to run on the device; `None` when the run thread has
+    /// answered it already (a yardstick, a failed compile, a `compile_only` job).
+    fn to_run(&self, next: Next, waits: StageTimes, recycler: &Recycler<'_>, inputs: &mut InputCache) -> Option<ToRun> {
+        match next {
+            Next::Yardstick(request, ask) => {
+                self.time_yardstick(request, ask, recycler, inputs);
+                None
+            }
+            Next::New(request, Err(failure)) => {
+                self.send(&Message::Done { id: request.id, result: Err(failure) });
+                None
+            }
+            Next::New(request, Ok((ctx, compiled))) => {
+                if request.job.compile_only {
+                    let result = check_compiled(recycler, &ctx, &compiled, &request.job);
+                    self.send(&Message::Done { id: request.id, result });
+                    return None;
+                }
+                Some(ToRun { request, ctx, compiled, source: InputSource::Kept, waits })
+            }
+            Next::Again(again) => {
+                // The kept copies may be what went wrong: the next jobs write new ones.
+                inputs.forget_device_copies(recycler);
+                let mut earlier = again.earlier;
+                earlier.add(&waits);
+                earlier.reruns += 1;
+                Some(ToRun { request: again.request, ctx: again.ctx, compiled: again.compiled, source: InputSource::Host, waits: earlier })
+            }
+        }
+    }
+
+    /// Time a yardstick job and answer it; a fault ends the worker as a kernel's does.
+    fn time_yardstick(&self, request: Request, ask: Ask, recycler: &Recycler<'_>, inputs: &mut InputCache) {
+        // The kept input copies would only crowd the device's memory.
+        inputs.forget_device_copies(recycler);
+        self.send(&Message::Started { id: request.id, kept_inputs: false });
+        let result = run_yardstick(self.backend, &request.job, ask);
+        if matches!(&result, Err(f) if f.category == FailureKind::Crashed) {
+            self.exit_after_fault(request.id, result);
+        }
+        self.send(&Message::Done { id: request.id, result });
+    }
+
+    /// Nothing more runs on a device that faulted. The jobs that ran before it are
+    /// answered first; if one of them must run again, which this device cannot do, dying
+    /// unanswered makes the parent resend them all one at a time, each on a fresh worker.
+    fn exit_after_fault(&self, id: u64, result: Result<RunReport, Failure>) -> ! {
+        if !self.runs.settle() {
+            self.send(&Message::Done { id, result });
+        }
+        std::process::exit(FAULT_EXIT);
+    }
+
+    /// A finish thread: judge the outputs of jobs that ran until the run thread ends, and
+    /// answer each, or send it back to run again from the host where kept inputs may have
+    /// spoiled its outputs.
+    fn finish_jobs(&self, finish_rx: &Mutex<mpsc::Receiver<(Request, Executed)>>) {
+        loop {
+            let next = finish_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+            let Ok((request, executed)) = next else { break };
+            let inputs_kept = executed.inputs_kept;
+            let (ctx, compiled) = (executed.ctx.clone(), executed.compiled.clone());
+            let report = finish(executed, &request.job.outputs, &self.references);
+            if inputs_kept && looks_wrong(&report) {
+                self.runs.again(Again { request, ctx, compiled, earlier: report.stages });
+                continue;
+            }
+            self.send(&Message::Done { id: request.id, result: Ok(report) });
+            self.runs.finished(inputs_kept);
+        }
+    }
 }
 
 /// A job to run again from the host: its outputs failed their comparison on inputs copied
