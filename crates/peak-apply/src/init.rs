@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use indexmap::IndexMap;
 use peak_eval::tune::Entry;
-use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, time_yardstick, tune_context, tuning_run_options};
+use peak_eval::{StrategyKind, TuneOptions, TuneReporter, TuneSetup, Workers, default_cache_dir, time_yardstick, tune_context};
 use peak_record::{CurvePoint, PerformanceRecord, Ranked, Record, ReferenceRecord, Run};
 use peak_spec::{Context, ExecParams, Space};
 use peak_workflow::{ROOT_TAG, RootInput, Workflow};
@@ -137,26 +137,15 @@ pub fn measure(
     reporter: &dyn TuneReporter,
 ) -> Result<PerformanceRecord> {
     let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
-    let setup = TuneSetup {
-        context: ctx,
-        space,
-        reference,
-        cache_dir: &cache_dir,
-        no_cache: false,
-        no_validation: false,
-        run: tuning_run_options(),
-        options: TuneOptions {
-            strategy: StrategyKind::Auto,
-            budget: settings.tuning.budget,
-            time_limit: settings.tuning.time_limit,
-            top_k: 128,
-            seed: settings.seed,
-            start_from,
-        },
-        timeout: None,
-        prune_spills: true,
-        in_flight: None,
+    let options = TuneOptions {
+        strategy: StrategyKind::Auto,
+        budget: settings.tuning.budget,
+        time_limit: settings.tuning.time_limit,
+        top_k: 128,
+        seed: settings.seed,
+        start_from,
     };
+    let setup = TuneSetup { prune_spills: true, ..TuneSetup::new(ctx, space, reference, &cache_dir, options) };
     let report = tune_context(workers, &setup, reporter)?;
     let runs: Vec<Run> = report
         .runs

@@ -65,9 +65,33 @@ pub struct TuneSetup<'a> {
     pub run: RunOptions,
     pub options: TuneOptions,
     pub timeout: Option<Duration>,
+    /// Prune configurations whose kernels spill registers, as a workflow's tuning does
+    /// (`peak_apply::measure`); an ad-hoc `peak tune` or MCP `tune` keeps them unless asked.
     pub prune_spills: bool,
     /// Override how many configurations stay in flight (default: the pool's).
     pub in_flight: Option<usize>,
+}
+
+impl<'a> TuneSetup<'a> {
+    /// A search of `space` with `options`, outputs judged against `reference` (or the
+    /// context's own first configuration), results cached under `cache_dir`, timed with
+    /// [`tuning_run_options`], no per-run time-out, spills kept, the pool's flight size:
+    /// what every caller starts from, changing only what it means to.
+    pub fn new(context: &'a Context, space: &'a Space, reference: Option<&'a Context>, cache_dir: &'a Path, options: TuneOptions) -> TuneSetup<'a> {
+        TuneSetup {
+            context,
+            space,
+            reference,
+            cache_dir,
+            no_cache: false,
+            no_validation: false,
+            run: tuning_run_options(),
+            options,
+            timeout: None,
+            prune_spills: false,
+            in_flight: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

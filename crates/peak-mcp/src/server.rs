@@ -17,10 +17,7 @@ use peak_backend::worker::PoolOptions;
 use peak_backend::worker::launcher::Placement;
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::validate::{Outcome as Validation, samples};
-use peak_eval::{
-    OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, ValidationReport, Validator, Workers, default_cache_dir, tune_context,
-    tuning_run_options,
-};
+use peak_eval::{OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, ValidationReport, Validator, Workers, default_cache_dir, tune_context};
 use peak_spec::{Context, Region};
 use peak_transform::Library;
 use peak_workflow::Workflow;
@@ -612,26 +609,15 @@ impl PeakServer {
             let strategy: StrategyKind = p.strategy.as_deref().unwrap_or("auto").parse().map_err(|e: String| anyhow!("strategy: {e}"))?;
             let top = p.top.unwrap_or(5).max(1);
             let cache_dir = settings.cache_dir.clone().unwrap_or_else(default_cache_dir);
-            let setup = TuneSetup {
-                context: &target.ctx,
-                space: &space,
-                reference: reference.as_ref().map(Reference::context),
-                cache_dir: &cache_dir,
-                no_cache: false,
-                no_validation: false,
-                run: tuning_run_options(),
-                options: TuneOptions {
-                    strategy,
-                    budget: p.limits.budget,
-                    time_limit: p.limits.time_limit_s.map(Duration::from_secs_f64),
-                    top_k: top,
-                    seed: p.sampling.seed.unwrap_or(1),
-                    start_from: Vec::new(),
-                },
-                timeout: None,
-                prune_spills: false,
-                in_flight: None,
+            let options = TuneOptions {
+                strategy,
+                budget: p.limits.budget,
+                time_limit: p.limits.time_limit_s.map(Duration::from_secs_f64),
+                top_k: top,
+                seed: p.sampling.seed.unwrap_or(1),
+                start_from: Vec::new(),
             };
+            let setup = TuneSetup::new(&target.ctx, &space, reference.as_ref().map(Reference::context), &cache_dir, options);
             let mut workers = settings.workers_for(&p.placement);
             let report = tune_context(&mut workers, &setup, progress)?;
             let text = render::tune_text(&target.label, &target.ctx, &report);

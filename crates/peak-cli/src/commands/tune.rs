@@ -57,25 +57,15 @@ pub fn run(args: TuneArgs, placement: &Placement) -> Result<()> {
     run.flush_cache = args.cache.flush();
     let cache_dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
     let timeout = Duration::from_secs_f64(args.timeout);
+    let options =
+        TuneOptions { strategy, budget: args.budget, time_limit: args.time.map(Duration::from_secs_f64), top_k: args.top.max(1), seed: args.seed, start_from };
     let setup = TuneSetup {
-        context: &ctx,
-        space: &space,
-        reference: reference.as_ref(),
-        cache_dir: &cache_dir,
         no_cache: args.no_cache,
         no_validation: args.no_validate,
         run,
-        options: TuneOptions {
-            strategy,
-            budget: args.budget,
-            time_limit: args.time.map(Duration::from_secs_f64),
-            top_k: args.top.max(1),
-            seed: args.seed,
-            start_from,
-        },
         timeout: Some(timeout),
         prune_spills: args.prune_spills,
-        in_flight: None,
+        ..TuneSetup::new(&ctx, &space, reference.as_ref(), &cache_dir, options)
     };
     let mut workers = Workers::peak(PoolOptions { run_timeout: timeout, ..PoolOptions::default() }, placement.clone());
     let bar = Bar::new(!args.json);
