@@ -121,6 +121,163 @@ pub fn list_devices() -> Result<Vec<VulkanDevice>, BackendError> {
     result
 }
 
+/// The physical device to open: the one [`DEVICE_ENV`] names, else the best usable one.
+fn choose_device(instance: &ash::Instance) -> Result<vk::PhysicalDevice, BackendError> {
+    // SAFETY: the instance is valid.
+    let physicals = unsafe { instance.enumerate_physical_devices() }.map_err(|e| unavailable(format!("listing Vulkan devices failed: {e}"), LOADER_HINT))?;
+    if physicals.is_empty() {
+        return Err(unavailable("the Vulkan loader found no device (no driver / ICD)", LOADER_HINT));
+    }
+    let described: Vec<VulkanDevice> = physicals.iter().enumerate().map(|(i, p)| describe(instance, i, *p)).collect();
+    let index = match std::env::var(DEVICE_ENV) {
+        Ok(spec) => named_device(&spec, &described)?,
+        Err(_) => best_device(&described)?,
+    };
+    Ok(physicals[index])
+}
+
+/// The index `spec` (the value of [`DEVICE_ENV`]) names, refused unless peak can use
+/// that device: a person who names a device wants that one or an error, not another.
+fn named_device(spec: &str, described: &[VulkanDevice]) -> Result<usize, BackendError> {
+    let i: usize =
+        spec.trim().parse().map_err(|_| unavailable(format!("{DEVICE_ENV}={spec} is not a device index"), "run `vulkaninfo --summary` to see the indices"))?;
+    let d = described
+        .get(i)
+        .ok_or_else(|| unavailable(format!("{DEVICE_ENV}={i}, but there are {} devices", described.len()), "run `vulkaninfo --summary` to see the indices"))?;
+    if let Some(why) = &d.unusable {
+        return Err(unavailable(format!("device {i} ({}) {why}", d.name), "choose another device"));
+    }
+    Ok(i)
+}
+
+/// The first usable device of the fastest kind: discrete, integrated, virtual, CPU.
+fn best_device(described: &[VulkanDevice]) -> Result<usize, BackendError> {
+    let rank = |kind: &str| ["discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"].iter().position(|k| *k == kind).unwrap_or(5);
+    let best = described.iter().filter(|d| d.unusable.is_none()).min_by_key(|d| (rank(&d.kind), d.index));
+    match best {
+        Some(d) => Ok(d.index),
+        None => {
+            let why = described.iter().map(|d| format!("{}: {}", d.name, d.unusable.as_deref().unwrap_or(""))).collect::<Vec<_>>().join("; ");
+            Err(unavailable(format!("no usable Vulkan device ({why})"), LOADER_HINT))
+        }
+    }
+}
+
+/// The optional features a device has, with the uniform-buffer companions of the 16- and
+/// 8-bit storage features, which are enabled alongside those where the device has them.
+struct Supported {
+    enabled: Vec<Feature>,
+    uniform_and_storage16: bool,
+    uniform_and_storage8: bool,
+}
+
+/// Which optional features the device has.
+fn supported_features(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Supported {
+    let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut v11).push_next(&mut v12);
+    // SAFETY: the structure chain lives until the call returns.
+    unsafe { instance.get_physical_device_features2(physical, &mut f2) };
+    let base = f2.features;
+    let have = |f: Feature| match f {
+        Feature::Float16 => v12.shader_float16 == vk::TRUE,
+        Feature::Float64 => base.shader_float64 == vk::TRUE,
+        Feature::Int64 => base.shader_int64 == vk::TRUE,
+        Feature::Int16 => base.shader_int16 == vk::TRUE,
+        Feature::Int8 => v12.shader_int8 == vk::TRUE,
+        Feature::StorageBuffer16Bit => v11.storage_buffer16_bit_access == vk::TRUE,
+        Feature::PushConstant16Bit => v11.storage_push_constant16 == vk::TRUE,
+        Feature::StorageBuffer8Bit => v12.storage_buffer8_bit_access == vk::TRUE,
+    };
+    let all = [
+        Feature::Float16,
+        Feature::Float64,
+        Feature::Int64,
+        Feature::Int16,
+        Feature::Int8,
+        Feature::StorageBuffer16Bit,
+        Feature::PushConstant16Bit,
+        Feature::StorageBuffer8Bit,
+    ];
+    let enabled: Vec<Feature> = all.into_iter().filter(|f| have(*f)).collect();
+    Supported {
+        enabled,
+        uniform_and_storage16: v11.uniform_and_storage_buffer16_bit_access == vk::TRUE,
+        uniform_and_storage8: v12.uniform_and_storage_buffer8_bit_access == vk::TRUE,
+    }
+}
+
+/// The logical device with one compute queue in `queue_family` and every supported
+/// optional feature enabled (kernels that need one compile only where it is on).
+fn create_device(instance: &ash::Instance, physical: vk::PhysicalDevice, queue_family: u32, supported: &Supported) -> Result<ash::Device, BackendError> {
+    let on = |f: Feature| if supported.enabled.contains(&f) { vk::TRUE } else { vk::FALSE };
+    let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
+        .storage_buffer16_bit_access(on(Feature::StorageBuffer16Bit) == vk::TRUE)
+        .uniform_and_storage_buffer16_bit_access(on(Feature::StorageBuffer16Bit) == vk::TRUE && supported.uniform_and_storage16)
+        .storage_push_constant16(on(Feature::PushConstant16Bit) == vk::TRUE);
+    let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
+        .shader_float16(on(Feature::Float16) == vk::TRUE)
+        .shader_int8(on(Feature::Int8) == vk::TRUE)
+        .storage_buffer8_bit_access(on(Feature::StorageBuffer8Bit) == vk::TRUE)
+        .uniform_and_storage_buffer8_bit_access(on(Feature::StorageBuffer8Bit) == vk::TRUE && supported.uniform_and_storage8);
+    let want = vk::PhysicalDeviceFeatures::default()
+        .shader_float64(on(Feature::Float64) == vk::TRUE)
+        .shader_int64(on(Feature::Int64) == vk::TRUE)
+        .shader_int16(on(Feature::Int16) == vk::TRUE);
+    let mut want2 = vk::PhysicalDeviceFeatures2::default().features(want).push_next(&mut want11).push_next(&mut want12);
+    let priorities = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
+    let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut want2);
+    // SAFETY: every structure the create info points to outlives the call.
+    unsafe { instance.create_device(physical, &info, None) }.map_err(check("creating the Vulkan device"))
+}
+
+/// What [`Gpu`] keeps of the device's properties, read in one chained query.
+struct DeviceProperties {
+    properties: vk::PhysicalDeviceProperties,
+    driver_name: String,
+    driver_info: String,
+    subgroup_size: u32,
+    /// NVIDIA's SM count, where the device reports it (`VK_NV_shader_sm_builtins`).
+    sm_count: Option<u32>,
+}
+
+fn device_properties(instance: &ash::Instance, physical: vk::PhysicalDevice) -> DeviceProperties {
+    // SAFETY: `physical` came from this instance; the chains live until the calls return.
+    unsafe {
+        let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+        let has_sm = instance
+            .enumerate_device_extension_properties(physical)
+            .map(|exts| exts.iter().any(|e| c_str(e.extension_name_as_c_str()) == "VK_NV_shader_sm_builtins"))
+            .unwrap_or(false);
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver).push_next(&mut subgroup);
+        if has_sm {
+            p2 = p2.push_next(&mut sm);
+        }
+        instance.get_physical_device_properties2(physical, &mut p2);
+        let properties = p2.properties;
+        DeviceProperties {
+            properties,
+            driver_name: c_str(driver.driver_name_as_c_str()),
+            driver_info: c_str(driver.driver_info_as_c_str()),
+            subgroup_size: subgroup.subgroup_size,
+            sm_count: has_sm.then_some(sm.shader_sm_count),
+        }
+    }
+}
+
+/// Vulkan has no portable count of compute units: NVIDIA reports its SMs; a CPU device
+/// (lavapipe) runs one thread per core; other GPUs report 1.
+fn compute_units(sm_count: Option<u32>, properties: &vk::PhysicalDeviceProperties) -> u32 {
+    match sm_count {
+        Some(n) if n > 0 => n,
+        _ if properties.device_type == vk::PhysicalDeviceType::CPU => std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
+        _ => 1,
+    }
+}
+
 /// The device features peak enables when the device has them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Features {
@@ -162,126 +319,15 @@ impl Gpu {
     }
 
     fn open_on(entry: ash::Entry, instance: ash::Instance) -> Result<Arc<Gpu>, BackendError> {
-        // SAFETY: the instance is valid.
-        let physicals =
-            unsafe { instance.enumerate_physical_devices() }.map_err(|e| unavailable(format!("listing Vulkan devices failed: {e}"), LOADER_HINT))?;
-        if physicals.is_empty() {
-            return Err(unavailable("the Vulkan loader found no device (no driver / ICD)", LOADER_HINT));
-        }
-        let described: Vec<VulkanDevice> = physicals.iter().enumerate().map(|(i, p)| describe(&instance, i, *p)).collect();
-        let index = match std::env::var(DEVICE_ENV) {
-            Ok(spec) => {
-                let i: usize = spec
-                    .trim()
-                    .parse()
-                    .map_err(|_| unavailable(format!("{DEVICE_ENV}={spec} is not a device index"), "run `vulkaninfo --summary` to see the indices"))?;
-                let d = described.get(i).ok_or_else(|| {
-                    unavailable(format!("{DEVICE_ENV}={i}, but there are {} devices", described.len()), "run `vulkaninfo --summary` to see the indices")
-                })?;
-                if let Some(why) = &d.unusable {
-                    return Err(unavailable(format!("device {i} ({}) {why}", d.name), "choose another device"));
-                }
-                i
-            }
-            Err(_) => {
-                let rank = |kind: &str| ["discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"].iter().position(|k| *k == kind).unwrap_or(5);
-                let best = described.iter().filter(|d| d.unusable.is_none()).min_by_key(|d| (rank(&d.kind), d.index));
-                match best {
-                    Some(d) => d.index,
-                    None => {
-                        let why = described.iter().map(|d| format!("{}: {}", d.name, d.unusable.as_deref().unwrap_or(""))).collect::<Vec<_>>().join("; ");
-                        return Err(unavailable(format!("no usable Vulkan device ({why})"), LOADER_HINT));
-                    }
-                }
-            }
-        };
-        let physical = physicals[index];
+        let physical = choose_device(&instance)?;
         let (queue_family, valid_bits) = compute_family(&instance, physical).expect("checked by describe");
-
-        // Which optional features the device has.
-        let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
-        let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
-        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut v11).push_next(&mut v12);
-        // SAFETY: the structure chain lives until the call returns.
-        unsafe { instance.get_physical_device_features2(physical, &mut f2) };
-        let base = f2.features;
-        let have = |f: Feature| match f {
-            Feature::Float16 => v12.shader_float16 == vk::TRUE,
-            Feature::Float64 => base.shader_float64 == vk::TRUE,
-            Feature::Int64 => base.shader_int64 == vk::TRUE,
-            Feature::Int16 => base.shader_int16 == vk::TRUE,
-            Feature::Int8 => v12.shader_int8 == vk::TRUE,
-            Feature::StorageBuffer16Bit => v11.storage_buffer16_bit_access == vk::TRUE,
-            Feature::PushConstant16Bit => v11.storage_push_constant16 == vk::TRUE,
-            Feature::StorageBuffer8Bit => v12.storage_buffer8_bit_access == vk::TRUE,
-        };
-        let all = [
-            Feature::Float16,
-            Feature::Float64,
-            Feature::Int64,
-            Feature::Int16,
-            Feature::Int8,
-            Feature::StorageBuffer16Bit,
-            Feature::PushConstant16Bit,
-            Feature::StorageBuffer8Bit,
-        ];
-        let enabled: Vec<Feature> = all.into_iter().filter(|f| have(*f)).collect();
-        let on = |f: Feature| if enabled.contains(&f) { vk::TRUE } else { vk::FALSE };
-
-        let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
-            .storage_buffer16_bit_access(on(Feature::StorageBuffer16Bit) == vk::TRUE)
-            .uniform_and_storage_buffer16_bit_access(on(Feature::StorageBuffer16Bit) == vk::TRUE && v11.uniform_and_storage_buffer16_bit_access == vk::TRUE)
-            .storage_push_constant16(on(Feature::PushConstant16Bit) == vk::TRUE);
-        let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
-            .shader_float16(on(Feature::Float16) == vk::TRUE)
-            .shader_int8(on(Feature::Int8) == vk::TRUE)
-            .storage_buffer8_bit_access(on(Feature::StorageBuffer8Bit) == vk::TRUE)
-            .uniform_and_storage_buffer8_bit_access(on(Feature::StorageBuffer8Bit) == vk::TRUE && v12.uniform_and_storage_buffer8_bit_access == vk::TRUE);
-        let want = vk::PhysicalDeviceFeatures::default()
-            .shader_float64(on(Feature::Float64) == vk::TRUE)
-            .shader_int64(on(Feature::Int64) == vk::TRUE)
-            .shader_int16(on(Feature::Int16) == vk::TRUE);
-        let mut want2 = vk::PhysicalDeviceFeatures2::default().features(want).push_next(&mut want11).push_next(&mut want12);
-        let priorities = [1.0f32];
-        let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
-        let info = vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut want2);
-        // SAFETY: every structure the create info points to outlives the call.
-        let device = unsafe { instance.create_device(physical, &info, None) }.map_err(check("creating the Vulkan device"))?;
+        let supported = supported_features(&instance, physical);
+        let device = create_device(&instance, physical, queue_family, &supported)?;
         // SAFETY: the device was created with one queue in this family.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
-
-        // SAFETY: `physical` came from this instance; the chains live until the calls return.
-        let (properties, driver_name, driver_info, subgroup_size, sm_count) = unsafe {
-            let mut driver = vk::PhysicalDeviceDriverProperties::default();
-            let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
-            let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
-            let has_sm = instance
-                .enumerate_device_extension_properties(physical)
-                .map(|exts| exts.iter().any(|e| c_str(e.extension_name_as_c_str()) == "VK_NV_shader_sm_builtins"))
-                .unwrap_or(false);
-            let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver).push_next(&mut subgroup);
-            if has_sm {
-                p2 = p2.push_next(&mut sm);
-            }
-            instance.get_physical_device_properties2(physical, &mut p2);
-            let properties = p2.properties;
-            (
-                properties,
-                c_str(driver.driver_name_as_c_str()),
-                c_str(driver.driver_info_as_c_str()),
-                subgroup.subgroup_size,
-                has_sm.then_some(sm.shader_sm_count),
-            )
-        };
-        // SAFETY: as above.
+        let DeviceProperties { properties, driver_name, driver_info, subgroup_size, sm_count } = device_properties(&instance, physical);
+        // SAFETY: `physical` came from this instance.
         let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
-        // Vulkan has no portable count of compute units: NVIDIA reports its SMs; a CPU
-        // device (lavapipe) runs one thread per core; other GPUs report 1.
-        let compute_units = match sm_count {
-            Some(n) if n > 0 => n,
-            _ if properties.device_type == vk::PhysicalDeviceType::CPU => std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1),
-            _ => 1,
-        };
         let timestamp_mask = if valid_bits >= 64 { u64::MAX } else { (1u64 << valid_bits) - 1 };
         let driver = format!("Vulkan {} / {} {} / driver {:#x}", version(properties.api_version), driver_name, driver_info, properties.driver_version);
         Ok(Arc::new(Gpu {
@@ -292,12 +338,12 @@ impl Gpu {
             queue_family,
             limits: properties.limits,
             memory,
-            features: Features { enabled },
+            features: Features { enabled: supported.enabled },
             timestamp_mask,
             properties,
             driver,
             subgroup_size: subgroup_size.max(1),
-            compute_units,
+            compute_units: compute_units(sm_count, &properties),
         }))
     }
 
