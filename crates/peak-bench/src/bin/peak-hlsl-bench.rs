@@ -241,22 +241,64 @@ fn tune(
     let candidates: Vec<ExecParams> = if in_space <= max_configs { space.iter().collect() } else { space.sample(max_configs, args.seed) };
     eprintln!("   {} configurations in the space, trying {}", in_space, candidates.len());
 
-    // Compile every candidate in parallel: glslang and the driver's pipeline compiler
-    // are the slow part, and they use one core each.
+    let modules = compile_all(backend, ctx, &candidates);
+    let tolerance = default_tolerance(DType::F32, Some(n));
+    let (verdicts, ranked) = search(backend, ctx, &candidates, &modules, reference, tolerance, args);
+    let top = ranked
+        .iter()
+        .take(5)
+        .map(|&(ms, i)| Ok(Candidate { params: params_map(&candidates[i]), median_ms: ms, tflops: tflops(flops(ctx, &candidates[i])?, ms) }))
+        .collect::<Result<Vec<_>, String>>()?;
+    let finalist = retime_fastest(backend, ctx, &candidates, &modules, &ranked, args)?;
+    let (best, best_output) = match finalist {
+        Some((i, r)) => {
+            let (best, output) = best_of(ctx, &candidates[i], r, reference, tolerance)?;
+            (Some(best), output)
+        }
+        None => (None, None),
+    };
+    let result = StageResult {
+        context: label(ctx),
+        n,
+        best,
+        cublas_fp32_tflops: None,
+        configs_in_space: in_space,
+        configs_tried: candidates.len(),
+        verdicts,
+        top,
+        search_seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok((result, best_output))
+}
+
+/// Compile every candidate in parallel: glslang and the driver's pipeline compiler are
+/// the slow part, and they use one core each. The modules are in the candidates' order.
+fn compile_all(backend: &HlslBackend, ctx: &Context, candidates: &[ExecParams]) -> Vec<Result<Module, RunError>> {
     let threads = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1).min(candidates.len().max(1));
-    let modules: Vec<Result<Module, RunError>> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let chunks: Vec<_> = candidates
             .chunks(candidates.len().div_ceil(threads).max(1))
             .map(|chunk| s.spawn(move || chunk.iter().map(|p| compile(backend, ctx, p)).collect::<Vec<_>>()))
             .collect();
         chunks.into_iter().flat_map(|h| h.join().expect("a compile thread panicked")).collect()
-    });
+    })
+}
 
-    let tolerance = default_tolerance(DType::F32, Some(n));
+/// Run every compiled candidate with the search's few repetitions: the verdict counts,
+/// and the right ones as (median ms, candidate index), fastest first.
+fn search(
+    backend: &HlslBackend,
+    ctx: &Context,
+    candidates: &[ExecParams],
+    modules: &[Result<Module, RunError>],
+    reference: Option<&HostArray>,
+    tolerance: f64,
+    args: &Args,
+) -> (BTreeMap<String, usize>, Vec<(f64, usize)>) {
     let search = RunOptions { warmup: args.warmup, repetitions: args.search_repetitions, ..RunOptions::default() };
     let mut verdicts: BTreeMap<String, usize> = BTreeMap::new();
     let mut ranked: Vec<(f64, usize)> = Vec::new();
-    for (i, (params, module)) in candidates.iter().zip(&modules).enumerate() {
+    for (i, (params, module)) in candidates.iter().zip(modules).enumerate() {
         let outcome = module.as_ref().map_err(Clone::clone).and_then(|m| run_compiled(backend, ctx, m, params, &search));
         let verdict = match &outcome {
             Err(e) => e.category().to_string(),
@@ -280,15 +322,19 @@ fn tune(
         *verdicts.entry(verdict).or_default() += 1;
     }
     ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let work = |p: &ExecParams| flops(ctx, p);
-    let top = ranked
-        .iter()
-        .take(5)
-        .map(|&(ms, i)| Ok(Candidate { params: params_map(&candidates[i]), median_ms: ms, tflops: tflops(work(&candidates[i])?, ms) }))
-        .collect::<Result<Vec<_>, String>>()?;
+    (verdicts, ranked)
+}
 
-    // Re-time the fastest few with more repetitions and keep the best of those: a short
-    // search can rank two close configurations either way.
+/// Re-time the fastest few with more repetitions and keep the best of those: a short
+/// search can rank two close configurations either way. The winner's index and run.
+fn retime_fastest(
+    backend: &HlslBackend,
+    ctx: &Context,
+    candidates: &[ExecParams],
+    modules: &[Result<Module, RunError>],
+    ranked: &[(f64, usize)],
+    args: &Args,
+) -> Result<Option<(usize, RunResult)>, String> {
     let timing = RunOptions { warmup: args.warmup, repetitions: args.final_repetitions, ..RunOptions::default() };
     let mut finalists: Vec<(usize, RunResult)> = Vec::new();
     for &(_, i) in ranked.iter().take(args.refine.max(1)) {
@@ -297,42 +343,31 @@ fn tune(
         finalists.push((i, r));
     }
     finalists.sort_by(|a, b| a.1.median_ms().unwrap_or(f64::INFINITY).total_cmp(&b.1.median_ms().unwrap_or(f64::INFINITY)));
-    let mut best = None;
-    let mut best_output = None;
-    if let Some((i, r)) = finalists.into_iter().next() {
-        let params = &candidates[i];
-        let median = r.median_ms().unwrap_or(f64::INFINITY);
-        let output = r.outputs.into_iter().next().map(|(_, a)| a);
-        let relative_error = match (reference, &output) {
-            (Some(reference), Some(out)) => Some(compare(out, reference, tolerance).relative_error),
-            _ => None,
-        };
-        let t = tflops(work(params)?, median);
-        eprintln!("   best {params}: {median:.3} ms, {t:.2} TFLOP/s");
-        best = Some(Best {
-            params: params_map(params),
-            median_ms: median,
-            min_ms: r.times_ms.iter().copied().fold(f64::INFINITY, f64::min),
-            repetitions: r.times_ms.len(),
-            tflops: t,
-            percent_of_peak: None,
-            percent_of_cublas: None,
-            relative_error_vs_reference: relative_error,
-        });
-        best_output = output;
-    }
-    let result = StageResult {
-        context: label(ctx),
-        n,
-        best,
-        cublas_fp32_tflops: None,
-        configs_in_space: in_space,
-        configs_tried: candidates.len(),
-        verdicts,
-        top,
-        search_seconds: started.elapsed().as_secs_f64(),
+    Ok(finalists.into_iter().next())
+}
+
+/// The winner's entry in the report (its error against the reference, where there is
+/// one), printed, and its output, which validates the contexts tuned after it.
+fn best_of(ctx: &Context, params: &ExecParams, r: RunResult, reference: Option<&HostArray>, tolerance: f64) -> Result<(Best, Option<HostArray>), String> {
+    let median = r.median_ms().unwrap_or(f64::INFINITY);
+    let output = r.outputs.into_iter().next().map(|(_, a)| a);
+    let relative_error = match (reference, &output) {
+        (Some(reference), Some(out)) => Some(compare(out, reference, tolerance).relative_error),
+        _ => None,
     };
-    Ok((result, best_output))
+    let t = tflops(flops(ctx, params)?, median);
+    eprintln!("   best {params}: {median:.3} ms, {t:.2} TFLOP/s");
+    let best = Best {
+        params: params_map(params),
+        median_ms: median,
+        min_ms: r.times_ms.iter().copied().fold(f64::INFINITY, f64::min),
+        repetitions: r.times_ms.len(),
+        tflops: t,
+        percent_of_peak: None,
+        percent_of_cublas: None,
+        relative_error_vs_reference: relative_error,
+    };
+    Ok((best, output))
 }
 
 fn check(result: &RunResult, reference: Option<&HostArray>, tolerance: f64) -> Result<(), String> {

@@ -19,12 +19,13 @@
 //! (what a search that spends its budget on them finds); `auto` is the search as `peak
 //! tune --start-from` runs it (half the budget carried, then coordinate descent).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use peak_eval::cache::Outcome;
 use peak_eval::simulation::{Recording, ReplayMeasurer, simulate};
 use peak_eval::{SearchSpace, StrategyKind, TuneOptions, tune};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 struct Args {
@@ -105,91 +106,127 @@ fn run(args: &Args) -> Result<bool, String> {
         let recording = Recording::load(path).map_err(|e| e.to_string())?;
         for (inputs, _) in &recording.groups {
             let (space, outcomes) = recording.space(inputs).map_err(|e| e.to_string())?;
-            let n = space.len();
-            let best = outcomes.iter().filter_map(|o| o.cost()).fold(f64::INFINITY, f64::min);
-            if !best.is_finite() {
-                return Err(format!("{}: no configuration has a valid time", path.display()));
-            }
-            let budget = ((n as f64 * args.fraction).ceil() as usize).max(1);
-            let target = best * (1.0 + args.within);
-            let mut per_strategy = serde_json::Map::new();
-            let mut auto_rate = 0.0;
-            let mut random_rate = 0.0;
-            for kind in [StrategyKind::Auto, StrategyKind::Random] {
-                let mut ratios = Vec::new();
-                let mut reach = Vec::new();
-                let mut curves: Vec<Vec<f64>> = Vec::new();
-                for seed in 1..=args.seeds {
-                    // The search told its budget (as `peak tune --budget` does), and the
-                    // same search with the whole space as budget, for how far it must go.
-                    let trace = simulate(&space, &outcomes, kind, seed, budget).map_err(|e| e.to_string())?;
-                    let at = |k: usize| trace.get(k.min(trace.len()).saturating_sub(1)).copied().flatten().unwrap_or(f64::INFINITY);
-                    ratios.push(at(budget) / best);
-                    curves.push((1..=budget).map(|k| at(k) / best).collect());
-                    let long = simulate(&space, &outcomes, kind, seed, n).map_err(|e| e.to_string())?;
-                    reach.push(long.iter().position(|b| b.is_some_and(|b| b <= target)).map(|i| i + 1).unwrap_or(n) as f64);
-                }
-                let success = ratios.iter().filter(|r| **r <= 1.0 + args.within).count() as f64 / ratios.len() as f64;
-                ratios.sort_by(f64::total_cmp);
-                reach.sort_by(f64::total_cmp);
-                let median_curve: Vec<f64> = (0..budget)
-                    .map(|k| {
-                        let mut column: Vec<f64> = curves.iter().map(|c| c[k]).collect();
-                        column.sort_by(f64::total_cmp);
-                        quantile(&column, 0.5)
-                    })
-                    .collect();
-                match kind {
-                    StrategyKind::Auto => auto_rate = success,
-                    _ => random_rate = success,
-                }
-                eprintln!(
-                    "{:<40} {:<6} within {:.0}% after {budget} of {n}: {:>5.1}% of runs; best/exhaustive median {:.4}, worst {:.4}; evaluations to reach it: median {}, p90 {}",
-                    path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
-                    kind.name(),
-                    args.within * 100.0,
-                    success * 100.0,
-                    quantile(&ratios, 0.5),
-                    ratios.last().copied().unwrap_or(f64::NAN),
-                    quantile(&reach, 0.5),
-                    quantile(&reach, 0.9)
-                );
-                per_strategy.insert(
-                    kind.name().into(),
-                    json!({
-                        "success_rate": success,
-                        "best_ratio": { "median": quantile(&ratios, 0.5), "p90": quantile(&ratios, 0.9), "worst": ratios.last() },
-                        "evaluations_to_within": { "median": quantile(&reach, 0.5), "p90": quantile(&reach, 0.9), "max": reach.last() },
-                        "median_best_ratio_curve": median_curve,
-                    }),
-                );
-            }
-            let warm = warm_start(&space, &outcomes, best, budget, args.within, args.seeds.min(5))?;
-            eprintln!(
-                "{:<40} warm start (carried ranking lacks one parameter's best value): carried only {:.0}% within, auto {:.0}% within",
-                path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
-                warm["carried_only"]["success_rate"].as_f64().unwrap_or(0.0) * 100.0,
-                warm["auto"]["success_rate"].as_f64().unwrap_or(0.0) * 100.0
-            );
-            let met = auto_rate >= 0.9;
+            let (met, report) = space_quality(args, path, &recording, inputs, &space, &outcomes)?;
             all_met &= met;
-            spaces.push(json!({
-                "cache": path.display().to_string(),
-                "source_hash": recording.identity.source_hash,
-                "device": recording.identity.device,
-                "inputs": inputs,
-                "configurations": n,
-                "dimensions": space.names(),
-                "exhaustive_best_ms": best,
-                "budget": budget,
-                "curve_evaluations": format!("1..={budget}"),
-                "strategies": Value::Object(per_strategy),
-                "warm_start": warm,
-                "target_met": met,
-                "auto_beats_random": auto_rate > random_rate,
-            }));
+            spaces.push(report);
         }
     }
+    write_report(args, spaces, all_met)?;
+    Ok(all_met)
+}
+
+/// One recorded space: its exhaustive best, how close each strategy gets to it, and the
+/// warm-start scenario, printed and as the report's entry; whether `auto` met the target.
+fn space_quality(
+    args: &Args,
+    path: &Path,
+    recording: &Recording,
+    inputs: &impl Serialize,
+    space: &SearchSpace,
+    outcomes: &[Outcome],
+) -> Result<(bool, Value), String> {
+    let n = space.len();
+    let best = outcomes.iter().filter_map(|o| o.cost()).fold(f64::INFINITY, f64::min);
+    if !best.is_finite() {
+        return Err(format!("{}: no configuration has a valid time", path.display()));
+    }
+    let budget = ((n as f64 * args.fraction).ceil() as usize).max(1);
+    let name = path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
+    let mut per_strategy = serde_json::Map::new();
+    let mut auto_rate = 0.0;
+    let mut random_rate = 0.0;
+    for kind in [StrategyKind::Auto, StrategyKind::Random] {
+        let (success, summary) = strategy_quality(args, &name, space, outcomes, kind, best, budget)?;
+        match kind {
+            StrategyKind::Auto => auto_rate = success,
+            _ => random_rate = success,
+        }
+        per_strategy.insert(kind.name().into(), summary);
+    }
+    let warm = warm_start(space, outcomes, best, budget, args.within, args.seeds.min(5))?;
+    eprintln!(
+        "{:<40} warm start (carried ranking lacks one parameter's best value): carried only {:.0}% within, auto {:.0}% within",
+        name,
+        warm["carried_only"]["success_rate"].as_f64().unwrap_or(0.0) * 100.0,
+        warm["auto"]["success_rate"].as_f64().unwrap_or(0.0) * 100.0
+    );
+    let met = auto_rate >= 0.9;
+    let report = json!({
+        "cache": path.display().to_string(),
+        "source_hash": recording.identity.source_hash,
+        "device": recording.identity.device,
+        "inputs": inputs,
+        "configurations": n,
+        "dimensions": space.names(),
+        "exhaustive_best_ms": best,
+        "budget": budget,
+        "curve_evaluations": format!("1..={budget}"),
+        "strategies": Value::Object(per_strategy),
+        "warm_start": warm,
+        "target_met": met,
+        "auto_beats_random": auto_rate > random_rate,
+    });
+    Ok((met, report))
+}
+
+/// One strategy over `--seeds` seeded runs on one space (`name`): its share of runs within
+/// `--within` of the exhaustive `best` after `budget` evaluations, printed, and its summary.
+fn strategy_quality(
+    args: &Args,
+    name: &str,
+    space: &SearchSpace,
+    outcomes: &[Outcome],
+    kind: StrategyKind,
+    best: f64,
+    budget: usize,
+) -> Result<(f64, Value), String> {
+    let n = space.len();
+    let target = best * (1.0 + args.within);
+    let mut ratios = Vec::new();
+    let mut reach = Vec::new();
+    let mut curves: Vec<Vec<f64>> = Vec::new();
+    for seed in 1..=args.seeds {
+        // The search told its budget (as `peak tune --budget` does), and the
+        // same search with the whole space as budget, for how far it must go.
+        let trace = simulate(space, outcomes, kind, seed, budget).map_err(|e| e.to_string())?;
+        let at = |k: usize| trace.get(k.min(trace.len()).saturating_sub(1)).copied().flatten().unwrap_or(f64::INFINITY);
+        ratios.push(at(budget) / best);
+        curves.push((1..=budget).map(|k| at(k) / best).collect());
+        let long = simulate(space, outcomes, kind, seed, n).map_err(|e| e.to_string())?;
+        reach.push(long.iter().position(|b| b.is_some_and(|b| b <= target)).map(|i| i + 1).unwrap_or(n) as f64);
+    }
+    let success = ratios.iter().filter(|r| **r <= 1.0 + args.within).count() as f64 / ratios.len() as f64;
+    ratios.sort_by(f64::total_cmp);
+    reach.sort_by(f64::total_cmp);
+    let median_curve: Vec<f64> = (0..budget)
+        .map(|k| {
+            let mut column: Vec<f64> = curves.iter().map(|c| c[k]).collect();
+            column.sort_by(f64::total_cmp);
+            quantile(&column, 0.5)
+        })
+        .collect();
+    eprintln!(
+        "{:<40} {:<6} within {:.0}% after {budget} of {n}: {:>5.1}% of runs; best/exhaustive median {:.4}, worst {:.4}; evaluations to reach it: median {}, p90 {}",
+        name,
+        kind.name(),
+        args.within * 100.0,
+        success * 100.0,
+        quantile(&ratios, 0.5),
+        ratios.last().copied().unwrap_or(f64::NAN),
+        quantile(&reach, 0.5),
+        quantile(&reach, 0.9)
+    );
+    let summary = json!({
+        "success_rate": success,
+        "best_ratio": { "median": quantile(&ratios, 0.5), "p90": quantile(&ratios, 0.9), "worst": ratios.last() },
+        "evaluations_to_within": { "median": quantile(&reach, 0.5), "p90": quantile(&reach, 0.9), "max": reach.last() },
+        "median_best_ratio_curve": median_curve,
+    });
+    Ok((success, summary))
+}
+
+/// The report: the spaces' entries with the command, the device, the commit and the date.
+fn write_report(args: &Args, spaces: Vec<Value>, all_met: bool) -> Result<(), String> {
     let report = json!({
         "benchmark": "search-quality",
         "command": std::env::args().collect::<Vec<_>>().join(" "),
@@ -206,7 +243,7 @@ fn run(args: &Args) -> Result<bool, String> {
     }
     std::fs::write(&args.out, serde_json::to_string_pretty(&report).expect("json") + "\n").map_err(|e| format!("{}: {e}", args.out.display()))?;
     eprintln!("wrote {}", args.out.display());
-    Ok(all_met)
+    Ok(())
 }
 
 /// The warm-start scenario (see the module docs), over every parameter and `seeds` seeds.
