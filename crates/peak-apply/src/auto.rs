@@ -38,7 +38,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use peak_eval::Workers;
 use peak_record::{PerformanceRecord, Record, ReferenceRecord};
 use peak_spec::Region;
-use peak_transform::{ExecutorSpec, Library, Outcome, PassRequest};
+use peak_transform::{Executor, ExecutorSpec, Library, Outcome, PassRequest};
 use peak_workflow::{LogEntry, Workflow};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -207,6 +207,28 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
     if crate::pending(&dir)?.is_some() {
         bail!("a transformation is waiting for a region in {}\nhint: submit it with `peak submit`, or abandon it with `peak apply --abandon`", dir.display());
     }
+    let planner = reachable_planner(&dir, options)?;
+    let library = library(&options.apply.settings.library_dirs)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let log = EventLog { file: dir.join(".git").join("peak").join(AUTO_LOG), run: peak_workflow::now_rfc3339(), events: Vec::new() };
+    let mut session = Session { options, reporter, planner, library, runtime, log };
+
+    // One lock from the first write to the last: no other writer moves HEAD while the
+    // planner thinks, or between a step and its backtrack.
+    let mut wf = Workflow::open(&dir)?;
+    wf.hold_lock("auto")?;
+    session.leave_detached_head(&mut wf)?;
+    let (stopped, applied) = session.steps(&mut wf, workers, started)?;
+
+    let state = State::read(&wf)?;
+    let head = wf.head()?;
+    Ok(AutoReport { stopped, applied, best: state.best, head: head.id.to_string(), branch: head.branch, events: session.log.events })
+}
+
+/// The planner, once both it and the executor are known to be LLMs that answer: endpoints
+/// that are down fail here, in seconds, before the planner is asked anything (not after a
+/// minute of retries) and before the workflow is touched.
+fn reachable_planner(dir: &Path, options: &AutoOptions) -> Result<Box<dyn Executor>> {
     let executor_spec: ExecutorSpec = options.executor.parse()?;
     let planner_spec: ExecutorSpec = options.planner.as_deref().unwrap_or(&options.executor).parse()?;
     if executor_spec == ExecutorSpec::Agent || planner_spec == ExecutorSpec::Agent {
@@ -215,88 +237,125 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
         );
     }
     let planner = planner_spec.build(&dir.join(".git/peak/unused-agent"), |var| std::env::var(var).ok())?;
-    // Endpoints that are down fail here, in seconds, before the planner is asked anything
-    // (not after a minute of retries) and before the workflow is touched.
     let executor = executor_spec.build(&dir.join(".git/peak/unused-agent"), |var| std::env::var(var).ok())?;
     for (role, endpoint) in [("the planner", &planner), ("the executor", &executor)] {
         endpoint.check_reachable().map_err(|e| {
             anyhow!("{role}: {e}\nhint: start the server, or point peak at a running one (its base-URL variable, e.g. PEAK_OPENAI_BASE_URL); nothing was asked of it")
         })?;
     }
-    let library = library(&options.apply.settings.library_dirs)?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let mut log = EventLog { file: dir.join(".git").join("peak").join(AUTO_LOG), run: peak_workflow::now_rfc3339(), events: Vec::new() };
+    Ok(planner)
+}
 
-    // One lock from the first write to the last: no other writer moves HEAD while the
-    // planner thinks, or between a step and its backtrack.
-    let mut wf = Workflow::open(&dir)?;
-    wf.hold_lock("auto")?;
-    // Checkpoints go on branches only: from a detached HEAD, start a branch there.
-    if wf.head()?.branch.is_none() {
-        let branch = free_branch(&wf)?;
+/// What a run's steps share: its settings, the planner and what it is shown, and the log.
+struct Session<'a> {
+    options: &'a AutoOptions,
+    reporter: &'a dyn AutoReporter,
+    planner: Box<dyn Executor>,
+    library: Library,
+    runtime: tokio::runtime::Runtime,
+    log: EventLog,
+}
+
+impl Session<'_> {
+    /// Checkpoints go on branches only: from a detached HEAD, start a branch there.
+    fn leave_detached_head(&mut self, wf: &mut Workflow) -> Result<()> {
+        if wf.head()?.branch.is_some() {
+            return Ok(());
+        }
+        let branch = free_branch(wf)?;
         let at = wf.head()?.id.to_string();
         wf.branch(&branch, Some(&at))?;
         wf.checkout(&branch, false)?;
-        log.write(
-            reporter,
-            AutoEvent {
-                event: "backtrack".into(),
-                checkpoint: Some(at),
-                branch: Some(branch),
-                detail: Some("HEAD was detached; new checkpoints need a branch".into()),
-                ..log.event(0, &wf)?
-            },
-        )?;
+        let event = AutoEvent {
+            event: "backtrack".into(),
+            checkpoint: Some(at),
+            branch: Some(branch),
+            detail: Some("HEAD was detached; new checkpoints need a branch".into()),
+            ..self.log.event(0, wf)?
+        };
+        self.log.write(self.reporter, event)
     }
 
-    let mut applied = 0usize;
-    let mut step = 0usize;
-    let stopped = loop {
-        if applied >= options.budget {
-            log.write(
-                reporter,
-                AutoEvent { event: "budget-spent".into(), detail: Some(format!("{applied} transformations applied")), ..log.event(step, &wf)? },
-            )?;
-            break Stopped::Budget;
-        }
-        if options.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
-            log.write(
-                reporter,
-                AutoEvent { event: "time-up".into(), detail: Some(format!("{:.0} s elapsed", started.elapsed().as_secs_f64())), ..log.event(step, &wf)? },
-            )?;
-            break Stopped::Time;
-        }
-        step += 1;
-        let state = State::read(&wf)?;
-        let prompt = planner_prompt(&wf, &state, &library, &log.events)?;
+    /// Plan and apply, one transformation a step, until the planner stops or the budget
+    /// or the time runs out: why it stopped, and how many transformations were applied.
+    fn steps(&mut self, wf: &mut Workflow, workers: &mut Workers, started: Instant) -> Result<(Stopped, usize)> {
+        let mut applied = 0usize;
+        let mut step = 0usize;
+        let stopped = loop {
+            if let Some(stopped) = self.out_of_budget_or_time(wf, step, applied, started)? {
+                break stopped;
+            }
+            step += 1;
+            let state = State::read(wf)?;
+            let plan = self.ask_planner(wf, step, &state)?;
+            if plan.action == PlanAction::Stop {
+                let event = AutoEvent { event: "stop".into(), reasoning: Some(plan.reasoning), ..self.log.event(step, wf)? };
+                self.log.write(self.reporter, event)?;
+                break Stopped::Planner;
+            }
+            let event = AutoEvent {
+                event: "plan".into(),
+                transformation: Some(plan.transformation.clone()),
+                reasoning: Some(plan.reasoning.clone()),
+                ..self.log.event(step, wf)?
+            };
+            self.log.write(self.reporter, event)?;
 
-        // Ask until the reply is usable.
+            applied += 1;
+            if let Some(why) = self.apply(wf, workers, step, &state, &plan.transformation)? {
+                backtrack(wf, &mut self.log, self.reporter, step, &plan.transformation, &why)?;
+            }
+        };
+        Ok((stopped, applied))
+    }
+
+    /// Whether the run must end before step `step + 1` (logged): the budget is spent or
+    /// the time limit has passed.
+    fn out_of_budget_or_time(&mut self, wf: &Workflow, step: usize, applied: usize, started: Instant) -> Result<Option<Stopped>> {
+        if applied >= self.options.budget {
+            let event = AutoEvent { event: "budget-spent".into(), detail: Some(format!("{applied} transformations applied")), ..self.log.event(step, wf)? };
+            self.log.write(self.reporter, event)?;
+            return Ok(Some(Stopped::Budget));
+        }
+        if self.options.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+            let event =
+                AutoEvent { event: "time-up".into(), detail: Some(format!("{:.0} s elapsed", started.elapsed().as_secs_f64())), ..self.log.event(step, wf)? };
+            self.log.write(self.reporter, event)?;
+            return Ok(Some(Stopped::Time));
+        }
+        Ok(None)
+    }
+
+    /// Ask the planner until the reply is usable: each unusable one is logged as a
+    /// decision failure and its reason goes back with the next question, up to
+    /// [`AutoOptions::plan_retries`] times in a row.
+    fn ask_planner(&mut self, wf: &Workflow, step: usize, state: &State) -> Result<Plan> {
+        let prompt = planner_prompt(wf, state, &self.library, &self.log.events)?;
         let mut feedback: Option<String> = None;
         let mut tries = 0u32;
-        let plan = loop {
+        loop {
             tries += 1;
             let text = match &feedback {
                 None => prompt.clone(),
                 Some(reason) => format!("{prompt}\n\n## Your previous reply could not be used\n\n{reason}\n\nReply again with only the JSON object."),
             };
             let request = PassRequest { transformation: "planner".into(), pass: step, attempt: tries, prompt: text };
-            let reply = match runtime.block_on(planner.execute(&request)) {
+            let reply = match self.runtime.block_on(self.planner.execute(&request)) {
                 Ok(Outcome::Reply(response)) => response.text,
                 Ok(Outcome::Waiting(_)) => bail!("the planner executor asked for an agent's answer"),
                 Err(e) => {
-                    log.write(reporter, AutoEvent { event: "error".into(), detail: Some(format!("planner: {e}")), ..log.event(step, &wf)? })?;
+                    let event = AutoEvent { event: "error".into(), detail: Some(format!("planner: {e}")), ..self.log.event(step, wf)? };
+                    self.log.write(self.reporter, event)?;
                     return Err(anyhow!(e).context("asking the planner"));
                 }
             };
-            match parse_plan(&reply, &library, state.backend).and_then(|plan| not_repeated(plan, &log.events, &state.head)) {
-                Ok(plan) => break plan,
+            match parse_plan(&reply, &self.library, state.backend).and_then(|plan| not_repeated(plan, &self.log.events, &state.head)) {
+                Ok(plan) => return Ok(plan),
                 Err(reason) => {
                     let shown: String = reply.chars().take(2000).collect();
-                    log.write(
-                        reporter,
-                        AutoEvent { event: "decision-failure".into(), detail: Some(format!("{reason}\nreply: {shown}")), ..log.event(step, &wf)? },
-                    )?;
-                    if tries > options.plan_retries {
+                    let event = AutoEvent { event: "decision-failure".into(), detail: Some(format!("{reason}\nreply: {shown}")), ..self.log.event(step, wf)? };
+                    self.log.write(self.reporter, event)?;
+                    if tries > self.options.plan_retries {
                         bail!(
                             "the planner gave {tries} unusable replies in a row; the last: {reason}\nhint: `{}` in the workflow's .git/peak has every reply",
                             AUTO_LOG
@@ -305,85 +364,73 @@ pub fn run(workflow: &Path, options: &AutoOptions, workers: &mut Workers, report
                     feedback = Some(reason);
                 }
             }
-        };
-        if plan.action == PlanAction::Stop {
-            log.write(reporter, AutoEvent { event: "stop".into(), reasoning: Some(plan.reasoning), ..log.event(step, &wf)? })?;
-            break Stopped::Planner;
         }
-        log.write(
-            reporter,
-            AutoEvent {
-                event: "plan".into(),
-                transformation: Some(plan.transformation.clone()),
-                reasoning: Some(plan.reasoning.clone()),
-                ..log.event(step, &wf)?
-            },
-        )?;
+    }
 
-        applied += 1;
-        let apply_options = ApplyOptions { transformation: plan.transformation.clone(), executor: options.executor.clone(), ..options.apply.clone() };
-        let outcome = match crate::apply_in(&mut wf, &apply_options, workers, reporter.apply()) {
+    /// Apply the planned transformation as `peak apply` does and log its outcome: why the
+    /// search should go back to the best checkpoint, if it should.
+    fn apply(&mut self, wf: &mut Workflow, workers: &mut Workers, step: usize, state: &State, transformation: &str) -> Result<Option<String>> {
+        let apply_options = ApplyOptions { transformation: transformation.to_string(), executor: self.options.executor.clone(), ..self.options.apply.clone() };
+        let outcome = match crate::apply_in(wf, &apply_options, workers, self.reporter.apply()) {
             Ok(outcome) => outcome,
             Err(e) => {
                 // Leave the workflow ready for the next command, not mid-apply.
-                let _ = crate::abandon_in(&mut wf);
-                log.write(
-                    reporter,
-                    AutoEvent { event: "error".into(), transformation: Some(plan.transformation), detail: Some(format!("{e:#}")), ..log.event(step, &wf)? },
-                )?;
+                let _ = crate::abandon_in(wf);
+                let event = AutoEvent {
+                    event: "error".into(),
+                    transformation: Some(transformation.to_string()),
+                    detail: Some(format!("{e:#}")),
+                    ..self.log.event(step, wf)?
+                };
+                self.log.write(self.reporter, event)?;
                 return Err(e.context("applying the planned transformation"));
             }
         };
         // Outcomes are recorded at the checkpoint the step started from.
         let from = |event: AutoEvent| AutoEvent { at: state.head.clone(), ..event };
-        let backtrack_why = match &outcome {
+        match &outcome {
             ApplyOutcome::Checkpoint { id, best_ms, .. } => {
-                let regression = match (best_ms, &state.best) {
-                    (Some(ms), Some((_, best))) if *ms > best * (1.0 + options.regression) => {
-                        Some(format!("{ms:.4} ms is {:.1}% slower than the best checkpoint ({best:.4} ms)", (ms / best - 1.0) * 100.0))
-                    }
-                    _ => None,
-                };
+                let regression = self.regression(*best_ms, state);
                 let event = if regression.is_some() { "regression" } else { "checkpoint" };
-                log.write(
-                    reporter,
-                    from(AutoEvent {
-                        event: event.into(),
-                        transformation: Some(plan.transformation.clone()),
-                        checkpoint: Some(id.clone()),
-                        best_ms: *best_ms,
-                        detail: regression.clone(),
-                        ..log.event(step, &wf)?
-                    }),
-                )?;
-                regression
+                let event = from(AutoEvent {
+                    event: event.into(),
+                    transformation: Some(transformation.to_string()),
+                    checkpoint: Some(id.clone()),
+                    best_ms: *best_ms,
+                    detail: regression.clone(),
+                    ..self.log.event(step, wf)?
+                });
+                self.log.write(self.reporter, event)?;
+                Ok(regression)
             }
             ApplyOutcome::Failed { attempts, last_outcome, last_error, .. } => {
                 let detail = format!("{last_outcome} after {attempts} attempts: {last_error}");
-                log.write(
-                    reporter,
-                    from(AutoEvent {
-                        event: "failed".into(),
-                        transformation: Some(plan.transformation.clone()),
-                        detail: Some(detail.clone()),
-                        ..log.event(step, &wf)?
-                    }),
-                )?;
-                Some(detail)
+                let event = from(AutoEvent {
+                    event: "failed".into(),
+                    transformation: Some(transformation.to_string()),
+                    detail: Some(detail.clone()),
+                    ..self.log.event(step, wf)?
+                });
+                self.log.write(self.reporter, event)?;
+                Ok(Some(detail))
             }
             ApplyOutcome::Waiting { .. } => {
-                let _ = crate::abandon_in(&mut wf);
-                bail!("the executor {} waits for a submission; the autonomous mode needs an LLM executor", options.executor);
+                let _ = crate::abandon_in(wf);
+                bail!("the executor {} waits for a submission; the autonomous mode needs an LLM executor", self.options.executor);
             }
-        };
-        if let Some(why) = backtrack_why {
-            backtrack(&mut wf, &mut log, reporter, step, &plan.transformation, &why)?;
         }
-    };
+    }
 
-    let state = State::read(&wf)?;
-    let head = wf.head()?;
-    Ok(AutoReport { stopped, applied, best: state.best, head: head.id.to_string(), branch: head.branch, events: log.events })
+    /// Why a checkpoint taking `best_ms` is a regression: slower than the best checkpoint
+    /// by more than [`AutoOptions::regression`].
+    fn regression(&self, best_ms: Option<f64>, state: &State) -> Option<String> {
+        match (best_ms, &state.best) {
+            (Some(ms), Some((_, best))) if ms > best * (1.0 + self.options.regression) => {
+                Some(format!("{ms:.4} ms is {:.1}% slower than the best checkpoint ({best:.4} ms)", (ms / best - 1.0) * 100.0))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Refuse a plan that repeats what already failed or regressed from this checkpoint in
