@@ -30,6 +30,7 @@
 //! writer (a `peak checkout`, an apply) is refused, naming `auto`, rather than moving HEAD
 //! under the next step.
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,7 +40,7 @@ use peak_eval::Workers;
 use peak_record::{PerformanceRecord, Record, ReferenceRecord};
 use peak_spec::Region;
 use peak_transform::{Executor, ExecutorSpec, Library, Outcome, PassRequest};
-use peak_workflow::{LogEntry, Workflow};
+use peak_workflow::{CheckpointView, LogEntry, Workflow};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -584,7 +585,6 @@ fn short(id: &str) -> &str {
 }
 
 fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[AutoEvent]) -> Result<String> {
-    use std::fmt::Write as _;
     let view = wf.show("HEAD")?;
     let mut p = String::new();
     let _ = writeln!(
@@ -594,7 +594,21 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
          make the current kernel faster next, or stop when none is likely to help.\n",
         state.backend.name()
     );
+    write_checkpoint(&mut p, &view, state);
+    write_transformations(&mut p, &view, library, state.backend);
+    write_history(&mut p, wf, events)?;
+    let _ = writeln!(
+        p,
+        "\n## Answer\n\nDo not choose a transformation that already failed from the current checkpoint, or one marked NOT applicable. Reply with exactly one JSON \
+         object and nothing else:\n{{\"action\": \"apply\", \"transformation\": \"<a name from the list>\", \"reasoning\": \"<why, in one or two sentences>\"}}\nor, \
+         when no transformation is likely to help:\n{{\"action\": \"stop\", \"transformation\": \"\", \"reasoning\": \"<why>\"}}"
+    );
+    Ok(p)
+}
 
+/// The prompt's current checkpoint: its line from the root, its times and profile, the
+/// best checkpoint of the workflow, and its source.
+fn write_checkpoint(p: &mut String, view: &CheckpointView, state: &State) {
     let _ = writeln!(p, "## Current checkpoint {}\n", short(&state.head));
     let line: Vec<String> = state
         .line()
@@ -632,6 +646,11 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
     if let Some(source) = view.files.iter().find(|(name, _)| name.as_str() != peak_spec::MANIFEST_FILE).map(|(_, text)| text) {
         let _ = writeln!(p, "```\n{}\n```", source.trim_end());
     }
+}
+
+/// The prompt's list of the backend's transformations, each marked NOT applicable where
+/// it needs a parameter the current kernel lacks, so the planner need not guess.
+fn write_transformations(p: &mut String, view: &CheckpointView, library: &Library, backend: peak_transform::Backend) {
     let tuning_names: Vec<String> = view
         .files
         .get(peak_spec::MANIFEST_FILE)
@@ -640,7 +659,7 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
         .unwrap_or_default();
 
     let _ = writeln!(p, "\n## Transformations\n");
-    for t in library.list().iter().filter(|t| t.applies_to(state.backend)) {
+    for t in library.list().iter().filter(|t| t.applies_to(backend)) {
         let missing: Vec<&String> = t.requires.iter().filter(|r| !tuning_names.contains(r)).collect();
         let params = if t.tuning.is_empty() {
             String::new()
@@ -655,7 +674,11 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
         };
         let _ = writeln!(p, "- {}: {} ({} passes over {}).{params}{usable}", t.name, t.description, t.passes.len(), regions.join(", "));
     }
+}
 
+/// The prompt's history: every finished attempt in the workflow, and this run's
+/// regressions and backtracks, so the planner does not repeat what went wrong.
+fn write_history(p: &mut String, wf: &Workflow, events: &[AutoEvent]) -> Result<()> {
     let _ = writeln!(p, "\n## History\n");
     let attempts = wf.attempts()?;
     let finished: Vec<_> = attempts.records.iter().filter(|r| !r.is_start()).collect();
@@ -672,14 +695,7 @@ fn planner_prompt(wf: &Workflow, state: &State, library: &Library, events: &[Aut
     for e in events.iter().filter(|e| matches!(e.event.as_str(), "regression" | "backtrack")) {
         let _ = writeln!(p, "- {} {}: {}", e.event, e.transformation.as_deref().unwrap_or(""), e.detail.as_deref().unwrap_or(""));
     }
-
-    let _ = writeln!(
-        p,
-        "\n## Answer\n\nDo not choose a transformation that already failed from the current checkpoint, or one marked NOT applicable. Reply with exactly one JSON \
-         object and nothing else:\n{{\"action\": \"apply\", \"transformation\": \"<a name from the list>\", \"reasoning\": \"<why, in one or two sentences>\"}}\nor, \
-         when no transformation is likely to help:\n{{\"action\": \"stop\", \"transformation\": \"\", \"reasoning\": \"<why>\"}}"
-    );
-    Ok(p)
+    Ok(())
 }
 
 #[cfg(test)]
