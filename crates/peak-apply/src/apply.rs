@@ -275,7 +275,7 @@ fn run(
     // Fresh copies every run: a resumed apply may find the last run's.
     let parent = fresh_context(wf, &state.parent, &work.join("parent"))?;
     let root = fresh_context(wf, "root", &work.join("root"))?;
-    let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
+    let backend: peak_transform::Language = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
     let generic = library.get(&state.transformation)?;
     let (t, plan) = match prepare(generic, &parent, &root, library, &options, workers) {
         Ok(prepared) => prepared,
@@ -466,7 +466,7 @@ fn prepare(
     options: &ApplyOptions,
     workers: &mut Workers,
 ) -> Result<(Transformation, Plan)> {
-    let backend: peak_transform::Backend = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
+    let backend: peak_transform::Language = parent.backend().name().parse().map_err(|e: String| anyhow!(e))?;
     let t = generic.with_roles(&parent.manifest.kernel.roles, backend)?;
     // A deferred apply runs nothing to sanitize.
     let plan = match &options.defer {

@@ -174,7 +174,7 @@ impl TryFrom<String> for PlanAction {
 /// Read a planner reply strictly: one JSON object with `action` (`apply` or `stop`),
 /// `transformation` (a library name, for `apply`) and `reasoning`, and nothing else. The
 /// only leniency is reasoning-model thinking and a single fence around the object.
-pub fn parse_plan(reply: &str, library: &Library, backend: peak_transform::Backend) -> Result<Plan, String> {
+pub fn parse_plan(reply: &str, library: &Library, backend: peak_transform::Language) -> Result<Plan, String> {
     let visible = peak_transform::reply::strip_thinking(reply);
     let mut text = visible.trim();
     if let Some(inner) = text.strip_prefix("```") {
@@ -545,7 +545,7 @@ pub fn read_log(workflow: &Path) -> Result<Vec<AutoEvent>> {
 /// What the planner is told about the workflow.
 struct State {
     head: String,
-    backend: peak_transform::Backend,
+    backend: peak_transform::Language,
     entries: Vec<LogEntry>,
     /// The fastest checkpoint (any branch) and its time.
     best: Option<(String, f64)>,
@@ -650,7 +650,7 @@ fn write_checkpoint(p: &mut String, view: &CheckpointView, state: &State) {
 
 /// The prompt's list of the backend's transformations, each marked NOT applicable where
 /// it needs a parameter the current kernel lacks, so the planner need not guess.
-fn write_transformations(p: &mut String, view: &CheckpointView, library: &Library, backend: peak_transform::Backend) {
+fn write_transformations(p: &mut String, view: &CheckpointView, library: &Library, backend: peak_transform::Language) {
     let tuning_names: Vec<String> = view
         .files
         .get(peak_spec::MANIFEST_FILE)
@@ -709,7 +709,7 @@ mod tests {
     #[test]
     fn plans_parse_strictly() {
         let lib = library();
-        let b = peak_transform::Backend::Opencl;
+        let b = peak_transform::Language::Opencl;
         let plan = parse_plan(r#"{"action": "apply", "transformation": "tb-tiling", "reasoning": "reuse"}"#, &lib, b).unwrap();
         assert_eq!((plan.action, plan.transformation.as_str()), (PlanAction::Apply, "TB-Tiling"), "names are resolved to the library's spelling");
         let fenced = "<think>hmm</think>\n```json\n{\"action\": \"stop\", \"transformation\": \"\", \"reasoning\": \"done\"}\n```";

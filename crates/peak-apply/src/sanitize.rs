@@ -18,7 +18,7 @@ use indexmap::IndexMap;
 use peak_eval::sanitizer::{Finding, SanitizerTool, SanitizerValidator};
 use peak_eval::validate::{Outcome, Sample};
 use peak_eval::{EvalError, Verdict, Workers};
-use peak_spec::{Backend, Context, ExecParams, Space};
+use peak_spec::{Context, ExecParams, Language, Space};
 use serde::{Deserialize, Serialize};
 
 /// Which compute-sanitizer tools a workflow runs: `auto`, `none`, or `memcheck,racecheck`.
@@ -93,10 +93,10 @@ pub enum Plan {
 
 impl Plan {
     /// The plan for a kernel of `backend`, finding compute-sanitizer where it is needed.
-    fn resolve(requested: &Sanitize, backend: Backend) -> Result<Plan> {
+    fn resolve(requested: &Sanitize, backend: Language) -> Result<Plan> {
         let plan = Plan::resolve_with(requested, backend, SanitizerValidator::locate)?;
         if let (Sanitize::Auto, Plan::Off { reason }) = (requested, &plan)
-            && matches!(backend, Backend::Cuda | Backend::Hip)
+            && matches!(backend, Language::Cuda | Language::Hip)
         {
             // Once per process: a replay resolves a plan for every step.
             static WARNED: Once = Once::new();
@@ -111,8 +111,8 @@ impl Plan {
     }
 
     /// `Plan::resolve` with the binary's lookup given (tests fake a machine without it).
-    pub fn resolve_with(requested: &Sanitize, backend: Backend, locate: impl FnOnce() -> Result<PathBuf, EvalError>) -> Result<Plan> {
-        let sanitizable = matches!(backend, Backend::Cuda | Backend::Hip);
+    pub fn resolve_with(requested: &Sanitize, backend: Language, locate: impl FnOnce() -> Result<PathBuf, EvalError>) -> Result<Plan> {
+        let sanitizable = matches!(backend, Language::Cuda | Language::Hip);
         let tools = match requested {
             Sanitize::Auto if !sanitizable => return Ok(Plan::Off { reason: format!("none for {backend}") }),
             Sanitize::Auto => AUTO_TOOLS.to_vec(),
@@ -377,28 +377,28 @@ mod tests {
 
     #[test]
     fn auto_runs_memcheck_and_racecheck_on_cuda_and_hip_only() {
-        for backend in [Backend::Cuda, Backend::Hip] {
+        for backend in [Language::Cuda, Language::Hip] {
             let plan = Plan::resolve_with(&Sanitize::Auto, backend, found).unwrap();
             assert_eq!(plan, Plan::Run { tools: AUTO_TOOLS.to_vec(), program: found().unwrap(), at: IndexMap::new() });
         }
-        for backend in [Backend::Opencl, Backend::Hlsl] {
+        for backend in [Language::Opencl, Language::Hlsl] {
             let plan = Plan::resolve_with(&Sanitize::Auto, backend, || panic!("not looked for")).unwrap();
             assert_eq!(plan, Plan::Off { reason: format!("none for {backend}") });
         }
-        let off = Plan::resolve_with(&Sanitize::Tools(vec![]), Backend::Cuda, || panic!("not looked for")).unwrap();
+        let off = Plan::resolve_with(&Sanitize::Tools(vec![]), Language::Cuda, || panic!("not looked for")).unwrap();
         assert_eq!(off, Plan::Off { reason: "none (turned off)".into() });
     }
 
     #[test]
     fn a_missing_binary_is_skipped_by_auto_and_an_error_when_asked_for() {
-        let plan = Plan::resolve_with(&Sanitize::Auto, Backend::Cuda, missing).unwrap();
+        let plan = Plan::resolve_with(&Sanitize::Auto, Language::Cuda, missing).unwrap();
         assert_eq!(plan, Plan::Off { reason: "skipped (compute-sanitizer not found)".into() });
 
-        let err = Plan::resolve_with(&Sanitize::Tools(vec![SanitizerTool::Memcheck]), Backend::Cuda, missing).unwrap_err().to_string();
+        let err = Plan::resolve_with(&Sanitize::Tools(vec![SanitizerTool::Memcheck]), Language::Cuda, missing).unwrap_err().to_string();
         assert!(err.starts_with("--sanitize memcheck: compute-sanitizer: not found"), "{err}");
         assert!(err.contains("hint: install the CUDA toolkit") && err.contains("--sanitize auto"), "{err}");
 
-        let err = Plan::resolve_with(&Sanitize::Tools(vec![SanitizerTool::Racecheck]), Backend::Opencl, found).unwrap_err().to_string();
+        let err = Plan::resolve_with(&Sanitize::Tools(vec![SanitizerTool::Racecheck]), Language::Opencl, found).unwrap_err().to_string();
         assert!(err.contains("CUDA and HIP kernels only; this kernel is opencl") && err.contains("hint:"), "{err}");
     }
 

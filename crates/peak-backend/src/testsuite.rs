@@ -1,14 +1,14 @@
 //! One backend test suite, written once, instantiated by every backend crate:
 //!
 //! ```ignore
-//! peak_backend::backend_test_suite!(peak_spec::Backend::Opencl, || peak_opencl::OpenClBackend::new().map_err(|e| e.to_string()));
+//! peak_backend::backend_test_suite!(peak_spec::Language::Opencl, || peak_opencl::OpenClBackend::new().map_err(|e| e.to_string()));
 //! ```
 //!
 //! The constructor returns `Err(reason)` when the backend's library or device is missing;
 //! every test then prints that it skipped and why, and passes. Kernels for each source
 //! language live here, side by side, so a new backend adds its dialect in one place.
 
-use peak_spec::{Backend as Language, Context, ExecParams, HostArray};
+use peak_spec::{Context, ExecParams, HostArray, Language};
 
 use crate::backend::Backend;
 use crate::runner::{RunError, RunOptions, run};

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use peak_backend::{Backend, BackendError};
-use peak_spec::Backend as Language;
+use peak_spec::Language;
 
 /// Open the backend that runs `language` on this machine.
 pub fn open(language: Language) -> Result<Box<dyn Backend>, BackendError> {

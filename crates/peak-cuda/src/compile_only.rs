@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use indexmap::IndexMap;
 use peak_backend::{BackendError, CompileRequest, KernelResources};
-use peak_spec::{Backend as Language, Context, SpecError};
+use peak_spec::{Context, Language, SpecError};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

@@ -23,10 +23,10 @@ pub fn file_name(ctx: &Context) -> String {
 
 fn default_extension(ctx: &Context) -> &'static str {
     match ctx.backend() {
-        peak_spec::Backend::Opencl => "cl",
-        peak_spec::Backend::Cuda => "cu",
-        peak_spec::Backend::Hip => "hip",
-        peak_spec::Backend::Hlsl => "hlsl",
+        peak_spec::Language::Opencl => "cl",
+        peak_spec::Language::Cuda => "cu",
+        peak_spec::Language::Hip => "hip",
+        peak_spec::Language::Hlsl => "hlsl",
     }
 }
 

@@ -35,7 +35,7 @@ pub mod source;
 use std::path::{Path, PathBuf};
 
 use peak_backend::{DeviceInfo, ScriptFunction};
-use peak_spec::Backend as Language;
+use peak_spec::Language;
 use serde::Serialize;
 use thiserror::Error;
 

@@ -7,7 +7,7 @@
 use peak_backend::testsuite::{context, opened_or_skip};
 use peak_backend::{RunOptions, run};
 use peak_hlsl::{CompilerKind, HlslBackend, HlslOptions};
-use peak_spec::{Backend as Language, Context, ExecParams};
+use peak_spec::{Context, ExecParams, Language};
 
 fn backend() -> Option<HlslBackend> {
     opened_or_skip(HlslBackend::new(), "HLSL")

@@ -311,7 +311,7 @@ impl PeakServer {
     async fn list_transformations(&self, Parameters(p): Parameters<ListTransformationsParams>) -> ToolResult {
         self.quick(move |settings| {
             let library = library(settings, &p.library.library_dirs)?;
-            let backend: Option<peak_transform::Backend> = p.backend.as_deref().map(|b| b.parse().map_err(|e: String| anyhow!(e))).transpose()?;
+            let backend: Option<peak_transform::Language> = p.backend.as_deref().map(|b| b.parse().map_err(|e: String| anyhow!(e))).transpose()?;
             let list: Vec<_> = library.list().iter().filter(|t| backend.is_none_or(|b| t.applies_to(b))).collect();
             let data: Vec<Value> = list.iter().map(|t| Library::summary(t, false)).collect();
             Ok(Answer::ok(render::transformations_text(&list), json!({ "transformations": data })))

@@ -7,7 +7,7 @@ use rhai::Engine;
 
 use crate::error::SpecError;
 use crate::expr::{Expr, expression_engine};
-use crate::manifest::{Backend, Manifest, MatmulShape, Tolerance};
+use crate::manifest::{Language, Manifest, MatmulShape, Tolerance};
 use crate::regions::{Region, Regions};
 use crate::space::Space;
 
@@ -65,7 +65,7 @@ impl Context {
         &self.manifest.kernel.name
     }
 
-    pub fn backend(&self) -> Backend {
+    pub fn backend(&self) -> Language {
         self.manifest.kernel.backend
     }
 
@@ -202,7 +202,7 @@ impl Manifest {
         }
         for (i, array) in self.arrays.iter().enumerate() {
             declare(format!("arrays[{i}].name"), "array", &array.name)?;
-            if array.dtype.is_fp8() && self.kernel.backend != Backend::Cuda {
+            if array.dtype.is_fp8() && self.kernel.backend != Language::Cuda {
                 return Err(field_err(
                     format!("arrays[{i}].type (array {})", array.name),
                     format!(

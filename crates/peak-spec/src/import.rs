@@ -37,7 +37,7 @@ pub use preprocess::ReadHeader;
 pub use signature::Param;
 
 use crate::context::Context;
-use crate::manifest::{ArraySpec, Backend, Constraints, DType, Domain, Init, KernelSection, Manifest, MatmulShape, Tolerance, Validation};
+use crate::manifest::{ArraySpec, Constraints, DType, Domain, Init, KernelSection, Language, Manifest, MatmulShape, Tolerance, Validation};
 use crate::pattern::Pattern;
 use crate::regions::Regions;
 use declare::{Declaration, Role};
@@ -94,7 +94,7 @@ pub struct Imported {
 /// Scaffold a context from the kernel file `file` into `to`, a folder that must not exist
 /// or be empty. Local headers (`#include "x.h"`) are read next to `file`. Nothing is left
 /// behind on an error; a scaffold that does not load as a context is an error too.
-pub fn import_file(file: &Path, to: &Path, backend: Option<Backend>, choices: &ImportChoices) -> Result<(Context, Vec<String>), String> {
+pub fn import_file(file: &Path, to: &Path, backend: Option<Language>, choices: &ImportChoices) -> Result<(Context, Vec<String>), String> {
     let shown = file.display();
     let source = std::fs::read_to_string(file).map_err(|e| format!("{shown}: {e}"))?;
     let file_name = file.file_name().and_then(|n| n.to_str()).ok_or_else(|| format!("{shown}: not a file name"))?;
@@ -116,18 +116,18 @@ pub fn import_file(file: &Path, to: &Path, backend: Option<Backend>, choices: &I
 }
 
 /// The backend a file's extension implies.
-pub fn backend_of(file: &str) -> Option<Backend> {
+pub fn backend_of(file: &str) -> Option<Language> {
     match file.rsplit_once('.')?.1 {
-        "cu" | "cuh" => Some(Backend::Cuda),
-        "hip" => Some(Backend::Hip),
-        "cl" => Some(Backend::Opencl),
+        "cu" | "cuh" => Some(Language::Cuda),
+        "hip" => Some(Language::Hip),
+        "cl" => Some(Language::Opencl),
         _ => None,
     }
 }
 
 /// The signature of the kernel of `file` that [`import_file`] would bring in: `kernel`,
 /// or the file's only one.
-pub fn read_signature(file: &Path, backend: Backend, kernel: Option<&str>) -> Result<KernelSignature, String> {
+pub fn read_signature(file: &Path, backend: Language, kernel: Option<&str>) -> Result<KernelSignature, String> {
     let source = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
     let read = move |header: &Path| std::fs::read_to_string(dir.join(header)).ok();
@@ -138,7 +138,7 @@ pub fn read_signature(file: &Path, backend: Backend, kernel: Option<&str>) -> Re
 
 /// The names of the kernel functions of `source` (`__global__` ones for CUDA and HIP,
 /// `__kernel` ones for OpenCL), in the order they appear; local headers come from `read`.
-pub fn kernel_names(source: &str, backend: Backend, read: ReadHeader) -> Result<Vec<String>, String> {
+pub fn kernel_names(source: &str, backend: Language, read: ReadHeader) -> Result<Vec<String>, String> {
     Ok(Parsed::new(source, backend, read)?.kernels.into_iter().map(|(_, name)| name).collect())
 }
 
@@ -152,8 +152,8 @@ struct Parsed {
 }
 
 impl Parsed {
-    fn new(source: &str, backend: Backend, read: ReadHeader) -> Result<Parsed, String> {
-        if backend == Backend::Hlsl {
+    fn new(source: &str, backend: Language, read: ReadHeader) -> Result<Parsed, String> {
+        if backend == Language::Hlsl {
             return Err("importing HLSL compute shaders is not supported yet: their buffers are globals, not parameters".into());
         }
         let pre = preprocess::preprocess(source, backend, read, &["BLOCK_X", "BLOCK_Y", "BLOCK_Z"]);
@@ -186,7 +186,7 @@ impl Parsed {
 
 /// The manifest and regions of a context for the chosen kernel of `source`, whose local
 /// headers come from `read`. Errors say what is missing and the flag that gives it.
-pub fn scaffold(source: &str, backend: Backend, file_name: &str, read: ReadHeader, choices: &ImportChoices) -> Result<Imported, String> {
+pub fn scaffold(source: &str, backend: Language, file_name: &str, read: ReadHeader, choices: &ImportChoices) -> Result<Imported, String> {
     let parsed = Parsed::new(source, backend, read)?;
     let (at, name) = parsed.choose(choices.kernel.as_deref(), file_name)?;
     let code = &parsed.pre.pieces[at].code;

@@ -26,7 +26,7 @@ pub use context::{Context, MANIFEST_FILE};
 pub use data::{Comparison, HostArray, compare, compare_bytes, default_tolerance};
 pub use error::SpecError;
 pub use init::{Fill, RowOutliers, Values};
-pub use manifest::{Activation, ArraySpec, Backend, DType, Domain, Init, Layout, Manifest, MatmulShape};
+pub use manifest::{Activation, ArraySpec, DType, Domain, Init, Language, Layout, Manifest, MatmulShape};
 pub use pattern::Pattern;
 pub use regions::{Region, Regions};
 pub use space::{ExecParams, Space};

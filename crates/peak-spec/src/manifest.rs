@@ -147,7 +147,7 @@ impl Validation {
 #[serde(deny_unknown_fields)]
 pub struct KernelSection {
     pub name: String,
-    pub backend: Backend,
+    pub backend: Language,
     /// The three-region source file, relative to the context folder.
     pub source: String,
     /// Floating-point operations of one run, as an expression over the inputs.
@@ -421,41 +421,41 @@ impl MatmulShape {
 }
 
 /// The device-code language of a context, and so the backend that runs it. Also the
-/// language a transformation targets (`peak_transform::Backend` is this type).
+/// language a transformation targets (`peak_transform::Language` is this type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Backend {
+pub enum Language {
     Cuda,
     Hip,
     Opencl,
     Hlsl,
 }
 
-impl Backend {
+impl Language {
     /// Every backend, in the order `peak info` lists them. (Their `Ord` is the declaration
     /// order, which keys the transformation library's maps.)
-    pub const ALL: [Backend; 4] = [Backend::Opencl, Backend::Cuda, Backend::Hip, Backend::Hlsl];
+    pub const ALL: [Language; 4] = [Language::Opencl, Language::Cuda, Language::Hip, Language::Hlsl];
 
     pub fn name(self) -> &'static str {
         match self {
-            Backend::Cuda => "cuda",
-            Backend::Hip => "hip",
-            Backend::Opencl => "opencl",
-            Backend::Hlsl => "hlsl",
+            Language::Cuda => "cuda",
+            Language::Hip => "hip",
+            Language::Opencl => "opencl",
+            Language::Hlsl => "hlsl",
         }
     }
 }
 
-impl fmt::Display for Backend {
+impl fmt::Display for Language {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl FromStr for Backend {
+impl FromStr for Language {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Backend::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(s)).ok_or_else(|| format!("unknown backend '{s}': expected cuda, hip, opencl or hlsl"))
+        Language::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(s)).ok_or_else(|| format!("unknown backend '{s}': expected cuda, hip, opencl or hlsl"))
     }
 }
 

@@ -58,7 +58,7 @@ fn reading_gives_typed_values() {
     let dir = write_context(MANIFEST, SOURCE);
     let ctx = Context::load(dir.path()).unwrap();
     assert_eq!(ctx.name(), "matmul");
-    assert_eq!(ctx.backend(), peak_spec::Backend::Opencl);
+    assert_eq!(ctx.backend(), peak_spec::Language::Opencl);
     assert_eq!(ctx.manifest.arrays[1].dtype, DType::F16);
     assert_eq!(ctx.manifest.arrays[0].init, Init::Random);
     assert!(ctx.manifest.arrays[1].output);

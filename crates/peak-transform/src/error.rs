@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use peak_spec::{Backend, Pattern};
+use peak_spec::{Language, Pattern};
 
 /// A transformation file, snippet or library directory that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +36,7 @@ pub enum PromptError {
     NoSuchPass { transformation: String, pass: usize, count: usize },
 
     #[error("'{transformation}' does not apply to the {backend} backend (it applies to {applies_to})")]
-    NotApplicable { transformation: String, backend: Backend, applies_to: String },
+    NotApplicable { transformation: String, backend: Language, applies_to: String },
 
     #[error(
         "'{transformation}' requires '{name}' in the kernel context, which has no tuning parameter or input of that name (if the context calls it something else, say so in peak.toml: [kernel.roles] {name} = \"YOUR_NAME\")"

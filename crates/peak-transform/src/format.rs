@@ -45,7 +45,7 @@ use serde::Deserialize;
 use crate::error::{LibraryError, PromptError};
 
 /// A device-code language a transformation can target: the manifest's own backend type.
-pub use peak_spec::Backend;
+pub use peak_spec::Language;
 
 /// What the transformation library says about each backend's language.
 pub(crate) trait BackendText {
@@ -57,31 +57,31 @@ pub(crate) trait BackendText {
     fn language(self) -> &'static str;
 }
 
-impl BackendText for Backend {
+impl BackendText for Language {
     fn snippet_extension(self) -> &'static str {
         match self {
-            Backend::Cuda => "cu",
-            Backend::Hip => "hip",
-            Backend::Opencl => "cl",
-            Backend::Hlsl => "hlsl",
+            Language::Cuda => "cu",
+            Language::Hip => "hip",
+            Language::Opencl => "cl",
+            Language::Hlsl => "hlsl",
         }
     }
 
     fn fence_language(self) -> &'static str {
         match self {
-            Backend::Cuda => "cuda",
-            Backend::Hip => "cpp",
-            Backend::Opencl => "c",
-            Backend::Hlsl => "hlsl",
+            Language::Cuda => "cuda",
+            Language::Hip => "cpp",
+            Language::Opencl => "c",
+            Language::Hlsl => "hlsl",
         }
     }
 
     fn language(self) -> &'static str {
         match self {
-            Backend::Cuda => "CUDA C++ (compiled with NVRTC)",
-            Backend::Hip => "HIP C++ (compiled with hipcc or, through a HIP-to-CUDA prelude, NVRTC)",
-            Backend::Opencl => "OpenCL C",
-            Backend::Hlsl => "HLSL compute shaders (compiled to SPIR-V, run through Vulkan)",
+            Language::Cuda => "CUDA C++ (compiled with NVRTC)",
+            Language::Hip => "HIP C++ (compiled with hipcc or, through a HIP-to-CUDA prelude, NVRTC)",
+            Language::Opencl => "OpenCL C",
+            Language::Hlsl => "HLSL compute shaders (compiled to SPIR-V, run through Vulkan)",
         }
     }
 }
@@ -119,7 +119,7 @@ pub struct Transformation {
     pub description: String,
     pub overview: Option<String>,
     /// Backends this transformation serves; every backend when the file does not say.
-    pub applies_to: Vec<Backend>,
+    pub applies_to: Vec<Language>,
     /// The patterns of kernel this is written for; any kernel when empty.
     pub patterns: Vec<Pattern>,
     /// Names (tuning parameters or scalar inputs) the context must already have.
@@ -137,7 +137,7 @@ pub struct Transformation {
     pub constraints: Vec<String>,
     pub passes: Vec<Pass>,
     /// This transformation's own terms; the library's shared table fills in the rest.
-    pub translations: BTreeMap<Backend, TranslationTable>,
+    pub translations: BTreeMap<Language, TranslationTable>,
     /// Where the file came from (`builtin:<file>` for the shipped library).
     pub source: PathBuf,
     /// The context's names for this transformation's roles, once [`Self::with_roles`]
@@ -146,7 +146,7 @@ pub struct Transformation {
 }
 
 impl Transformation {
-    pub fn applies_to(&self, backend: Backend) -> bool {
+    pub fn applies_to(&self, backend: Language) -> bool {
         self.applies_to.contains(&backend)
     }
 
@@ -165,7 +165,7 @@ impl Transformation {
     /// two meanings for one name. Only code counts, as `backend`'s prompt shows it
     /// (names, constraints, `code spans`, fenced blocks and that backend's terms): the
     /// word C in "OpenCL C" or in another backend's text is prose, not a name.
-    pub fn with_roles(&self, roles: &indexmap::IndexMap<String, String>, backend: Backend) -> Result<Transformation, PromptError> {
+    pub fn with_roles(&self, roles: &indexmap::IndexMap<String, String>, backend: Language) -> Result<Transformation, PromptError> {
         if roles.is_empty() {
             return Ok(self.clone());
         }
@@ -198,7 +198,7 @@ impl Transformation {
     /// parameters and constraints, the `code spans` and fenced blocks of its texts, the
     /// upper-case names of its prose (macros and parameters are written so), and its own
     /// terms' spellings for that backend. Ordinary words are not names.
-    fn code_identifiers(&self, backend: Backend) -> BTreeSet<String> {
+    fn code_identifiers(&self, backend: Language) -> BTreeSet<String> {
         let mut words = BTreeSet::new();
         let passes = self.passes.iter().flat_map(|p| [p.title.as_str(), p.instructions.as_str()]);
         let tuning_descriptions = self.tuning.iter().filter_map(|p| p.description.as_deref());
@@ -376,7 +376,7 @@ struct RawTransformation {
     #[serde(default)]
     overview: Option<String>,
     #[serde(default)]
-    applies_to: Option<Vec<Backend>>,
+    applies_to: Option<Vec<Language>>,
     #[serde(default)]
     patterns: Vec<Pattern>,
     #[serde(default)]
@@ -391,7 +391,7 @@ struct RawTransformation {
     constraints: RawConstraints,
     passes: Vec<RawPass>,
     #[serde(default)]
-    translations: BTreeMap<Backend, TranslationTable>,
+    translations: BTreeMap<Language, TranslationTable>,
 }
 
 fn one_kernel() -> usize {
@@ -550,7 +550,7 @@ impl RawTransformation {
 
     /// Translations only for backends the transformation applies to (another backend's
     /// would never be shown), with terms written as its placeholders are.
-    fn check_translations(&self, applies_to: &[Backend], invalid: &impl Fn(String, String) -> LibraryError) -> Result<(), LibraryError> {
+    fn check_translations(&self, applies_to: &[Language], invalid: &impl Fn(String, String) -> LibraryError) -> Result<(), LibraryError> {
         for (backend, table) in &self.translations {
             if !applies_to.contains(backend) {
                 return Err(invalid(format!("translations.{backend}"), format!("{backend} is not in `applies_to`")));
@@ -567,7 +567,7 @@ impl RawTransformation {
 
 /// The backends a transformation applies to: those listed, each once, or every backend
 /// when the file leaves `applies_to` out (an empty list is a mistake, not "none").
-fn backends(listed: Option<Vec<Backend>>, invalid: &impl Fn(String, String) -> LibraryError) -> Result<Vec<Backend>, LibraryError> {
+fn backends(listed: Option<Vec<Language>>, invalid: &impl Fn(String, String) -> LibraryError) -> Result<Vec<Language>, LibraryError> {
     match listed {
         Some(list) if list.is_empty() => Err(invalid("applies_to".into(), "lists no backend; leave it out to mean every backend".into())),
         Some(list) => {
@@ -577,7 +577,7 @@ fn backends(listed: Option<Vec<Backend>>, invalid: &impl Fn(String, String) -> L
             }
             Ok(list)
         }
-        None => Ok(Backend::ALL.to_vec()),
+        None => Ok(Language::ALL.to_vec()),
     }
 }
 
@@ -634,7 +634,7 @@ instructions = "Pad each {{shared}} tile."
     fn minimal_file_parses_with_defaults() {
         let t = parse(MINIMAL).unwrap();
         assert_eq!(t.name, "Offset");
-        assert_eq!(t.applies_to, Backend::ALL.to_vec());
+        assert_eq!(t.applies_to, Language::ALL.to_vec());
         assert_eq!(t.tuning[0].domain.expand().unwrap(), vec![0, 1, 2]);
         assert_eq!(t.passes[0].region, Region::Device);
         assert_eq!(t.placeholders(), vec![("passes[0].instructions".to_string(), "shared".to_string())]);
@@ -660,15 +660,15 @@ instructions = "Pad each {{shared}} tile."
             .replace("Pad each {{shared}} tile.", "Pad each {{shared}} tile of TILE_K columns (not TILE_KX); keep BX as it is.");
         let t = parse(&text).unwrap();
         let roles: indexmap::IndexMap<String, String> = [("TILE_K".to_string(), "KT".to_string())].into_iter().collect();
-        let renamed = t.with_roles(&roles, Backend::Cuda).unwrap();
+        let renamed = t.with_roles(&roles, Language::Cuda).unwrap();
         assert_eq!(renamed.requires, vec!["KT"]);
         assert_eq!(renamed.constraints, vec!["OFFSET < KT"]);
         assert_eq!(renamed.passes[0].instructions, "Pad each {{shared}} tile of KT columns (not TILE_KX); keep BX as it is.");
         let clash: indexmap::IndexMap<String, String> = [("TILE_K".to_string(), "BX".to_string())].into_iter().collect();
-        let err = t.with_roles(&clash, Backend::Cuda).unwrap_err();
+        let err = t.with_roles(&clash, Language::Cuda).unwrap_err();
         assert!(matches!(err, PromptError::RoleClash { ref role, ref name, .. } if role == "TILE_K" && name == "BX"), "{err}");
         let unused: indexmap::IndexMap<String, String> = [("BLOCK_X".to_string(), "BX".to_string())].into_iter().collect();
-        let same = t.with_roles(&unused, Backend::Cuda).unwrap();
+        let same = t.with_roles(&unused, Language::Cuda).unwrap();
         assert_eq!(
             (&same.passes, &same.requires, &same.constraints),
             (&t.passes, &t.requires, &t.constraints),
@@ -686,12 +686,12 @@ instructions = "Pad each {{shared}} tile."
             + "\n[translations.opencl]\nnote = \"`vload4(v, C)` in OpenCL C\"\n";
         let t = parse(&text).unwrap();
         let roles: indexmap::IndexMap<String, String> = [("LEN".to_string(), "C".to_string())].into_iter().collect();
-        let renamed = t.with_roles(&roles, Backend::Cuda).unwrap();
+        let renamed = t.with_roles(&roles, Language::Cuda).unwrap();
         assert_eq!(renamed.constraints, vec!["OFFSET < C"]);
-        let err = t.with_roles(&roles, Backend::Opencl).unwrap_err();
+        let err = t.with_roles(&roles, Language::Opencl).unwrap_err();
         assert!(matches!(err, PromptError::RoleClash { .. }), "on OpenCL, `C` is a name in that backend's code: {err}");
         let in_code = parse(&text.replace("as C = A x B wants", "as `C[i] = A[i]` wants")).unwrap();
-        assert!(in_code.with_roles(&roles, Backend::Cuda).is_err(), "a name in a code span is code");
+        assert!(in_code.with_roles(&roles, Language::Cuda).is_err(), "a name in a code span is code");
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub use executor::{
     AGENT_PRODUCER, AgentExecutor, Executor, ExecutorError, ExecutorSpec, LlmConfig, LlmExecutor, Outcome, PassRequest, Pending, Protocol, Provider,
     ReplayExecutor, Response, RetryPolicy, Transcript, TranscriptEntry,
 };
-pub use format::{Backend, Domain, Pass, Transformation, TuningParam};
+pub use format::{Domain, Language, Pass, Transformation, TuningParam};
 pub use library::{Library, Snippet};
 pub use prompt::{ContextParam, Feedback, KernelBrief, PassPrompt, PromptContext};
 pub use reply::{ReplyError, parse_reply};

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::LibraryError;
-use crate::format::{Backend, BackendText, Transformation, TranslationTable, is_term, line_of, normalize};
+use crate::format::{BackendText, Language, Transformation, TranslationTable, is_term, line_of, normalize};
 use peak_spec::Pattern;
 
 mod builtin {
@@ -36,7 +36,7 @@ const SNIPPETS_DIR: &str = "snippets";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snippet {
     pub name: String,
-    pub backend: Backend,
+    pub backend: Language,
     pub text: String,
     pub source: PathBuf,
 }
@@ -45,8 +45,8 @@ pub struct Snippet {
 #[derive(Debug, Clone, Default)]
 pub struct Library {
     transformations: Vec<Transformation>,
-    snippets: BTreeMap<(String, Backend), Snippet>,
-    translations: BTreeMap<Backend, TranslationTable>,
+    snippets: BTreeMap<(String, Language), Snippet>,
+    translations: BTreeMap<Language, TranslationTable>,
 }
 
 impl Library {
@@ -109,18 +109,18 @@ impl Library {
 
     /// The names of the transformations written for a kernel of this pattern on `backend`
     /// (any-kernel ones included) whose launch script runs `kernels` kernels, for hints.
-    pub fn fitting(&self, pattern: Option<Pattern>, backend: Backend, kernels: usize) -> Vec<String> {
+    pub fn fitting(&self, pattern: Option<Pattern>, backend: Language, kernels: usize) -> Vec<String> {
         self.transformations.iter().filter(|t| t.applies_to(backend) && t.fits(pattern) && t.kernels <= kernels).map(|t| t.name.clone()).collect()
     }
 
     /// The snippet `name` for `backend`, if the library has one.
-    pub fn snippet(&self, name: &str, backend: Backend) -> Option<&Snippet> {
+    pub fn snippet(&self, name: &str, backend: Language) -> Option<&Snippet> {
         self.snippets.get(&(name.to_string(), backend))
     }
 
     /// The terms a transformation's prompt uses on `backend`: the shared table, overridden
     /// by the transformation's own.
-    pub fn translation_table(&self, transformation: &Transformation, backend: Backend) -> TranslationTable {
+    pub fn translation_table(&self, transformation: &Transformation, backend: Language) -> TranslationTable {
         let mut table = self.translations.get(&backend).cloned().unwrap_or_default();
         if !transformation.roles.is_empty() {
             for spelling in table.values_mut() {
@@ -284,13 +284,13 @@ impl Library {
     }
 }
 
-fn parse_translations(path: &Path, text: &str) -> Result<BTreeMap<Backend, TranslationTable>, LibraryError> {
+fn parse_translations(path: &Path, text: &str) -> Result<BTreeMap<Language, TranslationTable>, LibraryError> {
     let deserializer = toml::Deserializer::parse(text).map_err(|e| LibraryError::Syntax {
         file: path.to_path_buf(),
         line: e.span().map(|s| line_of(text, s.start)),
         message: e.message().trim().to_string(),
     })?;
-    let tables: BTreeMap<Backend, TranslationTable> = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+    let tables: BTreeMap<Language, TranslationTable> = serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner();
         LibraryError::Invalid {
@@ -316,7 +316,7 @@ fn parse_translations(path: &Path, text: &str) -> Result<BTreeMap<Backend, Trans
 fn parse_snippet(path: &Path, file: &str, text: &str) -> Result<Snippet, LibraryError> {
     let invalid = |message: String| LibraryError::Invalid { file: path.to_path_buf(), line: None, field: "(file name)".into(), message };
     let (name, extension) = file.rsplit_once('.').ok_or_else(|| invalid("a snippet file is named <name>.<cu|hip|cl|hlsl>".into()))?;
-    let backend = Backend::ALL
+    let backend = Language::ALL
         .into_iter()
         .find(|b| b.snippet_extension() == extension)
         .ok_or_else(|| invalid(format!("'.{extension}' is not a snippet extension: use .cu, .hip, .cl or .hlsl")))?;

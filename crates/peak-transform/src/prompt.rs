@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use peak_spec::{Pattern, Region, Regions};
 
 use crate::error::PromptError;
-use crate::format::{Backend, BackendText, Pass, Transformation, TranslationTable, substitute};
+use crate::format::{BackendText, Language, Pass, Transformation, TranslationTable, substitute};
 use crate::library::{Library, Snippet};
 use crate::reply::{ReplyError, parse_reply};
 
@@ -47,7 +47,7 @@ pub struct PromptContext<'a> {
     /// The current source: for a pass, the result of the previous passes; for a repair,
     /// the version that failed.
     pub regions: &'a Regions,
-    pub backend: Backend,
+    pub backend: Language,
     /// The tuning parameters of the checkpoint the transformation starts from, without the
     /// ones it introduces (those are added from the transformation file).
     pub tuning: &'a [ContextParam],
@@ -262,7 +262,7 @@ fn task(s: &mut String, t: &Transformation, ctx: &PromptContext<'_>, pass_no: us
 
 /// The snippets peak inserts into `region` (the pass's own), shown so the model uses them
 /// instead of writing its own, and the names of those already in the source.
-fn snippets(s: &mut String, region: Region, backend: Backend, inserted: &[&Snippet], present: &[&str]) {
+fn snippets(s: &mut String, region: Region, backend: Language, inserted: &[&Snippet], present: &[&str]) {
     if !inserted.is_empty() {
         let _ = writeln!(s, "## Snippets\n");
         let _ = writeln!(
@@ -280,7 +280,7 @@ fn snippets(s: &mut String, region: Region, backend: Backend, inserted: &[&Snipp
 }
 
 /// The backend, and how it spells each generic term the transformation's text uses.
-fn backend_terms(s: &mut String, backend: Backend, table: &TranslationTable) {
+fn backend_terms(s: &mut String, backend: Language, table: &TranslationTable) {
     let _ = writeln!(s, "# Backend: {} — {}\n", backend, backend.language());
     if !table.is_empty() {
         let _ = writeln!(s, "The generic terms of this transformation and their {backend} spelling:\n");

@@ -10,7 +10,7 @@ use peak_transform::testing::{FakeLlmServer, Scripted};
 /// A GEMM, the pattern the matmul transformations are written for.
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
 use peak_transform::{
-    Backend, ContextParam, Executor, ExecutorError, ExecutorSpec, KernelBrief, Library, LlmConfig, LlmExecutor, Outcome, PassRequest, PromptContext, Protocol,
+    ContextParam, Executor, ExecutorError, ExecutorSpec, KernelBrief, Language, Library, LlmConfig, LlmExecutor, Outcome, PassRequest, PromptContext, Protocol,
     ReplyError, Response, RetryPolicy, Transcript,
 };
 
@@ -155,7 +155,7 @@ async fn a_reply_with_two_code_blocks_is_an_attempt_outcome() {
     let refactor = library.get("Refactor").unwrap();
     let regions = Regions::new("", "__kernel void matmul() {}\n", "launch(\"matmul\", 1, 1, 0);\n");
     let tuning = [ContextParam::new("BLOCK_X", "8, 16"), ContextParam::new("BLOCK_Y", "8, 16")];
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: &[], constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: &[], constraints: &[] };
     let prompt = library.pass_prompt(refactor, 1, &ctx).unwrap();
 
     let server = FakeLlmServer::start([

@@ -15,7 +15,7 @@ use peak_transform::reply::strip_thinking;
 
 /// A GEMM, the pattern the matmul transformations are written for.
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
-use peak_transform::{Backend, ContextParam, KernelBrief, Library, PromptContext, Transformation, parse_reply};
+use peak_transform::{ContextParam, KernelBrief, Language, Library, PromptContext, Transformation, parse_reply};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
@@ -326,11 +326,11 @@ proptest! {
     fn pass_prompt_accepts_or_rejects(text in structured_reply(), pick in any::<usize>()) {
         let library = Library::builtin().unwrap();
         let current = regions();
-        let candidates: Vec<&Transformation> = library.list().iter().filter(|t| t.applies_to(Backend::Cuda) && t.fits(GEMM.pattern)).collect();
+        let candidates: Vec<&Transformation> = library.list().iter().filter(|t| t.applies_to(Language::Cuda) && t.fits(GEMM.pattern)).collect();
         let t = candidates[pick % candidates.len()];
         let mut tuning: Vec<ContextParam> = t.requires.iter().chain(&t.redefines).map(|r| ContextParam::new(r.clone(), "pow2 [1, 64]")).collect();
         tuning.push(ContextParam::new("BLOCK_X", "pow2 [1, 64]"));
-        let ctx = PromptContext { kernel: GEMM, regions: &current, backend: Backend::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
+        let ctx = PromptContext { kernel: GEMM, regions: &current, backend: Language::Cuda, tuning: &tuning, inputs: &[], constraints: &[] };
         let pass = 1 + pick / 7 % t.passes.len();
         // Every shipped pass for CUDA GEMMs has a prompt for one with the parameters it requires
         // and redefines.

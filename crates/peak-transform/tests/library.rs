@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use peak_spec::Regions;
-use peak_transform::{Backend, ContextParam, KernelBrief, Library, LibraryError, PromptContext};
+use peak_transform::{ContextParam, KernelBrief, Language, Library, LibraryError, PromptContext};
 
 /// A GEMM, the pattern the matmul transformations are written for.
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
@@ -266,8 +266,8 @@ fn unreadable_folder_is_named() {
 
 #[test]
 fn backends_parse_by_name() {
-    assert_eq!("OpenCL".parse::<Backend>().unwrap(), Backend::Opencl);
-    assert!("metal".parse::<Backend>().unwrap_err().contains("cuda, hip, opencl or hlsl"));
+    assert_eq!("OpenCL".parse::<Language>().unwrap(), Language::Opencl);
+    assert!("metal".parse::<Language>().unwrap_err().contains("cuda, hip, opencl or hlsl"));
 }
 
 #[test]
@@ -279,7 +279,7 @@ fn a_redefined_parameter_must_exist_and_is_not_taken_for_a_second_application() 
     let inputs = [ContextParam::new("n", "1024, 2048")];
     let with = |names: &[&str]| names.iter().map(|n| ContextParam::new(*n, "4, 8")).collect::<Vec<_>>();
     let before = with(&["NUM_STAGES", "BLOCK_X", "BLOCK_Y", "TILE_K", "WARP_X", "FRAG_M", "FRAG_N"]);
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Cuda, tuning: &before, inputs: &inputs, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Cuda, tuning: &before, inputs: &inputs, constraints: &[] };
     assert!(library.pass_prompt(wgmma, 1, &ctx).is_ok());
     // Without the parameter it redefines, the transformation does not apply.
     let missing = with(&["NUM_STAGES", "BLOCK_Y", "TILE_K", "WARP_X", "FRAG_M", "FRAG_N"]);

@@ -1,7 +1,7 @@
 //! What a pass prompt holds, how replies become regions, and repair prompts.
 
 use peak_spec::{Region, Regions};
-use peak_transform::{Backend, ContextParam, Feedback, KernelBrief, Library, PassPrompt, PromptContext, PromptError, ReplyError};
+use peak_transform::{ContextParam, Feedback, KernelBrief, Language, Library, PassPrompt, PromptContext, PromptError, ReplyError};
 
 /// A GEMM, the pattern the matmul transformations are written for.
 const GEMM: KernelBrief<'static> = KernelBrief { pattern: Some(peak_spec::Pattern::Gemm), description: "" };
@@ -28,7 +28,7 @@ fn pass_prompt_holds_everything_the_model_needs() {
     let tuning = block_params();
     let constraints = ["BLOCK_X * BLOCK_Y <= 1024".to_string()];
     let inputs = [ContextParam::new("n", "256, 512, 1024")];
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: &inputs, constraints: &constraints };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: &inputs, constraints: &constraints };
     let prompt = library.pass_prompt(refactor, 1, &ctx).unwrap();
     let text = &prompt.text;
     assert_eq!((prompt.pass, prompt.passes, prompt.region), (1, 2, Region::Macros));
@@ -57,7 +57,7 @@ fn pass_prompt_holds_everything_the_model_needs() {
     }
 
     // The same pass for CUDA speaks CUDA.
-    let ctx = PromptContext { backend: Backend::Cuda, ..ctx };
+    let ctx = PromptContext { backend: Language::Cuda, ..ctx };
     let cuda = library.pass_prompt(refactor, 1, &ctx).unwrap();
     assert!(cuda.text.contains("#define TX threadIdx.x"), "{}", cuda.text);
     assert!(!cuda.text.contains("get_local_id"), "{}", cuda.text);
@@ -69,7 +69,7 @@ fn introduced_parameters_and_snippets_are_shown_and_snippets_inserted_once() {
     let tb = library.get("TB-Tiling").unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
     let prompt = library.pass_prompt(tb, 1, &ctx).unwrap();
     assert!(prompt.text.contains("- `TILE_K`: 4, 8, 16, 32, 64 — the k-extent"), "{}", prompt.text);
     assert!(prompt.text.contains("## Snippets") && prompt.text.contains("#define PEAK_TILE_COPY("), "{}", prompt.text);
@@ -101,7 +101,7 @@ fn replies_that_cannot_be_used_are_typed_outcomes() {
     let refactor = library.get("Refactor").unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
     let prompt = library.pass_prompt(refactor, 2, &ctx).unwrap();
     assert_eq!(prompt.accept("I would rather not.", &regions), Err(ReplyError::NoCodeBlock));
     assert_eq!(prompt.accept("```c\na\n```\n```c\nb\n```", &regions), Err(ReplyError::MultipleCodeBlocks(2)));
@@ -116,7 +116,7 @@ fn repair_prompt_feeds_back_the_failure() {
     let refactor = library.get("Refactor").unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
     let log = "kernel.cl:5:13: error: use of undeclared identifier 'TX'";
     let repair = library.repair_prompt(refactor, 2, &ctx, &Feedback::CompileError(log.into())).unwrap();
     assert!(repair.text.contains("# The previous attempt failed"), "{}", repair.text);
@@ -145,7 +145,7 @@ fn a_repair_goes_to_the_region_at_fault_even_one_an_earlier_step_wrote() {
     assert_ne!(tb.passes[last - 1].region, Region::Macros);
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
     let log = "kernel.cl:2:9: error: expected expression in macro A_AT";
     let repair = library.repair_prompt_in(tb, last, &ctx, &Feedback::CompileError(log.into()), Region::Macros).unwrap();
     assert_eq!(repair.region, Region::Macros);
@@ -162,10 +162,10 @@ fn prompts_refuse_what_cannot_work() {
     let library = Library::builtin().unwrap();
     let regions = naive();
     let tuning = block_params();
-    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Backend::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
 
     let err = library.pass_prompt(library.get("Tensor-Core").unwrap(), 1, &ctx).unwrap_err();
-    assert!(matches!(err, PromptError::NotApplicable { backend: Backend::Opencl, .. }), "{err}");
+    assert!(matches!(err, PromptError::NotApplicable { backend: Language::Opencl, .. }), "{err}");
 
     // A convolution never gets a GEMM's prompt, nor does a kernel nobody said the pattern of.
     let conv = PromptContext { kernel: KernelBrief { pattern: Some(peak_spec::Pattern::Stencil), description: "" }, ..ctx };

@@ -19,7 +19,7 @@ use peak_cuda::CudaBackend;
 use peak_cuda::baseline::run_baseline;
 use peak_cuda::compile_only::variants;
 use peak_cuda::nvrtc::{self, Arch, Dialect};
-use peak_spec::{Backend as Language, Context};
+use peak_spec::{Context, Language};
 use serde_json::{Value, json};
 
 #[derive(Parser)]

@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow};
 use peak_backend::RunOptions;
 use peak_cuda::CudaBackend;
 use peak_cuda::baseline::{BaselineError, BaselineReport, run_baseline};
-use peak_spec::Backend as Language;
+use peak_spec::Language;
 
 use super::{first_point, load_context, restricted_space};
 use crate::cli::BaselineArgs;

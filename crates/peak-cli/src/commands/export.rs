@@ -4,7 +4,7 @@
 
 use anyhow::{Result, anyhow};
 use peak_export::{ExportError, ExportOptions, Source, Target};
-use peak_spec::Backend as Language;
+use peak_spec::Language;
 
 use crate::backends;
 use crate::cli::ExportArgs;

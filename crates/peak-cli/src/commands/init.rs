@@ -4,7 +4,7 @@
 use anyhow::{Result, bail};
 use peak_backend::worker::launcher::Placement;
 use peak_record::{PerformanceRecord, Record, ReferenceRecord};
-use peak_spec::Backend as Language;
+use peak_spec::Language;
 use serde_json::json;
 
 use super::{load_context, workers};

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 use peak_spec::import::{ImportChoices, Param, array_shaping, backend_of, import_file, matmul_shape, read_signature, tolerance};
-use peak_spec::{Backend, Region};
+use peak_spec::{Language, Region};
 use serde_json::json;
 
 use crate::cli::NewArgs;
@@ -17,7 +17,7 @@ use crate::output::print_json;
 use crate::usage;
 
 pub fn run(args: NewArgs) -> Result<()> {
-    let backend: Option<Backend> = args.backend.as_deref().map(str::parse).transpose().map_err(|e: String| usage(anyhow!("--backend: {e}")))?;
+    let backend: Option<Language> = args.backend.as_deref().map(str::parse).transpose().map_err(|e: String| usage(anyhow!("--backend: {e}")))?;
     let mut choices = ImportChoices {
         kernel: args.kernel.clone(),
         sizes: pairs(&args.sizes, "--size", |v| Ok(v.to_string()))?.into_iter().collect(),
@@ -105,7 +105,7 @@ fn pairs<T>(flags: &[String], flag: &str, parse: impl Fn(&str) -> Result<T, Stri
 
 /// At a terminal: ask for each array length, input size and float value the flags did
 /// not give.
-fn ask_for_missing(file: &Path, backend: Backend, choices: &mut ImportChoices) -> Result<()> {
+fn ask_for_missing(file: &Path, backend: Language, choices: &mut ImportChoices) -> Result<()> {
     // A file peak cannot read as a kernel is left to import_file, which says why.
     let Ok(kernel) = read_signature(file, backend, choices.kernel.as_deref()) else { return Ok(()) };
     let scalars: Vec<&str> = kernel.params.iter().filter(|p| matches!(p, Param::Scalar { .. })).map(Param::name).collect();

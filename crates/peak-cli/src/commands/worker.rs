@@ -6,7 +6,7 @@
 //! serves the compile checks of deferred applies, with no device needed for CUDA and HIP.
 
 use anyhow::{Result, anyhow};
-use peak_spec::Backend as Language;
+use peak_spec::Language;
 
 use crate::backends;
 use crate::cli::WorkerArgs;

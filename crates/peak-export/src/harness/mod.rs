@@ -12,7 +12,7 @@ pub mod dispatch_cuda;
 pub mod dispatch_opencl;
 pub mod opencl;
 
-use peak_spec::{Backend as Language, Context, DType, ExecParams, Fill, RowOutliers, Values};
+use peak_spec::{Context, DType, ExecParams, Fill, Language, RowOutliers, Values};
 
 use crate::launch::{ExportArg, ExportBuffer, LaunchSequence};
 use crate::source::Origin;

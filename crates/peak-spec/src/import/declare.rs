@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use super::scan;
-use crate::manifest::Backend;
+use crate::manifest::Language;
 
 /// What a top-level piece is, as far as keeping it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ const ATTRIBUTES: &[&str] =
     &["__launch_bounds__", "__attribute__", "__declspec", "alignas", "__align__", "__maxnreg__", "__cluster_dims__", "__grid_constant__"];
 
 /// What the masked code of one top-level piece declares.
-pub(super) fn declare(code: &str, backend: Backend) -> Declaration {
+pub(super) fn declare(code: &str, backend: Language) -> Declaration {
     let code = scan::strip_template(code.trim());
     let head = &code[..code.find(['{', ';']).unwrap_or(code.len())];
     let mut words = scan::identifiers(head).map(|(_, w)| w);
@@ -63,14 +63,14 @@ pub(super) fn declare(code: &str, backend: Backend) -> Declaration {
     Declaration { role, names }
 }
 
-fn function_or_variable(head: &str, backend: Backend) -> Declaration {
+fn function_or_variable(head: &str, backend: Language) -> Declaration {
     let declarator = &head[..scan::assignment(head).unwrap_or(head.len())];
     let words: HashSet<&str> = scan::identifiers(declarator).map(|(_, w)| w).collect();
     let has = |w: &[&str]| w.iter().any(|w| words.contains(w));
     if let Some((name, _)) = function_name(declarator) {
         let role = if has(kernel_markers(backend)) {
             Role::Kernel
-        } else if backend == Backend::Opencl || has(&["__device__"]) {
+        } else if backend == Language::Opencl || has(&["__device__"]) {
             Role::DeviceFunction
         } else {
             Role::HostFunction
@@ -79,14 +79,14 @@ fn function_or_variable(head: &str, backend: Backend) -> Declaration {
     }
     let name = scan::identifiers(&declarator[..declarator.find('[').unwrap_or(declarator.len())]).last().map(|(_, w)| w.to_string());
     let device =
-        backend == Backend::Opencl || has(&["__constant__", "__device__", "__shared__", "__managed__"]) || (has(&["const", "constexpr"]) && !has(&["extern"]));
+        backend == Language::Opencl || has(&["__constant__", "__device__", "__shared__", "__managed__"]) || (has(&["const", "constexpr"]) && !has(&["extern"]));
     Declaration { role: if device { Role::DeviceVariable } else { Role::HostVariable }, names: name.into_iter().collect() }
 }
 
 /// The words that mark a kernel function.
-pub(super) fn kernel_markers(backend: Backend) -> &'static [&'static str] {
+pub(super) fn kernel_markers(backend: Language) -> &'static [&'static str] {
     match backend {
-        Backend::Opencl => &["__kernel", "kernel"],
+        Language::Opencl => &["__kernel", "kernel"],
         _ => &["__global__"],
     }
 }
@@ -118,7 +118,7 @@ fn namespace_names(code: &str, name: Option<&str>) -> Vec<String> {
     if let Some(open) = code.find('{').filter(|&o| !code[..o].contains('=')) {
         let inner = &code[open + 1..scan::matching(code, open).unwrap_or(code.len())];
         for span in scan::split(inner, inner) {
-            names.extend(declare(&inner[span.code..span.end], Backend::Cuda).names);
+            names.extend(declare(&inner[span.code..span.end], Language::Cuda).names);
         }
     }
     names
@@ -175,7 +175,7 @@ mod tests {
     use super::*;
 
     fn decl(code: &str) -> (Role, Vec<String>) {
-        let d = declare(code, Backend::Cuda);
+        let d = declare(code, Language::Cuda);
         (d.role, d.names)
     }
 
@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(decl("namespace cg = cooperative_groups;"), (Role::Namespace, s(&["cg"])));
         assert_eq!(decl("namespace {\n__device__ float sq(float x) { return x * x; }\nconstexpr int W = 4;\n}"), (Role::Namespace, s(&["sq", "W"])));
         assert_eq!(decl("__device__ float2 operator+(float2 a, float2 b) { return a; }"), (Role::DeviceFunction, s(&["operator"])));
-        assert_eq!(declare("float helper(float x) { return x; }", Backend::Opencl).role, Role::DeviceFunction);
-        assert_eq!(declare("__kernel void k(__global float* a) {}", Backend::Opencl).role, Role::Kernel);
+        assert_eq!(declare("float helper(float x) { return x; }", Language::Opencl).role, Role::DeviceFunction);
+        assert_eq!(declare("__kernel void k(__global float* a) {}", Language::Opencl).role, Role::Kernel);
     }
 }

@@ -10,7 +10,7 @@
 
 use super::declare::function_name;
 use super::scan;
-use crate::manifest::{Backend, Domain};
+use crate::manifest::{Domain, Language};
 
 /// A launch proposal for the host region.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ struct Index {
 
 /// Propose a launch for the kernel whose masked code is `code`; `inputs` are its integer
 /// parameters.
-pub(super) fn propose(code: &str, backend: Backend, kernel: &str, inputs: &[&str], covered: Covered) -> Proposal {
+pub(super) fn propose(code: &str, backend: Language, kernel: &str, inputs: &[&str], covered: Covered) -> Proposal {
     let body = body(code);
     let tokens = scan::tokens(body);
     let defs = definitions(body);
@@ -134,8 +134,8 @@ fn per_block(intro: &str, var: &str, bound: &str, check: &str) -> Proposal {
 }
 
 /// The variable the kernel sets to its block index along x, if any.
-fn block_index(defs: &[(String, String)], backend: Backend) -> Option<String> {
-    let forms: &[&str] = if backend == Backend::Opencl { &["get_group_id(0)"] } else { &["blockIdx.x", "hipBlockIdx_x"] };
+fn block_index(defs: &[(String, String)], backend: Language) -> Option<String> {
+    let forms: &[&str] = if backend == Language::Opencl { &["get_group_id(0)"] } else { &["blockIdx.x", "hipBlockIdx_x"] };
     defs.iter().find(|(_, expr)| forms.contains(&strip_cast(&expr.replace(char::is_whitespace, "")))).map(|(var, _)| var.clone())
 }
 
@@ -210,10 +210,10 @@ fn definitions(body: &str) -> Vec<(String, String)> {
 /// The axis (0 = x) of a global thread index expression, if `expr` is one:
 /// `blockIdx.x * blockDim.x + threadIdx.x` in any order (HIP spellings too), or
 /// `get_global_id(0)` in OpenCL; a leading cast is allowed.
-fn axis_of(expr: &str, backend: Backend) -> Option<usize> {
+fn axis_of(expr: &str, backend: Language) -> Option<usize> {
     let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
     let e = strip_cast(&e);
-    if backend == Backend::Opencl {
+    if backend == Language::Opencl {
         return (0..3).find(|a| e == format!("get_global_id({a})"));
     }
     if !e.bytes().all(|c| scan::is_name_byte(c) || b".*+()".contains(&c)) {
@@ -417,7 +417,7 @@ fn subscript_len(tokens: &[String], open: usize) -> usize {
 mod tests {
     use super::*;
 
-    fn propose_for(code: &str, backend: Backend, inputs: &[&str]) -> Proposal {
+    fn propose_for(code: &str, backend: Language, inputs: &[&str]) -> Proposal {
         propose(&scan::mask(code), backend, "k", inputs, Covered { name: "out", size: "n" })
     }
 
@@ -425,7 +425,7 @@ mod tests {
     fn a_row_kernel_gets_one_thread_per_row() {
         let p = propose_for(
             "__global__ void k(float* out, const float* inp, int N, int C) {\n  int idx = blockIdx.x * blockDim.x + threadIdx.x; // row\n  if (idx < N) { for (int i = 0; i < C; i++) out[idx * C + i] = inp[i]; }\n}",
-            Backend::Cuda,
+            Language::Cuda,
             &["N", "C"],
         );
         assert_eq!((p.grid.as_str(), p.block.as_str()), ("ceil_div(N, BLOCK_X)", "BLOCK_X"));
@@ -437,7 +437,7 @@ mod tests {
     fn two_indices_give_a_2d_grid() {
         let p = propose_for(
             "__global__ void k(int M, int N, float* C) {\n  const uint x = blockIdx.x * blockDim.x + threadIdx.x;\n  const uint y = threadIdx.y + blockDim.y * blockIdx.y;\n  if (x < M && y < N) C[x * N + y] = 0;\n}",
-            Backend::Cuda,
+            Language::Cuda,
             &["M", "N"],
         );
         assert_eq!(p.grid, "[ceil_div(M, BLOCK_X), ceil_div(N, BLOCK_Y)]");
@@ -445,13 +445,13 @@ mod tests {
         assert_eq!(p.constraints, ["BLOCK_X * BLOCK_Y >= 32", "BLOCK_X * BLOCK_Y <= 1024"]);
         let hip = propose_for(
             "__global__ void k(float* a, int n, int m) {\n  int i = hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x;\n  int j = hipThreadIdx_y + hipBlockIdx_y * hipBlockDim_y;\n  if (i < n && j < m) a[i * m + j] = 0; }",
-            Backend::Hip,
+            Language::Hip,
             &["n", "m"],
         );
         assert_eq!(hip.grid, "[ceil_div(n, BLOCK_X), ceil_div(m, BLOCK_Y)]", "HIP's own spellings: {:?}", hip.comment);
         let cl = propose_for(
             "__kernel void k(__global float* a, int rows, int cols) {\n  int r = get_global_id(1); int c = get_global_id(0);\n  if (r >= rows || c >= cols) return;\n  a[r * cols + c] = 0; }",
-            Backend::Opencl,
+            Language::Opencl,
             &["rows", "cols"],
         );
         assert_eq!(cl.grid, "[ceil_div(cols, BLOCK_X), ceil_div(rows, BLOCK_Y)]");
@@ -461,7 +461,7 @@ mod tests {
     fn a_block_index_with_a_bound_gets_one_block_per_value() {
         let p = propose_for(
             "__global__ void k(float* out, int rows, int cols) {\n  int row = blockIdx.x;\n  if (row >= rows) return;\n  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[row * cols + c] = 0;\n}",
-            Backend::Cuda,
+            Language::Cuda,
             &["rows", "cols"],
         );
         assert_eq!((p.grid.as_str(), p.block.as_str()), ("rows", "BLOCK_X"));
@@ -472,13 +472,13 @@ mod tests {
     fn bounds_are_expressions_over_inputs() {
         let p = propose_for(
             "__global__ void k(float* out, int B, int T) {\n  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);\n  const int n = B * T;\n  if (n > i) out[i] = 0;\n  if (i <= B * T - 1) out[i] = 1;\n}",
-            Backend::Cuda,
+            Language::Cuda,
             &["B", "T"],
         );
         assert_eq!(p.grid, "ceil_div((B * T), BLOCK_X)", "{:?}", p.comment);
         let p = propose_for(
             "__global__ void k(float* out, int B, int T) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i <= B * T - 1) out[i] = 1;\n}",
-            Backend::Cuda,
+            Language::Cuda,
             &["B", "T"],
         );
         assert_eq!(p.grid, "ceil_div((B * T - 1) + 1, BLOCK_X)");
@@ -486,21 +486,21 @@ mod tests {
 
     #[test]
     fn what_cannot_be_read_falls_back_and_says_why() {
-        let p = propose_for("__global__ void k(float* out, int n) { out[threadIdx.x] = 0; }", Backend::Cuda, &["n"]);
+        let p = propose_for("__global__ void k(float* out, int n) { out[threadIdx.x] = 0; }", Language::Cuda, &["n"]);
         assert_eq!(p.grid, "ceil_div(n, BLOCK_X)");
         assert!(p.comment[1].contains("computes no global thread index"), "{:?}", p.comment);
         let p = propose_for(
             "__global__ void k(float* out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 32) out[i] = 0; }",
-            Backend::Cuda,
+            Language::Cuda,
             &["n"],
         );
         assert_eq!(p.constraints, ["n % BLOCK_X == 0"], "a literal is no extent: the index counts as unchecked");
-        let p = propose_for("__global__ void k(float* out) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 8192) out[i] = 0; }", Backend::Cuda, &[]);
+        let p = propose_for("__global__ void k(float* out) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 8192) out[i] = 0; }", Language::Cuda, &[]);
         assert_eq!((p.grid.as_str(), p.constraints.len()), ("ceil_div(8192, BLOCK_X)", 0), "sizes fixed in the code: the literal is the extent");
-        let p = propose_for("__global__ void k(float* out, int n) { int row = blockIdx.x; out[row] = 0; }", Backend::Cuda, &["n"]);
+        let p = propose_for("__global__ void k(float* out, int n) { int row = blockIdx.x; out[row] = 0; }", Language::Cuda, &["n"]);
         assert!(p.comment[1].contains("indexes by block (`row` = its block index) and checks `row` against no bound"), "{:?}", p.comment);
         let p =
-            propose_for("__kernel void k(__global float* out) { int r = get_global_id(0); int c = get_global_id(1); out[r + c] = 0; }", Backend::Opencl, &[]);
+            propose_for("__kernel void k(__global float* out) { int r = get_global_id(0); int c = get_global_id(1); out[r + c] = 0; }", Language::Opencl, &[]);
         assert!(p.comment[1].contains("does not check `r` against a bound"), "{:?}", p.comment);
     }
 

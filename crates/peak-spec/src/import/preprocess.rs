@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::scan::{self, Span};
-use crate::manifest::Backend;
+use crate::manifest::Language;
 
 /// Reads a local header by its path relative to the kernel file's folder; `None` where
 /// there is no such file.
@@ -57,7 +57,7 @@ pub(super) struct Preprocessed {
 
 /// Run the preprocessor pass over `text`, the kernel file. `undecidable` names macros
 /// defined only at compile time (the tuning parameters).
-pub(super) fn preprocess(text: &str, backend: Backend, read: ReadHeader, undecidable: &[&str]) -> Preprocessed {
+pub(super) fn preprocess(text: &str, backend: Language, read: ReadHeader, undecidable: &[&str]) -> Preprocessed {
     let mut pre = Pre {
         backend,
         read,
@@ -70,17 +70,17 @@ pub(super) fn preprocess(text: &str, backend: Backend, read: ReadHeader, undecid
 }
 
 /// Macros the device compiler defines for every compile of a context.
-fn compiler_macros(backend: Backend) -> &'static [&'static str] {
+fn compiler_macros(backend: Language) -> &'static [&'static str] {
     match backend {
-        Backend::Cuda => &["__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__"],
-        Backend::Hip => &["__HIPCC__", "__HIP__", "__HIP_DEVICE_COMPILE__"],
-        Backend::Opencl => &["__OPENCL_VERSION__", "__OPENCL_C_VERSION__"],
-        Backend::Hlsl => &[],
+        Language::Cuda => &["__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__"],
+        Language::Hip => &["__HIPCC__", "__HIP__", "__HIP_DEVICE_COMPILE__"],
+        Language::Opencl => &["__OPENCL_VERSION__", "__OPENCL_C_VERSION__"],
+        Language::Hlsl => &[],
     }
 }
 
 struct Pre<'a> {
-    backend: Backend,
+    backend: Language,
     read: ReadHeader<'a>,
     /// Defined macros, with their value where it is an integer.
     defined: HashMap<String, Option<i64>>,
@@ -407,7 +407,7 @@ mod tests {
 
     fn run(text: &str, headers: &[(&str, &str)]) -> Preprocessed {
         let read = |p: &Path| headers.iter().find(|(n, _)| Path::new(n) == p).map(|(_, t)| t.to_string());
-        preprocess(text, Backend::Cuda, &read, &["BLOCK_X"])
+        preprocess(text, Language::Cuda, &read, &["BLOCK_X"])
     }
 
     fn texts(pre: &Preprocessed) -> Vec<String> {

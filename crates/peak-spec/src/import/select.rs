@@ -15,10 +15,10 @@ use indexmap::IndexSet;
 use super::declare::{Declaration, Role, declare};
 use super::preprocess::{Kind, Preprocessed};
 use super::scan;
-use crate::manifest::Backend;
+use crate::manifest::Language;
 
 /// What each piece of `pre` declares.
-pub(super) fn declarations(pre: &Preprocessed, backend: Backend) -> Vec<Declaration> {
+pub(super) fn declarations(pre: &Preprocessed, backend: Language) -> Vec<Declaration> {
     pre.pieces
         .iter()
         .map(|p| match &p.kind {
@@ -39,7 +39,7 @@ pub(super) struct Selection {
 }
 
 /// Keep kernel `kernel` (its piece is `pre.pieces[at]`) and what it uses.
-pub(super) fn select(pre: &Preprocessed, decls: &[Declaration], at: usize, backend: Backend, file_name: &str) -> Selection {
+pub(super) fn select(pre: &Preprocessed, decls: &[Declaration], at: usize, backend: Language, file_name: &str) -> Selection {
     let keep = closure(pre, decls, at);
     let used: HashSet<&str> = keep.iter().enumerate().filter(|(_, k)| **k).flat_map(|(i, _)| scan::references(&pre.pieces[i].code)).collect();
     let kept_namespaces: HashSet<&str> =
@@ -54,7 +54,7 @@ pub(super) fn select(pre: &Preprocessed, decls: &[Declaration], at: usize, backe
         let text = piece.text.trim_start_matches(['\n', '\r']).trim_end();
         match (&piece.kind, &decl.role) {
             // A local header that is not there: only the compiler's own may be found elsewhere.
-            (Kind::Include { name, local: true }, _) if backend == Backend::Opencl || include_fate(name, backend) == Fate::Drop => {
+            (Kind::Include { name, local: true }, _) if backend == Language::Opencl || include_fate(name, backend) == Fate::Drop => {
                 notes.push(format!(
                     "left out #include \"{name}\": it is not next to {file_name} (copy what the kernel needs from it into the macros or device region)"
                 ));
@@ -73,7 +73,7 @@ pub(super) fn select(pre: &Preprocessed, decls: &[Declaration], at: usize, backe
             (_, Role::UsingNamespace(ns)) if kept_namespaces.contains(ns.as_str()) => device.push(text.to_string()),
             _ if !keep[i] => {}
             (_, Role::Macro) => macros.push(text.to_string()),
-            _ if i == at && matches!(backend, Backend::Cuda | Backend::Hip) => {
+            _ if i == at && matches!(backend, Language::Cuda | Language::Hip) => {
                 device.push(with_c_linkage(text, &piece.code[piece.text.len() - piece.text.trim_start_matches(['\n', '\r']).len()..]))
             }
             _ => device.push(text.to_string()),
@@ -153,7 +153,7 @@ enum Fate {
 
 /// Whether a context keeps `#include <name>`: what NVRTC (or peak's HIP prelude) provides
 /// is kept; host headers are not. OpenCL compilers have no host headers to trip on.
-fn include_fate(name: &str, backend: Backend) -> Fate {
+fn include_fate(name: &str, backend: Language) -> Fate {
     const NVRTC: &[&str] = &[
         "cuda_fp16.h",
         "cuda_bf16.h",
@@ -171,8 +171,8 @@ fn include_fate(name: &str, backend: Backend) -> Fate {
     ];
     const HIP: &[&str] = &["hip/hip_runtime.h", "hip/hip_runtime_api.h", "hip/hip_fp16.h", "hip/hip_bf16.h"];
     match backend {
-        Backend::Opencl | Backend::Hlsl => Fate::Keep,
-        _ if NVRTC.contains(&name) || (backend == Backend::Hip && HIP.contains(&name)) => Fate::Keep,
+        Language::Opencl | Language::Hlsl => Fate::Keep,
+        _ if NVRTC.contains(&name) || (backend == Language::Hip && HIP.contains(&name)) => Fate::Keep,
         // Found where the CUDA toolkit's own headers are (CCCL): used by name.
         _ if name.starts_with("cooperative_groups") || name.starts_with("hip/hip_cooperative_groups") => Fate::KeepIfUsed(&["cooperative_groups"]),
         _ if name.starts_with("cuda/") => Fate::KeepIfUsed(&["cuda"]),
@@ -183,8 +183,8 @@ fn include_fate(name: &str, backend: Backend) -> Fate {
 
 /// The half-precision headers CUDA code gets from nvcc's implicit `cuda_runtime.h` and
 /// NVRTC does not: (header, the names that showed it is needed).
-fn half_includes(backend: Backend, used: &HashSet<&str>, macros: &[String], code: &str) -> Vec<(&'static str, String)> {
-    if backend != Backend::Cuda {
+fn half_includes(backend: Language, used: &HashSet<&str>, macros: &[String], code: &str) -> Vec<(&'static str, String)> {
+    if backend != Language::Cuda {
         return vec![];
     }
     let families: [(&str, &[&str]); 3] = [
@@ -309,12 +309,12 @@ mod tests {
 
     #[test]
     fn includes_nvrtc_lacks_are_left_out() {
-        assert_eq!(include_fate("cuda_bf16.h", Backend::Cuda), Fate::Keep);
-        assert_eq!(include_fate("stdio.h", Backend::Cuda), Fate::Drop);
-        assert_eq!(include_fate("cuda_runtime.h", Backend::Hip), Fate::Drop);
-        assert_eq!(include_fate("hip/hip_runtime.h", Backend::Hip), Fate::Keep);
-        assert_eq!(include_fate("hip/hip_runtime.h", Backend::Cuda), Fate::Drop);
-        assert!(matches!(include_fate("cooperative_groups/reduce.h", Backend::Cuda), Fate::KeepIfUsed(_)));
+        assert_eq!(include_fate("cuda_bf16.h", Language::Cuda), Fate::Keep);
+        assert_eq!(include_fate("stdio.h", Language::Cuda), Fate::Drop);
+        assert_eq!(include_fate("cuda_runtime.h", Language::Hip), Fate::Drop);
+        assert_eq!(include_fate("hip/hip_runtime.h", Language::Hip), Fate::Keep);
+        assert_eq!(include_fate("hip/hip_runtime.h", Language::Cuda), Fate::Drop);
+        assert!(matches!(include_fate("cooperative_groups/reduce.h", Language::Cuda), Fate::KeepIfUsed(_)));
     }
 
     #[test]

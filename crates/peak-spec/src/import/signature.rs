@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn typedefs_come_from_typedef_using_and_define() {
         let text = "typedef float floatX;\nusing idx_t = int;\n#define real floatX\ntypedef struct { int a; } S;\n";
-        let pre = super::super::preprocess::preprocess(text, crate::manifest::Backend::Cuda, &|_| None, &[]);
+        let pre = super::super::preprocess::preprocess(text, crate::manifest::Language::Cuda, &|_| None, &[]);
         let t = Typedefs::of(&pre);
         assert_eq!(t.resolve("real"), "float");
         assert_eq!(t.resolve("idx_t"), "int");

@@ -14,7 +14,7 @@ fn no_headers(_: &Path) -> Option<String> {
     None
 }
 
-fn signature_of(source: &str, backend: Backend) -> Result<Vec<Param>, String> {
+fn signature_of(source: &str, backend: Language) -> Result<Vec<Param>, String> {
     let parsed = Parsed::new(source, backend, &no_headers)?;
     let (at, name) = parsed.choose(None, "k")?;
     parsed.parameters(at, name)
@@ -30,9 +30,9 @@ fn choices(sizes: &[(&str, &str)], inputs: &[(&str, &[i64])]) -> ImportChoices {
 
 #[test]
 fn signatures_give_arrays_and_scalar_inputs() {
-    assert_eq!(kernel_names(SOFTMAX, Backend::Cuda, &no_headers).unwrap(), ["softmax"], "commented-out kernels are not read");
+    assert_eq!(kernel_names(SOFTMAX, Language::Cuda, &no_headers).unwrap(), ["softmax"], "commented-out kernels are not read");
     assert_eq!(
-        signature_of(SOFTMAX, Backend::Cuda).unwrap(),
+        signature_of(SOFTMAX, Language::Cuda).unwrap(),
         vec![
             Param::Array { name: "x".into(), dtype: DType::F32, read_only: true },
             Param::Array { name: "y".into(), dtype: DType::F32, read_only: false },
@@ -41,23 +41,23 @@ fn signatures_give_arrays_and_scalar_inputs() {
         ]
     );
     let cl = "__kernel void t(__global const half *a, __global unsigned int *b, const int n, float s) {}";
-    let params = signature_of(cl, Backend::Opencl).unwrap();
+    let params = signature_of(cl, Language::Opencl).unwrap();
     assert_eq!(params[0], Param::Array { name: "a".into(), dtype: DType::F16, read_only: true });
     assert_eq!(params[1], Param::Array { name: "b".into(), dtype: DType::U32, read_only: false });
     assert_eq!(params[2], Param::Scalar { name: "n".into(), wide: false });
     assert_eq!(params[3], Param::Float { name: "s".into() });
-    let err = signature_of("__global__ void k(double* a) {}", Backend::Cuda).unwrap_err();
+    let err = signature_of("__global__ void k(double* a) {}", Language::Cuda).unwrap_err();
     assert!(err.contains("kernel `k`") && err.contains("`double`"), "{err}");
 }
 
 #[test]
 fn fp8_pointers_import_as_e4m3_and_e5m2_with_their_header() {
     let gemm = "extern \"C\" __global__ void k(const __nv_fp8_e4m3* __restrict__ a, const __nv_fp8_e5m2* b, __nv_bfloat16* c, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) c[i] = __float2bfloat16(float(a[i]) * float(b[i]));\n}\n";
-    let params = signature_of(gemm, Backend::Cuda).unwrap();
+    let params = signature_of(gemm, Language::Cuda).unwrap();
     assert_eq!(params[0], Param::Array { name: "a".into(), dtype: DType::E4m3, read_only: true });
     assert_eq!(params[1], Param::Array { name: "b".into(), dtype: DType::E5m2, read_only: true });
     assert_eq!(params[2], Param::Array { name: "c".into(), dtype: DType::Bf16, read_only: false });
-    let made = scaffold(gemm, Backend::Cuda, "k.cu", &no_headers, &choices(&[("a", "n"), ("b", "n"), ("c", "n")], &[("n", &[1024])])).unwrap();
+    let made = scaffold(gemm, Language::Cuda, "k.cu", &no_headers, &choices(&[("a", "n"), ("b", "n"), ("c", "n")], &[("n", &[1024])])).unwrap();
     let macros = made.regions.get(Region::Macros);
     assert!(macros.contains("#include <cuda_fp8.h>") && macros.contains("#include <cuda_bf16.h>"), "{macros}");
     assert!(made.notes.iter().any(|n| n.contains("added #include <cuda_fp8.h>: the kernel uses __nv_fp8_e4m3, __nv_fp8_e5m2")), "{:?}", made.notes);
@@ -67,11 +67,11 @@ fn fp8_pointers_import_as_e4m3_and_e5m2_with_their_header() {
 #[test]
 fn a_scaffold_asks_for_what_the_signature_lacks() {
     let mut c = ImportChoices::default();
-    let err = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap_err();
+    let err = scaffold(SOFTMAX, Language::Cuda, "softmax.cu", &no_headers, &c).unwrap_err();
     assert!(err.contains("--size x=EXPR --size y=EXPR") && err.contains("--input rows=256,1024 --input cols=256,1024"), "everything missing at once: {err}");
     c = choices(&[("x", "rows * cols"), ("y", "rows * cols")], &[("rows", &[64]), ("cols", &[128, 256])]);
     c.domain = Some("softmax".into());
-    let made = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap();
+    let made = scaffold(SOFTMAX, Language::Cuda, "softmax.cu", &no_headers, &c).unwrap();
     let manifest = &made.manifest;
     assert_eq!(manifest.kernel.domain(), Some("softmax"));
     assert_eq!((manifest.arrays[0].output, manifest.arrays[0].init), (false, Init::Random));
@@ -83,14 +83,14 @@ fn a_scaffold_asks_for_what_the_signature_lacks() {
     manifest.validate("peak.toml").unwrap();
     assert_eq!(made.regions.get(Region::Device).matches("extern \"C\"").count(), 1, "an extern \"C\" kernel is left as it is");
 
-    let plain = scaffold("__global__ void k(float* y, int n) {}", Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
+    let plain = scaffold("__global__ void k(float* y, int n) {}", Language::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
     assert_eq!(plain.regions.get(Region::Device), "extern \"C\" __global__ void k(float* y, int n) {}\n", "peak finds kernels by their C name");
 
     c.outputs = Some(vec!["nope".into()]);
-    assert!(scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap_err().contains("no parameter `nope`"));
+    assert!(scaffold(SOFTMAX, Language::Cuda, "softmax.cu", &no_headers, &c).unwrap_err().contains("no parameter `nope`"));
     c.outputs = None;
     c.inputs.insert("x".into(), vec![1]);
-    let err = scaffold(SOFTMAX, Backend::Cuda, "softmax.cu", &no_headers, &c).unwrap_err();
+    let err = scaffold(SOFTMAX, Language::Cuda, "softmax.cu", &no_headers, &c).unwrap_err();
     assert!(err.contains("--input x: `x` is not an integer parameter") && err.contains("give its length with --size"), "{err}");
 }
 
@@ -99,10 +99,10 @@ const SAXPY: &str = "__global__ void saxpy(int n, float a, const float* x, float
 #[test]
 fn float_parameters_take_values_written_into_the_launch() {
     let mut c = choices(&[("x", "n"), ("y", "n")], &[("n", &[1024])]);
-    let err = scaffold(SAXPY, Backend::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err();
+    let err = scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err();
     assert!(err.contains("the value of float parameter a: --scalar a=VALUE"), "{err}");
     c.scalars.insert("a".into(), 2.0);
-    let made = scaffold(SAXPY, Backend::Cuda, "saxpy.cu", &no_headers, &c).unwrap();
+    let made = scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap();
     let host = made.regions.get(Region::Host);
     assert!(host.contains("launch(\"saxpy\", ceil_div(n, BLOCK_X), BLOCK_X, 0, n, 2.0, x, y);"), "{host}");
     // y is read before it is written: it starts from an input of its own on every run.
@@ -110,7 +110,7 @@ fn float_parameters_take_values_written_into_the_launch() {
     let y_in = made.manifest.arrays.iter().find(|a| a.name == "y_in").expect("y_in");
     assert_eq!((y_in.init, y_in.output, y_in.size.as_str()), (Init::Random, false, "n"));
     c.scalars.insert("a".into(), f64::NAN);
-    assert!(scaffold(SAXPY, Backend::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err().contains("finite"));
+    assert!(scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err().contains("finite"));
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn float_literals_keep_their_point_and_parse_as_floats() {
 #[test]
 fn wide_integers_are_passed_as_64_bits() {
     let source = "__global__ void k(float* y, size_t n) { size_t i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }";
-    let made = scaffold(source, Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
+    let made = scaffold(source, Language::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
     assert!(made.regions.get(Region::Host).contains("0, y, i64(n));"), "{}", made.regions.get(Region::Host));
 }
 
@@ -191,7 +191,7 @@ typedef float floatX;
 fn a_whole_file_keeps_the_kernel_and_what_it_uses() {
     let read = |p: &Path| (p == Path::new("helpers.h")).then(|| HELPERS_H.to_string());
     let c = ImportChoices { kernel: Some("act_kernel1".into()), ..choices(&[("out", "N"), ("inp", "N")], &[("N", &[4096])]) };
-    let made = scaffold(WHOLE_FILE, Backend::Cuda, "act.cu", &read, &c).unwrap();
+    let made = scaffold(WHOLE_FILE, Language::Cuda, "act.cu", &read, &c).unwrap();
     assert_eq!(made.manifest.arrays[0].dtype, DType::Bf16, "floatX is followed through the header's typedef");
     let macros = made.regions.get(Region::Macros);
     let device = made.regions.get(Region::Device);
@@ -226,13 +226,13 @@ fn a_whole_file_keeps_the_kernel_and_what_it_uses() {
 #[test]
 fn a_template_kernel_is_refused_with_what_to_do() {
     let source = "template <int N>\n__global__ void k(float* y) { y[threadIdx.x] = N; }\n";
-    let err = scaffold(source, Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "64")], &[])).unwrap_err();
+    let err = scaffold(source, Language::Cuda, "k.cu", &no_headers, &choices(&[("y", "64")], &[])).unwrap_err();
     assert!(err.contains("kernel `k` is a template") && err.contains("add a kernel that calls it"), "{err}");
 }
 
 #[test]
 fn a_missing_local_header_is_named() {
     let source = "#include \"helpers.h\"\n__global__ void k(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }\n";
-    let made = scaffold(source, Backend::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
+    let made = scaffold(source, Language::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
     assert!(made.notes[0].contains("left out #include \"helpers.h\": it is not next to k.cu"), "{:?}", made.notes);
 }
