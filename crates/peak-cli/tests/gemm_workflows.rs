@@ -547,6 +547,23 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
         assert!(host.contains(expected), "missing {expected:?} in Persistent-Split-K's host region:\n{host}");
     }
 
+    // bf16 only: the same transformation walked on the cooperative line (Consumer-Overlap,
+    // whose consumers keep a running `it`), following its text as written: KT per split
+    // keeps that counter exact with no other change.
+    if dtype == "bf16" {
+        let cooperative = show("split-k-cooperative");
+        assert_eq!(cooperative["meta"]["transformation"].as_str(), Some("Persistent-Split-K"), "{}", cooperative["meta"]);
+        assert_eq!(cooperative["parents"][0], overlap["id"]);
+        let code = source(&cooperative);
+        let device = region(&code, "@peak device", "@peak host");
+        assert_eq!(device.matches("for (int u = cluster; u < work; u += clusters)").count(), 2, "{device}");
+        assert_eq!(device.matches("int it = 0;").count(), 2, "both running counters stay: {device}");
+        assert!(
+            device.contains("const int gr = by * TILE_M + 64 * (wg * FRAG_M + i) + r, gc = bx * TILE_N + c;") && device.contains("PARTIAL_AT(split, gr, gc)"),
+            "{device}"
+        );
+    }
+
     let device = region(&last, "@peak device", "@peak host");
     let host = last.split("@peak host").nth(1).unwrap();
     assert!(device.contains("float* partial, int* arrivals)") && !device.contains("_splitk_reduce"), "{device}");
