@@ -10,6 +10,9 @@
 //! the order the device runs. Any thread may call in: each call makes the context
 //! current on its thread first.
 
+// cuBLASLt on a context's GEMM, the backend's yardstick (`vendor_call`): a child of the
+// backend because it drives the backend's own device, stream and buffers.
+pub mod baseline;
 mod launch;
 mod module;
 mod script;
@@ -471,6 +474,6 @@ impl Backend for CudaBackend {
         params: &peak_spec::ExecParams,
         options: &peak_backend::RunOptions,
     ) -> Option<Result<peak_backend::yardstick::VendorRun, BackendError>> {
-        crate::baseline::vendor_call(self, ctx, params, options)
+        baseline::vendor_call(self, ctx, params, options)
     }
 }

@@ -22,7 +22,6 @@
 //! driver knows C++ kernels only by their mangled names.
 
 pub mod backend;
-pub mod baseline;
 pub mod compile_only;
 pub mod driver;
 pub mod hip;
@@ -31,6 +30,6 @@ pub mod nvrtc;
 pub mod offline;
 pub mod tensor_map;
 
-pub use backend::CudaBackend;
+pub use backend::{CudaBackend, baseline};
 pub use nvrtc::{Arch, Dialect};
 pub use offline::OfflineBackend;
