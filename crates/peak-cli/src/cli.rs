@@ -79,7 +79,7 @@ pub enum Command {
     /// Let an LLM choose and apply transformations on its own, backtracking from failures and regressions.
     Auto(AutoArgs),
     /// RQ2 at scale: apply transformations from one checkpoint with several LLM executors, N times each, on side branches; HEAD stays put.
-    Study(crate::commands::study::StudyArgs),
+    Study(StudyArgs),
     /// The crash-isolated worker process validation and tuning talk to (internal).
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -138,6 +138,31 @@ pub struct AutoArgs {
     /// Extra transformation folders, layered over the built-in library.
     #[arg(long = "library")]
     pub library: Vec<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StudyArgs {
+    /// The checkpoint every run starts from.
+    #[arg(long, default_value = "HEAD", value_name = "CHECKPOINT")]
+    pub from: String,
+    /// Transformations to apply, comma-separated (see `peak transformations`).
+    #[arg(long, value_delimiter = ',', required = true, value_name = "NAME,...")]
+    pub transformations: Vec<String>,
+    /// LLM executors, comma-separated PROVIDER:MODEL, e.g. `openai:gpt-5,anthropic:claude-sonnet-4-5`.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "PROVIDER:MODEL,...")]
+    pub executors: Vec<String>,
+    /// Runs of each transformation with each executor.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Repair tries per run after the first (bad reply, compile error, wrong output).
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub workflow: WorkflowArg,
     #[arg(long)]
     pub json: bool,
 }

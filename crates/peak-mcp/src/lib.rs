@@ -29,6 +29,7 @@
 //!   descriptor; descriptor 1 points at stderr, so nothing a library or a driver prints
 //!   can corrupt the protocol (the same trick the kernel workers use).
 
+mod answer;
 mod import;
 mod outputs;
 mod params;
@@ -37,5 +38,7 @@ mod render;
 mod resolve;
 mod schema;
 pub mod server;
+mod settings;
 
-pub use server::{PeakServer, Settings, WorkersFactory, run_stdio, serve_stdio};
+pub use server::{PeakServer, run_stdio, serve_stdio};
+pub use settings::{Settings, WorkersFactory};

@@ -19,8 +19,8 @@ use peak_workflow::{AttemptOutcome, AttemptsLog, CheckpointView};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::answer::Answer;
 use crate::progress::Progress;
-use crate::server::Answer;
 
 // ---------------------------------------------------------------------------------------
 // Contexts and transformations.

@@ -14,7 +14,7 @@ use peak_workflow::Workflow;
 use serde_json::Value;
 
 use crate::params::{ApplyParams, LibraryParams, SampleParams, SanitizerParams, SearchLimits, TargetParams};
-use crate::server::Settings;
+use crate::settings::Settings;
 
 /// The built-in library with the server's and the call's extra folders layered over it.
 pub(crate) fn library(settings: &Settings, extra: &[String]) -> Result<Library> {

@@ -13,69 +13,25 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use peak_apply::auto::AutoOptions;
 use peak_apply::study::StudyOptions;
 use peak_apply::{ApplyOptions, InitOptions, Plan, SanitizerRecord, TuningSettings};
-use peak_backend::worker::PoolOptions;
-use peak_backend::worker::launcher::Placement;
 use peak_eval::profile::{ProfileOptions, profile};
 use peak_eval::validate::{Outcome as Validation, samples};
-use peak_eval::{OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, ValidationReport, Validator, Workers, default_cache_dir, tune_context};
+use peak_eval::{OutputValidator, ReferenceStore, StrategyKind, TuneOptions, TuneSetup, ValidationReport, Validator, default_cache_dir, tune_context};
 use peak_spec::{Context, Region};
 use peak_transform::Library;
 use peak_workflow::Workflow;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, RequestMetaObject, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, Implementation, RequestMetaObject, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::answer::{Answer, error_result};
 use crate::params::*;
 use crate::progress::Progress;
 use crate::render;
 use crate::resolve::{Reference, Sanitizes, Target, apply_options, bounded_count, library, restricted, sanitizer, tuning};
-
-/// Makes the worker processes one tool call runs kernels in. Called on the thread doing
-/// the work (a `Workers` holds child processes and stays on that thread).
-/// Starts a call's workers, placed as the call and the server say.
-pub type WorkersFactory = Arc<dyn Fn(&Placement) -> Workers + Send + Sync>;
-
-/// What the server needs from its host program.
-#[derive(Clone)]
-pub struct Settings {
-    pub workers: WorkersFactory,
-    /// Where workers run unless a call says otherwise (the server's `--worker-launcher`
-    /// and `--devices`).
-    pub placement: Placement,
-    /// Transformation folders layered over the built-in library for every call.
-    pub library_dirs: Vec<PathBuf>,
-    /// Results and reference caches (default: `peak_eval::default_cache_dir()`).
-    pub cache_dir: Option<PathBuf>,
-}
-
-impl Settings {
-    /// Workers started as `<this executable> worker --backend NAME`: the `peak` binary,
-    /// placed as `placement` says (the server's `--worker-launcher` and `--devices`).
-    pub fn peak(placement: Placement) -> Settings {
-        Settings {
-            workers: Arc::new(|placement| Workers::peak(PoolOptions::default(), placement.clone())),
-            placement,
-            library_dirs: Vec::new(),
-            cache_dir: None,
-        }
-    }
-
-    /// A call's workers, placed by [`Self::placement_for`].
-    pub fn workers_for(&self, call: &PlacementParams) -> Workers {
-        (self.workers)(&self.placement_for(call))
-    }
-
-    /// Where a call's workers run: its `worker_launcher` and `devices` where given, else
-    /// the server's (each on its own).
-    pub fn placement_for(&self, call: &PlacementParams) -> Placement {
-        let PlacementParams { worker_launcher, devices } = call;
-        let given = Placement::new(worker_launcher.as_deref(), devices.as_deref());
-        Placement { launcher: given.launcher.or_else(|| self.placement.launcher.clone()), devices: given.devices.or_else(|| self.placement.devices.clone()) }
-    }
-}
+use crate::settings::Settings;
 
 const INSTRUCTIONS: &str = "\
 peak optimises GPU kernels step by step with natural-language transformations, checking \
@@ -141,49 +97,6 @@ fn private_stdout() -> Result<tokio::fs::File> {
 // ---------------------------------------------------------------------------------------
 // Results.
 // ---------------------------------------------------------------------------------------
-
-/// A tool's answer: text for the model, JSON for programs.
-pub(crate) struct Answer {
-    text: String,
-    data: Value,
-    error: bool,
-}
-
-impl Answer {
-    pub(crate) fn ok(text: impl Into<String>, data: impl Serialize) -> Answer {
-        Answer { text: text.into(), data: serde_json::to_value(data).unwrap_or(Value::Null), error: false }
-    }
-
-    /// A result that says the operation failed (wrong output, compile error, gave up).
-    pub(crate) fn failed(text: impl Into<String>, data: impl Serialize) -> Answer {
-        Answer { text: text.into(), data: serde_json::to_value(data).unwrap_or(Value::Null), error: true }
-    }
-
-    fn into_result(self) -> CallToolResult {
-        let mut result =
-            if self.error { CallToolResult::error(vec![ContentBlock::text(self.text)]) } else { CallToolResult::success(vec![ContentBlock::text(self.text)]) };
-        if !self.data.is_null() {
-            result.structured_content = Some(without_nulls(self.data));
-        }
-        result
-    }
-}
-
-/// `value` without its null object members, at every depth: an unknown value is left
-/// out, so each key the output schemas name has one type.
-fn without_nulls(value: Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, without_nulls(v))).collect()),
-        Value::Array(items) => Value::Array(items.into_iter().map(without_nulls).collect()),
-        other => other,
-    }
-}
-
-/// An error from the libraries, as a tool error the model reads: the whole chain, hints
-/// included.
-fn error_result(err: &anyhow::Error) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(format!("error: {err:#}"))])
-}
 
 type ToolResult = Result<CallToolResult, ErrorData>;
 
@@ -787,20 +700,5 @@ impl ServerHandler for PeakServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("peak", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_calls_placement_wins_field_by_field_over_the_servers() {
-        let server = Settings::peak(Placement::new(Some("srun -n1"), Some("0,1")));
-        assert_eq!(server.placement_for(&PlacementParams::default()), server.placement);
-        let call = PlacementParams { worker_launcher: Some("ssh gpu-box".into()), devices: None };
-        assert_eq!(server.placement_for(&call), Placement::new(Some("ssh gpu-box"), Some("0,1")));
-        let call = PlacementParams { worker_launcher: None, devices: Some("all".into()) };
-        assert_eq!(server.placement_for(&call), Placement::new(Some("srun -n1"), Some("all")));
     }
 }

@@ -7,41 +7,15 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::Args;
 use peak_apply::study::{StudyOptions, StudyReport, StudyReporter, StudyRun};
 use peak_backend::worker::launcher::Placement;
 use peak_workflow::AttemptOutcome;
 
 use super::{apply_options, workers};
-use crate::cli::{MeasureArgs, WorkflowArg};
+use crate::cli::StudyArgs;
 use crate::output::print_json;
 use crate::progress::ApplyProgress;
 use crate::usage;
-
-#[derive(Debug, Args)]
-pub struct StudyArgs {
-    /// The checkpoint every run starts from.
-    #[arg(long, default_value = "HEAD", value_name = "CHECKPOINT")]
-    pub from: String,
-    /// Transformations to apply, comma-separated (see `peak transformations`).
-    #[arg(long, value_delimiter = ',', required = true, value_name = "NAME,...")]
-    pub transformations: Vec<String>,
-    /// LLM executors, comma-separated PROVIDER:MODEL, e.g. `openai:gpt-5,anthropic:claude-sonnet-4-5`.
-    #[arg(long, value_delimiter = ',', required = true, value_name = "PROVIDER:MODEL,...")]
-    pub executors: Vec<String>,
-    /// Runs of each transformation with each executor.
-    #[arg(long, default_value_t = 1)]
-    pub repeat: usize,
-    /// Repair tries per run after the first (bad reply, compile error, wrong output).
-    #[arg(long, default_value_t = 3)]
-    pub retries: u32,
-    #[command(flatten)]
-    pub measure: MeasureArgs,
-    #[command(flatten)]
-    pub workflow: WorkflowArg,
-    #[arg(long)]
-    pub json: bool,
-}
 
 pub fn run(args: StudyArgs, placement: &Placement) -> Result<()> {
     let options = StudyOptions {
