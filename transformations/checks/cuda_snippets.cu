@@ -8,6 +8,7 @@
 // It includes the snippet files themselves, so it checks exactly the text peak inserts.
 #include <cuda.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "../snippets/tma.cu"
 #include "../snippets/tma_store.cu"
 #include "../snippets/wgmma.cu"
+#include "../snippets/wgmma_fp8.cu"
 
 static int failures = 0;
 
@@ -191,13 +193,14 @@ static void check_mma() {
 }
 
 // ---- TMA: tensor maps as the host function cuda_tensor_map(...) is to build them ----
-static PeakTensorMap tensor_map(void* ptr, unsigned long long rows, unsigned long long cols, unsigned box_rows, unsigned box_cols, CUtensorMapSwizzle swizzle) {
+static PeakTensorMap tensor_map(void* ptr, unsigned long long rows, unsigned long long cols, unsigned box_rows, unsigned box_cols, CUtensorMapSwizzle swizzle,
+                                CUtensorMapDataType dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT16, unsigned elem_bytes = 2) {
     CUtensorMap map;
     const cuuint64_t dims[2] = {cols, rows};
-    const cuuint64_t strides[1] = {cols * sizeof(__half)};
+    const cuuint64_t strides[1] = {cols * elem_bytes};
     const cuuint32_t box[2] = {box_cols, box_rows};
     const cuuint32_t elem[2] = {1, 1};
-    const CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ptr, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+    const CUresult r = cuTensorMapEncodeTiled(&map, dtype, 2, ptr, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         std::printf("FAIL cuTensorMapEncodeTiled: error %d\n", (int)r);
@@ -383,6 +386,141 @@ static void check_wgmma() {
     cudaFree(dd);
 }
 
+// ---- 8-bit mma.sync: A (16 x 32) and B (32 x 16) e4m3, both held K-major in shared memory ----
+__global__ void mma_tile_e4m3(const __nv_fp8_e4m3* A, const __nv_fp8_e4m3* Bt, float* C) {
+    __shared__ __align__(16) __nv_fp8_e4m3 As[16][48];  // padded rows of 48 bytes keep 16-byte alignment
+    __shared__ __align__(16) __nv_fp8_e4m3 Bs[16][48];  // Bs[n][k]
+    const int lane = threadIdx.x;
+    for (int i = lane; i < 512; i += 32) {
+        As[i / 32][i % 32] = A[i];
+        Bs[i / 32][i % 32] = Bt[i];
+    }
+    __syncwarp();
+    unsigned a[4], b[4];
+    peak_ldmatrix_a(a, &As[lane % 16][(lane / 16) * 16]);
+    peak_ldmatrix_b_k8(b, &Bs[lane % 8 + (lane / 16) * 8][((lane / 8) % 2) * 16]);
+    float acc[2][4] = {};
+    peak_mma_16832_e4m3(acc[0], a, &b[0]);
+    peak_mma_16832_e4m3(acc[1], a, &b[2]);
+    const int g = lane / 4, q = lane % 4;
+    for (int h = 0; h < 2; ++h)
+        for (int e = 0; e < 4; ++e) C[(g + 8 * (e / 2)) * 16 + 8 * h + 2 * q + e % 2] = acc[h][e];
+}
+
+static void check_mma_e4m3() {
+    std::vector<__nv_fp8_e4m3> a(512), bt(512);  // a[m][k], bt[n][k]
+    for (int i = 0; i < 512; ++i) {
+        a[i] = __nv_fp8_e4m3(value_at(i / 32, i % 32));
+        bt[i] = __nv_fp8_e4m3(value_at(i % 32 + 3, i / 32 + 5));
+    }
+    __nv_fp8_e4m3 *da, *db;
+    float* dc;
+    CUDA_OK(cudaMalloc(&da, 512));
+    CUDA_OK(cudaMalloc(&db, 512));
+    CUDA_OK(cudaMalloc(&dc, 1024));
+    CUDA_OK(cudaMemcpy(da, a.data(), 512, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(db, bt.data(), 512, cudaMemcpyHostToDevice));
+    mma_tile_e4m3<<<1, 32>>>(da, db, dc);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> c(256);
+    CUDA_OK(cudaMemcpy(c.data(), dc, 1024, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int r = 0; r < 16; ++r)
+        for (int col = 0; col < 16; ++col) {
+            float want = 0;
+            for (int k = 0; k < 32; ++k) want += float(a[r * 32 + k]) * float(bt[col * 32 + k]);
+            worst = std::fmax(worst, std::fabs(want - c[r * 16 + col]));
+        }
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
+    report("peak_ldmatrix_a/b_k8 + peak_mma_16832_e4m3 (K-major tiles)", worst < 1e-3, detail);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+}
+
+// ---- 8-bit wgmma: D(64 x N) = A(64 x 128) * B(128 x N), A and B K-major e4m3 boxes of 128-byte rows ----
+template <int N>
+__device__ __forceinline__ void wgmma_e4m3_step(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    if constexpr (N == 64) peak_wgmma_e4m3_m64n64k32(d, da, db, accumulate);
+    else if constexpr (N == 128) peak_wgmma_e4m3_m64n128k32(d, da, db, accumulate);
+    else if constexpr (N == 192) peak_wgmma_e4m3_m64n192k32(d, da, db, accumulate);
+    else peak_wgmma_e4m3_m64n256k32(d, da, db, accumulate);
+}
+
+template <int N>
+__global__ void __launch_bounds__(128) wgmma_e4m3_tile(const __grid_constant__ PeakTensorMap tma, const __grid_constant__ PeakTensorMap tmb, float* D) {
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char* smem = smem_raw + ((1024 - (peak_smem_u32(smem_raw) & 1023)) & 1023);
+    unsigned char* a = smem;          // [64][128] e4m3: 8192 bytes
+    unsigned char* b = smem + 8192;   // [N][128] e4m3 (K-major B): one box
+    unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem + 8192 + N * 128);
+    if (threadIdx.x == 0) {
+        peak_mbar_init(bar, 1);
+        peak_fence_mbar_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        peak_mbar_arrive_expect_tx(bar, 8192 + N * 128);
+        peak_tma_load_2d(a, &tma, 0, 0, bar);
+        peak_tma_load_2d(b, &tmb, 0, 0, bar);
+    }
+    peak_mbar_wait(bar, 0);
+    float d[N / 2];
+    const unsigned long long da = peak_wgmma_desc(a, 16, 1024), db = peak_wgmma_desc(b, 16, 1024);
+    peak_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wgmma_e4m3_step<N>(d, da + 2 * k, db + 2 * k, k > 0);
+    peak_wgmma_commit();
+    peak_wgmma_wait<0>();
+    const int t = threadIdx.x, w = t / 32, g = (t % 32) / 4, q = t % 4;
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        D[(16 * w + g) * N + 8 * j + 2 * q] = d[4 * j];
+        D[(16 * w + g) * N + 8 * j + 2 * q + 1] = d[4 * j + 1];
+        D[(16 * w + g + 8) * N + 8 * j + 2 * q] = d[4 * j + 2];
+        D[(16 * w + g + 8) * N + 8 * j + 2 * q + 1] = d[4 * j + 3];
+    }
+}
+
+template <int N>
+static void check_wgmma_e4m3() {
+    std::vector<__nv_fp8_e4m3> a(64 * 128), bt(N * 128);  // a[m][k], bt[n][k]
+    for (int r = 0; r < 64; ++r)
+        for (int k = 0; k < 128; ++k) a[r * 128 + k] = __nv_fp8_e4m3(value_at(r, k));
+    for (int c = 0; c < N; ++c)
+        for (int k = 0; k < 128; ++k) bt[c * 128 + k] = __nv_fp8_e4m3(value_at(k + 7, c + 3));
+    unsigned char *da, *db;
+    float* dd;
+    CUDA_OK(cudaMalloc(&da, a.size()));
+    CUDA_OK(cudaMalloc(&db, bt.size()));
+    CUDA_OK(cudaMalloc(&dd, 64 * N * 4));
+    CUDA_OK(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(db, bt.data(), bt.size(), cudaMemcpyHostToDevice));
+    const PeakTensorMap ma = tensor_map(da, 64, 128, 64, 128, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1);
+    const PeakTensorMap mb = tensor_map(db, N, 128, N, 128, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1);
+    const int smem = 1024 + 8192 + N * 128 + 16;
+    CUDA_OK(cudaFuncSetAttribute(wgmma_e4m3_tile<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    wgmma_e4m3_tile<N><<<1, 128, smem>>>(ma, mb, dd);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> d(64 * N);
+    CUDA_OK(cudaMemcpy(d.data(), dd, d.size() * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int r = 0; r < 64; ++r)
+        for (int c = 0; c < N; ++c) {
+            float want = 0;
+            for (int k = 0; k < 128; ++k) want += float(a[r * 128 + k]) * float(bt[c * 128 + k]);
+            worst = std::fmax(worst, std::fabs(want - d[r * N + c]));
+        }
+    char what[80], detail[64];
+    std::snprintf(what, sizeof what, "peak_wgmma_e4m3_m64n%dk32 (A and B K-major, 128B swizzle)", N);
+    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
+    report(what, worst < 1e-2, detail);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dd);
+}
+
 int main() {
     cudaDeviceProp prop;
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
@@ -391,12 +529,17 @@ int main() {
     check_tile_copies<__half>("f16");
     check_vector_async_copy();
     check_mma();
+    if (prop.major * 10 + prop.minor >= 89) check_mma_e4m3();
     if (prop.major >= 9) {
         check_tma();
         check_tma_store();
         check_wgmma<64>();
         check_wgmma<128>();
         check_wgmma<256>();
+        check_wgmma_e4m3<64>();
+        check_wgmma_e4m3<128>();
+        check_wgmma_e4m3<192>();
+        check_wgmma_e4m3<256>();
     } else {
         std::printf("skip tma and wgmma: they need compute capability 9.0\n");
     }
