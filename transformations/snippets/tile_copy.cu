@@ -7,12 +7,18 @@
 //   row0, col0  top-left element of the tile in the matrix
 //   rows, cols  matrix extent (for the bounds check)
 //   tid, nthr   this thread's linear index in the block, and the block's thread count
-// Zero is written `= {}` (value-initialisation), which every element type accepts: f32,
-// f16, bf16, and fp8, whose types take no plain float.
+// Zero is stored with peak_zero (below), which every element type accepts.
+#ifndef PEAK_ZERO_DEFINED
+#define PEAK_ZERO_DEFINED
+// peak_zero(x): store zero in a tile element of any type: f32, f16, bf16 or fp8 (the 8-bit
+// types take no plain float, and __half's many assignment operators make `x = {}` ambiguous).
+template <typename T>
+__device__ __forceinline__ void peak_zero(T& x) { x = T(0.0f); }
+#endif
 #define PEAK_TILE_COPY(dst, src, ld, row0, col0, ROWS, COLS, rows, cols, tid, nthr)        \
     for (int peak_i = (tid); peak_i < (ROWS) * (COLS); peak_i += (nthr)) {                 \
         const int peak_r = peak_i / (COLS), peak_c = peak_i % (COLS);                      \
         const int peak_gr = (row0) + peak_r, peak_gc = (col0) + peak_c;                    \
         if (peak_gr < (rows) && peak_gc < (cols)) (dst)[peak_r][peak_c] = (src)[(size_t)peak_gr * (ld) + peak_gc]; \
-        else (dst)[peak_r][peak_c] = {};                                                   \
+        else peak_zero((dst)[peak_r][peak_c]);                                      \
     }

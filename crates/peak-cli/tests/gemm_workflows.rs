@@ -464,6 +464,68 @@ fn gemm_nt_bias_f16_twin_walks_the_same_line_deferred() {
     hopper_twin_walks_the_line("f16", "__half", "__half2float", "__float2half");
 }
 
+/// The fp8 twin (examples/gemm-nt-bias-cuda-e4m3: e4m3 inp and weight, bf16 bias and out,
+/// f32 accumulation, validated at 200 x 136 x 80) walked by the agent through the same line
+/// with `--defer`, the prompts generalised to 8-bit inputs rather than overridden: both
+/// shared tiles K-major from Tensor-Core on (ldmatrix cannot transpose bytes) with the k32
+/// MMA, 16-byte copies of 16 fp8 (B's K-major tile through BT_AT), and from WGMMA on the k32
+/// wgmma of the e4m3 kind, one 128-byte row (K_STEP = 128 fp8) per stage, e4m3 tensor maps
+/// for the operands and a bf16 one for out.
+#[test]
+fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
+    let env = Env::new();
+    let wf = env.path("e4m3");
+    unbundle(&example("workflows/gemm-nt-bias-cuda-e4m3-deferred.bundle"), &wf);
+    let line = first_parent_chain(&env, &wf);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..HOPPER_CHAIN.len() + 3], ["Persistent-Tiles", "Consumer-Overlap"]);
+    for entry in &line[1..] {
+        assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
+        let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);
+        let counts = show["validation"]["compile_check"]["counts"].as_object().unwrap().clone();
+        assert!(counts["compiled"].as_u64().unwrap() > 0 && counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "{counts:?}");
+    }
+    let file = |i: usize| env.json(&["show", line[i]["id"].as_str().unwrap(), "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
+    let tensor_core = file(1 + HOPPER_CHAIN.iter().position(|t| *t == "Tensor-Core").unwrap());
+    for expected in [
+        "#define BS(k, c) Bs[c][k]",
+        "PEAK_TILE_LOAD_T_COLMAJOR(Bs, B_AT, k0, BX * TILE_N, TILE_K, TILE_N, GEMM_K, GEMM_N, TID, NTHREADS);",
+        "peak_ldmatrix_a(a, &AS(WARP_TILE_ROW + LANE % 16, kk + (LANE / 16) * 16));",
+        "peak_ldmatrix_b_k8(b, &BS(kk + (LANE / 8) % 2 * 16, WARP_TILE_COL + LANE % 8 + (LANE / 16) * 8));",
+        "peak_mma_16832_e4m3(acc[0], a, &b[0]);",
+        "if TILE_K % 32 != 0 {",
+    ] {
+        assert!(tensor_core.contains(expected), "missing {expected:?} at Tensor-Core");
+    }
+    let pipelining = file(1 + HOPPER_CHAIN.iter().position(|t| *t == "Pipelining").unwrap());
+    assert!(pipelining.contains("PEAK_TILE_LOAD_ASYNC_VEC(Bs[load_s], BT_AT, BX * TILE_N, load_k0, TILE_N, TILE_K, GEMM_N, GEMM_K, TID, NTHREADS);"));
+    let tip = file(HOPPER_CHAIN.len() + 2);
+    for expected in [
+        "#define K_STEP (128 / (int)sizeof(__nv_fp8_e4m3))",
+        "#define PEAK_WGMMA peak_wgmma_e4m3_m64n128k32",
+        "#define PEAK_WGMMA peak_wgmma_e4m3_m64n192k32",
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
+        "const int KT = (GEMM_K + K_STEP - 1) / K_STEP;",
+        "#define EPILOGUE(acc, r, c) (__float2bfloat16((acc) + __bfloat162float(bias[(c)])))",
+        "cuda_tensor_map(inp, \"e4m3\", [K, M], [K * elem_bytes], [k_step, tile_m], \"128b\")",
+        "cuda_tensor_map(weight, \"e4m3\", [K, N], [K * elem_bytes], [k_step, 64], \"128b\")",
+        "cuda_tensor_map(out, \"bf16\", [N, M], [N * 2], [64, 64], \"128b\")",
+    ] {
+        assert!(tip.contains(expected), "missing {expected:?} in the tip");
+    }
+    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    assert!(!device.contains("peak_wgmma_bf16") && !device.contains("k16<"), "8-bit wgmma only");
+    consumer_overlap_tip_keeps_a_batch_in_flight_fp8(device);
+}
+
+/// Consumer-Overlap's device code on the fp8 line: the same schedule as the 16-bit tip.
+fn consumer_overlap_tip_keeps_a_batch_in_flight_fp8(device: &str) {
+    for expected in ["peak_wgmma_wait<1>();", "const __nv_bfloat16 zero", "PEAK_WGMMA(acc[i], da + 2 * k, db + 2 * k, 1);"] {
+        assert!(device.contains(expected), "missing {expected:?} in the Consumer-Overlap tip");
+    }
+}
+
 /// The branch `ping-pong` of the 16-bit twin `dtype`: Ping-Pong then Persistent-Split-K on the
 /// Consumer-Overlap tip, and the branch `split-k-fixup` one step further (Split-K-Fixup, slower
 /// on the H200 and so off the line the table measures), each written by the agent and
@@ -637,7 +699,13 @@ fn the_hopper_line_speaks_sizes_layouts_types_and_epilogue() {
     // Both layouts of B are spelled out where wgmma reads it: the transpose bit for a
     // row-major B, none for a K-major one.
     let wgmma = serde_json::to_string(&env.json(&["transformations", "show", "wgmma", "--json"])).unwrap();
-    for expected in ["peak_wgmma_bf16_m64n{64,128,256}k16<1>", "`peak_wgmma_bf16_m64n{N}k16<0>`", "db = peak_wgmma_desc(b_stage, 16, 1024)"] {
+    for expected in ["peak_wgmma_bf16_m64n{64,128,256}k16<1>", "`peak_wgmma_bf16_m64n{N}k16<0>`", "db = peak_wgmma_desc(b_stage, 16, 1024)", "`peak_wgmma_e4m3_m64n{N}k32`", "K_STEP"] {
         assert!(wgmma.contains(expected), "wgmma does not say {expected:?}");
+    }
+    // 8-bit inputs are spelled out where the MMA is chosen: the k32 instruction and the
+    // K-major B fragments ldmatrix can load without a transpose.
+    let tensor_core = serde_json::to_string(&env.json(&["transformations", "show", "tensor-core", "--json"])).unwrap();
+    for expected in ["peak_mma_16832_e4m3", "peak_ldmatrix_b_k8", "PEAK_TILE_LOAD_T_COLMAJOR"] {
+        assert!(tensor_core.contains(expected), "tensor-core does not say {expected:?}");
     }
 }
