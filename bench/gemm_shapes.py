@@ -29,6 +29,9 @@ one replay stays near 200 s); the tip is retuned over its whole (small) space at
 (RETUNE_BUDGET default 90, RETUNE_TIME default 90 s) and timed at its best configuration
 against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 out, f32
 accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
+RESUME_FROM=<a returned h200-replayed-*.bundle> starts the first shape's workflow from that
+earlier replay (its trailing retunes dropped), so the replay resumes and runs only the steps
+the bundle's line has added since (with REPLAY_ONCE, the usual way to measure one new step).
 REPLAY_ONCE=1 replays at the first shape only and retunes that tip at every shape; a
 workflow already at WF/<dtype>[-<branch>]-<first shape> (an earlier call's replay of the same line, cloned there) is not
 replayed again.
@@ -85,7 +88,7 @@ def baseline(peak, ctx, inputs, tuning, reps):
 
 # Steps whose blocks walk several tiles (TILES_PER_CTA): their tip is validated again with
 # every block walking two or more.
-TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong", "Persistent-Split-K", "Split-K-Fixup")
+TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong", "Persistent-Split-K", "Split-K-Fixup", "Epilogue-Hoist")
 SPLIT_STEPS = ("Persistent-Split-K", "Split-K-Fixup")
 # A split-K tip is validated again where its splits reach past K (K = 424: 7 k-steps, so the
 # last split of 2 or 4 has a k-step wholly past K, which TMA fills with zeros) and where M
@@ -128,6 +131,19 @@ def replay_at(peak, wf, sizes, budget, step_time, samples, sanitize_samples, san
     return replay
 
 
+def resume_from(bundle, wf):
+    """Start wf from an earlier call's replayed workflow (RESUME_FROM, a returned
+    h200-replayed-*.bundle) without the retunes it ends with, so that `peak replay` keeps its
+    steps and replays only the ones the recorded line has added since."""
+    if os.path.exists(wf):
+        return
+    subprocess.run(["git", "clone", "-q", bundle, wf], check=True)
+    subprocess.run(["git", "-C", wf, "branch", "peak-attempts", "origin/peak-attempts"], check=True, capture_output=True)
+    log = subprocess.run(["git", "-C", wf, "log", "--first-parent", "--format=%H %s"], check=True, capture_output=True, text=True).stdout
+    last_step = next(line.split()[0] for line in log.splitlines() if not line.split(" ", 1)[1].startswith("Retune"))
+    subprocess.run(["git", "-C", wf, "reset", "-q", "--hard", last_step], check=True)
+
+
 def steps_of(peak, wf):
     log = sh([peak, "log", "-w", wf, "--json"])
     return json.loads(log.stdout) if log.stdout.strip() else []
@@ -159,11 +175,13 @@ def main_half(out):
         wf = os.path.join(base, f"{DTYPE}{'-' + BRANCH if BRANCH else ''}-{shapes[0] if once else shape}")
         if once and replayed is not None:
             replay = dict(replayed, reused=f"replayed at {shapes[0]}, retuned at {shape}")
-        elif once and os.path.exists(os.path.join(wf, "context")):
+        elif once and os.path.exists(os.path.join(wf, "context")) and not os.environ.get("RESUME_FROM"):
             # A workflow replayed by an earlier call (a returned h200-replayed-*.bundle, cloned
             # there): its tip is retuned at these shapes.
             replay = replayed = {"rc": 0, "log": "replayed by an earlier call into " + wf, "reused": f"an earlier replay, retuned at {shape}"}
         else:
+            if os.environ.get("RESUME_FROM"):
+                resume_from(os.environ["RESUME_FROM"], wf)
             # SAMPLES validation samples per step: a step whose samples the launch script all
             # prunes at the validation size (Persistent-Tiles' larger tiles) fails the replay.
             replay = replay_at(peak, wf, sizes, budget, step_time, os.environ.get("SAMPLES", "4"), samples, sanitize_at, [], timeout,
