@@ -256,10 +256,10 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    // The eleven steps, then Persistent-Tiles and Consumer-Overlap on the same line (the tip
-    // the lead replays).
+    // The eleven steps, then Persistent-Tiles, Consumer-Overlap and Epilogue-Hoist on the same
+    // line (the tip the lead replays).
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap"]);
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist"]);
     let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
     for pair in line.windows(2) {
         assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
@@ -286,7 +286,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     // TMA-Store's checkpoint, one block per tile.
-    let tip = file("HEAD~2");
+    let tip = file("HEAD~3");
     for expected in [
         "#define GEMM_M (M)".to_string(),
         "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
@@ -312,8 +312,36 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
     assert!(!device.contains(other), "no {other} in a {dtype} kernel");
-    persistent_tip_walks_the_tiles(&file("HEAD~1"), ty);
-    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD"), dtype, ty);
+    persistent_tip_walks_the_tiles(&file("HEAD~2"), ty);
+    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~1"), dtype, ty);
+    epilogue_hoist_keeps_the_values(&file("HEAD"), &file("HEAD~1"));
+}
+
+/// Epilogue-Hoist on any line (`before` is its parent): EPILOGUE split into EPILOGUE_COL (the
+/// bias, read per column) and EPILOGUE_WITH with EPILOGUE itself kept; the per-column values
+/// loaded into registers after the k-loop and before the wait that lets the accumulators be
+/// read; the staging loop twice, the interior copy without a bounds check, the other with the
+/// guard it had; EPILOGUE no longer called per element; the stores and barriers unchanged.
+fn epilogue_hoist_keeps_the_values(after: &str, before: &str) {
+    let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
+    let macros = region(after, "@peak macros", "@peak device");
+    for expected in ["#define EPILOGUE(acc, r, c)", "#define EPILOGUE_COL(c) (", "bias[(c)]", "#define EPILOGUE_WITH(acc, col, r, c) ("] {
+        assert!(macros.contains(expected), "missing {expected:?} in Epilogue-Hoist's macros");
+    }
+    let device = region(after, "@peak device", "@peak host");
+    let load = device.find("colv[j][e] = (gc < GEMM_N) ? EPILOGUE_COL(gc) : 0.0f;").expect("the per-column values are loaded");
+    let wait = device[load..].find("peak_wgmma_wait<0>();").expect("before the accumulators are read");
+    assert!(!device[load..load + wait].contains("PEAK_WGMMA("), "loaded after the k-loop's last wgmma");
+    let interior = device.find("if (interior) {").unwrap();
+    let otherwise = device[interior..].find("} else {").unwrap() + interior;
+    assert!(!device[interior..otherwise].contains("GEMM_M &&"), "the interior copy stages without bounds checks");
+    assert!(device[otherwise..].contains("(gr < GEMM_M && gc + 1 < GEMM_N) ? EPILOGUE_WITH("), "the edge copy keeps the guard");
+    assert!(!device.contains("EPILOGUE(acc["), "no per-element EPILOGUE left");
+    let count = |text: &str, what: &str| text.matches(what).count();
+    let before_device = region(before, "@peak device", "@peak host");
+    for unchanged in ["peak_tma_store_2d(", "peak_bar_sync(", "peak_fence_proxy_async();"] {
+        assert_eq!(count(&device, unchanged), count(&before_device, unchanged), "{unchanged} as before");
+    }
 }
 
 /// Persistent-Tiles' code on the twin: a grid of at most one block per SM whose producer and
@@ -479,7 +507,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..HOPPER_CHAIN.len() + 3], ["Persistent-Tiles", "Consumer-Overlap"]);
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist"]);
     for entry in &line[1..] {
         assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
         let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);
@@ -517,6 +545,16 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
     assert!(!device.contains("peak_wgmma_bf16") && !device.contains("k16<"), "8-bit wgmma only");
     consumer_overlap_tip_keeps_a_batch_in_flight_fp8(device);
+    epilogue_hoist_keeps_the_values(&file(HOPPER_CHAIN.len() + 3), &tip);
+    // The branch ping-pong: Ping-Pong, then Epilogue-Hoist, on the Consumer-Overlap tip.
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let hoist = show("ping-pong");
+    let turns = show(hoist["parents"][0].as_str().unwrap());
+    assert_eq!((hoist["meta"]["transformation"].as_str(), turns["meta"]["transformation"].as_str()), (Some("Epilogue-Hoist"), Some("Ping-Pong")));
+    assert_eq!(turns["parents"][0], line[HOPPER_CHAIN.len() + 2]["id"], "Ping-Pong follows Consumer-Overlap");
+    let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
+    assert!(source(&turns).contains("peak_bar_arrive(3 + (1 - wg), 256);"));
+    epilogue_hoist_keeps_the_values(&source(&hoist), &source(&turns));
 }
 
 /// Consumer-Overlap's device code on the fp8 line: the same schedule as the 16-bit tip.
@@ -544,15 +582,17 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
     let parent = |entry: &serde_json::Value| show(entry["parents"][0].as_str().unwrap());
     let fixup = show("split-k-fixup");
-    let split = show("ping-pong");
+    let hoist = show("ping-pong");
+    let split = parent(&hoist);
     assert_eq!(fixup["parents"][0], split["id"], "Split-K-Fixup follows Persistent-Split-K");
+    assert_eq!(hoist["meta"]["transformation"].as_str(), Some("Epilogue-Hoist"), "the branch ends with Epilogue-Hoist");
     let turns = parent(&split);
     let overlap = parent(&turns);
-    assert_eq!(show("HEAD")["id"], overlap["id"], "the bundle's HEAD stays on the Consumer-Overlap line");
+    assert_eq!(parent(&show("HEAD"))["id"], overlap["id"], "the bundle's HEAD (Epilogue-Hoist) follows the Consumer-Overlap checkpoint the branch starts from");
     for (entry, name) in [(&fixup, "Split-K-Fixup"), (&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);
     }
-    for entry in [&fixup, &split, &turns] {
+    for entry in [&fixup, &hoist, &split, &turns] {
         assert_eq!((entry["meta"]["verdict"].as_str(), entry["meta"]["executor"].as_str()), (Some("deferred"), Some("agent")), "{}", entry["meta"]);
         let counts = entry["validation"]["compile_check"]["counts"].as_object().unwrap();
         assert!(counts["compiled"].as_u64().unwrap() > 0, "{counts:?}");
@@ -560,6 +600,7 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     }
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
+    epilogue_hoist_keeps_the_values(&source(&hoist), &source(&split));
     let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
     let turns_device = region(&ping_pong, "@peak device", "@peak host");
     for expected in [
