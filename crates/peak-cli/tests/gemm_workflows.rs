@@ -256,10 +256,10 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    // The eleven steps, then Persistent-Tiles, Consumer-Overlap and Epilogue-Hoist on the same
-    // line (the tip the lead replays).
+    // The eleven steps, then Persistent-Tiles, Consumer-Overlap, Epilogue-Hoist and
+    // Epilogue-Ring on the same line (the tip the lead replays).
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist"]);
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring"]);
     let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
     for pair in line.windows(2) {
         assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
@@ -286,7 +286,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     // TMA-Store's checkpoint, one block per tile.
-    let tip = file("HEAD~3");
+    let tip = file("HEAD~4");
     for expected in [
         "#define GEMM_M (M)".to_string(),
         "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
@@ -312,9 +312,37 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
     assert!(!device.contains(other), "no {other} in a {dtype} kernel");
-    persistent_tip_walks_the_tiles(&file("HEAD~2"), ty);
-    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~1"), dtype, ty);
-    epilogue_hoist_keeps_the_values(&file("HEAD"), &file("HEAD~1"));
+    persistent_tip_walks_the_tiles(&file("HEAD~3"), ty);
+    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~2"), dtype, ty);
+    epilogue_hoist_keeps_the_values(&file("HEAD~1"), &file("HEAD~2"));
+    epilogue_ring_stages_box_by_box(&file("HEAD"));
+}
+
+/// Epilogue-Ring on any line: the staging buffer is a ring of EPI_BOXES boxes per consumer
+/// warpgroup, each box written only after the issuing thread has seen the store that last
+/// read its slot finish reading (at most EPI_BOXES - 1 younger groups pending), one bulk
+/// group per box, the slot counted across tiles, the final wait before the block exits, and
+/// the host sizing the ring instead of the tile.
+fn epilogue_ring_stages_box_by_box(tip: &str) {
+    let region = |name: &str, next: &str| tip.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
+    let device = region("@peak device", "@peak host");
+    let host = tip.split("@peak host").nth(1).unwrap();
+    for expected in [
+        "int boxes = 0;",
+        "unsigned char* box = staging + (wg * EPI_BOXES + boxes % EPI_BOXES) * 8192;",
+        "if (WG_THREAD == 0) peak_tma_store_wait_read<EPI_BOXES - 1>();",
+        "peak_tma_store_commit();",
+        "++boxes;",
+        "for (int j = 8 * b; j < 8 * b + 8; ++j) {",
+    ] {
+        assert!(device.contains(expected), "missing {expected:?} in Epilogue-Ring's device region");
+    }
+    let count = device.find("int boxes = 0;").unwrap();
+    let tiles = device[count..].find("for (").unwrap() + count;
+    assert!(device[count..tiles].lines().count() <= 2, "the count is declared right before the loop over tiles, not per tile");
+    assert_eq!(device.matches("peak_tma_store_wait();").count(), 1, "one full wait: before the block exits");
+    assert!(host.contains("WG_M * EPI_BOXES * 8192"), "the host sizes the ring");
+    assert!(!host.contains("tile_m * WGMMA_N * 2"), "not the whole tile");
 }
 
 /// Epilogue-Hoist on any line (`before` is its parent): EPILOGUE split into EPILOGUE_COL (the
@@ -507,7 +535,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist"]);
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring"]);
     for entry in &line[1..] {
         assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
         let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);
@@ -546,15 +574,19 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     assert!(!device.contains("peak_wgmma_bf16") && !device.contains("k16<"), "8-bit wgmma only");
     consumer_overlap_tip_keeps_a_batch_in_flight_fp8(device);
     epilogue_hoist_keeps_the_values(&file(HOPPER_CHAIN.len() + 3), &tip);
-    // The branch ping-pong: Ping-Pong, then Epilogue-Hoist, on the Consumer-Overlap tip.
+    epilogue_ring_stages_box_by_box(&file(HOPPER_CHAIN.len() + 4));
+    // The branch ping-pong: Ping-Pong, Epilogue-Hoist and Epilogue-Ring on the Consumer-Overlap tip.
     let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-    let hoist = show("ping-pong");
+    let ring = show("ping-pong");
+    let hoist = show(ring["parents"][0].as_str().unwrap());
     let turns = show(hoist["parents"][0].as_str().unwrap());
+    assert_eq!(ring["meta"]["transformation"].as_str(), Some("Epilogue-Ring"));
     assert_eq!((hoist["meta"]["transformation"].as_str(), turns["meta"]["transformation"].as_str()), (Some("Epilogue-Hoist"), Some("Ping-Pong")));
     assert_eq!(turns["parents"][0], line[HOPPER_CHAIN.len() + 2]["id"], "Ping-Pong follows Consumer-Overlap");
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
     assert!(source(&turns).contains("peak_bar_arrive(3 + (1 - wg), 256);"));
     epilogue_hoist_keeps_the_values(&source(&hoist), &source(&turns));
+    epilogue_ring_stages_box_by_box(&source(&ring));
 }
 
 /// Consumer-Overlap's device code on the fp8 line: the same schedule as the 16-bit tip.
@@ -588,7 +620,7 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     assert_eq!(hoist["meta"]["transformation"].as_str(), Some("Epilogue-Hoist"), "the branch ends with Epilogue-Hoist");
     let turns = parent(&split);
     let overlap = parent(&turns);
-    assert_eq!(parent(&show("HEAD"))["id"], overlap["id"], "the bundle's HEAD (Epilogue-Hoist) follows the Consumer-Overlap checkpoint the branch starts from");
+    assert_eq!(parent(&parent(&show("HEAD")))["id"], overlap["id"], "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring) follows the Consumer-Overlap checkpoint the branch starts from");
     for (entry, name) in [(&fixup, "Split-K-Fixup"), (&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);
     }
