@@ -20,6 +20,8 @@ const SHIPPED: &[&str] = &[
     "Ping-Pong",
     "Persistent-Split-K",
     "Split-K-Fixup",
+    "Epilogue-Hoist",
+    "Epilogue-Ring",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
