@@ -620,7 +620,11 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     assert_eq!(hoist["meta"]["transformation"].as_str(), Some("Epilogue-Hoist"), "the branch ends with Epilogue-Hoist");
     let turns = parent(&split);
     let overlap = parent(&turns);
-    assert_eq!(parent(&parent(&show("HEAD")))["id"], overlap["id"], "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring) follows the Consumer-Overlap checkpoint the branch starts from");
+    assert_eq!(
+        parent(&parent(&show("HEAD")))["id"],
+        overlap["id"],
+        "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring) follows the Consumer-Overlap checkpoint the branch starts from"
+    );
     for (entry, name) in [(&fixup, "Split-K-Fixup"), (&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);
     }
@@ -772,7 +776,13 @@ fn the_hopper_line_speaks_sizes_layouts_types_and_epilogue() {
     // Both layouts of B are spelled out where wgmma reads it: the transpose bit for a
     // row-major B, none for a K-major one.
     let wgmma = serde_json::to_string(&env.json(&["transformations", "show", "wgmma", "--json"])).unwrap();
-    for expected in ["peak_wgmma_bf16_m64n{64,128,256}k16<1>", "`peak_wgmma_bf16_m64n{N}k16<0>`", "db = peak_wgmma_desc(b_stage, 16, 1024)", "`peak_wgmma_e4m3_m64n{N}k32`", "K_STEP"] {
+    for expected in [
+        "peak_wgmma_bf16_m64n{64,128,256}k16<1>",
+        "`peak_wgmma_bf16_m64n{N}k16<0>`",
+        "db = peak_wgmma_desc(b_stage, 16, 1024)",
+        "`peak_wgmma_e4m3_m64n{N}k32`",
+        "K_STEP",
+    ] {
         assert!(wgmma.contains(expected), "wgmma does not say {expected:?}");
     }
     // 8-bit inputs are spelled out where the MMA is chosen: the k32 instruction and the
