@@ -1,0 +1,71 @@
+"""Tests of how the GEMM benchmarks pick checkpoints out of a replayed workflow (run by
+scripts/test.sh, no GPU): gemm_shapes.resume_from starts a new workflow from a returned
+replay without the retunes on top of it, so that `peak replay` resumes after its last
+step; compare_step.checkpoints finds a step and its parent on the first-parent chain."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_step  # noqa: E402
+import gemm_shapes  # noqa: E402
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def replayed_bundle(folder, subjects):
+    """A bundle of a workflow-shaped repository: one commit per subject on main (its HEAD),
+    and the peak-attempts branch every workflow has."""
+    repo = os.path.join(folder, "replayed")
+    subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    for i, subject in enumerate(subjects):
+        with open(os.path.join(repo, "step.txt"), "w") as f:
+            f.write(f"{i}\n")
+        git(repo, "add", "step.txt")
+        git(repo, "commit", "-q", "-m", subject)
+    # The attempts log is a branch of its own, here at the root (a workflow's is a separate history).
+    git(repo, "branch", "peak-attempts", git(repo, "rev-list", "--max-parents=0", "HEAD"))
+    bundle = os.path.join(folder, "replayed.bundle")
+    git(repo, "bundle", "create", bundle, "HEAD", "main", "peak-attempts")
+    return bundle
+
+
+class ResumeFrom(unittest.TestCase):
+    def test_drops_the_retunes_on_top_and_keeps_every_step(self):
+        with tempfile.TemporaryDirectory() as d:
+            bundle = replayed_bundle(d, ["init: kernel", "Refactor: 1 ms", "Ping-Pong: 0.1 ms", "Retune: 0.09 ms", "Retune: 0.08 ms"])
+            wf = os.path.join(d, "wf")
+            gemm_shapes.resume_from(bundle, wf)
+            self.assertEqual(git(wf, "log", "-1", "--format=%s"), "Ping-Pong: 0.1 ms")
+            self.assertEqual(git(wf, "rev-list", "--count", "HEAD"), "3")
+            self.assertIn("peak-attempts", git(wf, "branch", "--list", "peak-attempts"))
+
+    def test_an_existing_workflow_is_left_alone(self):
+        with tempfile.TemporaryDirectory() as d:
+            bundle = replayed_bundle(d, ["init: kernel", "Refactor: 1 ms", "Retune: 0.5 ms"])
+            wf = os.path.join(d, "wf")
+            os.makedirs(wf)
+            gemm_shapes.resume_from(bundle, wf)
+            self.assertEqual(os.listdir(wf), [])
+
+
+class Checkpoints(unittest.TestCase):
+    def test_the_last_checkpoint_of_a_step_and_its_parent(self):
+        with tempfile.TemporaryDirectory() as d:
+            bundle = replayed_bundle(d, ["init: kernel", "Ping-Pong: 0.1 ms", "Epilogue-Hoist: 0.09 ms", "Retune: 0.08 ms"])
+            wf = os.path.join(d, "wf")
+            subprocess.run(["git", "clone", "-q", bundle, wf], check=True)
+            parent, child = compare_step.checkpoints(wf, "Epilogue-Hoist")
+            self.assertEqual(git(wf, "log", "-1", "--format=%s", child), "Epilogue-Hoist: 0.09 ms")
+            self.assertEqual(git(wf, "log", "-1", "--format=%s", parent), "Ping-Pong: 0.1 ms")
+
+
+if __name__ == "__main__":
+    unittest.main()
