@@ -318,6 +318,28 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     epilogue_ring_stages_box_by_box(&file("HEAD"));
 }
 
+/// Epilogue-Ring carried to a kernel it was not written for: the case study's square NN f16
+/// matmul (no EPILOGUE, no bounds checks, a row-major B), on the branch `persistent` of
+/// examples/workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle after
+/// Consumer-Overlap, written by the agent following the prompt and compiled by NVRTC. Its
+/// staging keeps the plain conversion, box by box.
+#[test]
+fn epilogue_ring_carries_to_the_square_f16_kernel() {
+    let env = Env::new();
+    let wf = env.path("square");
+    unbundle(&example("workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let ring = show("HEAD");
+    let overlap = show(ring["parents"][0].as_str().unwrap());
+    assert_eq!((ring["meta"]["transformation"].as_str(), overlap["meta"]["transformation"].as_str()), (Some("Epilogue-Ring"), Some("Consumer-Overlap")));
+    assert_eq!((ring["meta"]["verdict"].as_str(), ring["meta"]["executor"].as_str()), (Some("deferred"), Some("agent")));
+    let counts = ring["validation"]["compile_check"]["counts"].as_object().unwrap();
+    assert!(counts["compiled"].as_u64().unwrap() > 0 && counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "{counts:?}");
+    let tip = ring["files"]["matmul.cu"].as_str().unwrap();
+    epilogue_ring_stages_box_by_box(tip);
+    assert!(tip.contains("__floats2half2_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1])"), "the plain conversion, as before");
+}
+
 /// Epilogue-Ring on any line: the staging buffer is a ring of EPI_BOXES boxes per consumer
 /// warpgroup, each box written only after the issuing thread has seen the store that last
 /// read its slot finish reading (at most EPI_BOXES - 1 younger groups pending), one bulk
@@ -329,7 +351,8 @@ fn epilogue_ring_stages_box_by_box(tip: &str) {
     let host = tip.split("@peak host").nth(1).unwrap();
     for expected in [
         "int boxes = 0;",
-        "unsigned char* box = staging + (wg * EPI_BOXES + boxes % EPI_BOXES) * 8192;",
+        "staging + (wg * EPI_BOXES + ",
+        "boxes % EPI_BOXES",
         "if (WG_THREAD == 0) peak_tma_store_wait_read<EPI_BOXES - 1>();",
         "peak_tma_store_commit();",
         "++boxes;",
