@@ -233,6 +233,17 @@ fn the_gemm_line_speaks_sizes_accessors_and_epilogue() {
 /// tile), written by the agent executor with `--defer`: every step compile-checked by
 /// NVRTC for sm_90a, none failed, and the tip keeps the roles the prompts ask for: the
 /// K-major weight read by wgmma without the transpose bit, the bf16 kind, the bias applied
+/// A checkpoint (`peak show --json`) written by the agent executor with `--defer`: recorded as
+/// deferred, and every sampled variant compiled by NVRTC or pruned by the launch script.
+fn deferred_by_the_agent_and_compiled(show: &serde_json::Value) {
+    let meta = &show["meta"];
+    assert_eq!((meta["verdict"].as_str(), meta["executor"].as_str()), (Some("deferred"), Some("agent")), "{meta}");
+    let check = &show["validation"]["compile_check"];
+    let counts = check["counts"].as_object().unwrap();
+    assert!(counts["compiled"].as_u64().unwrap() > 0, "{check}");
+    assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "every sampled variant compiled or was pruned by the launch script: {check}");
+}
+
 /// through EPILOGUE inside C only before the clipped TMA store.
 const HOPPER_CHAIN: [&str; 11] = [
     "Refactor",
@@ -265,12 +276,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
         assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
     }
     for entry in &line[1..] {
-        assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
-        let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);
-        let check = &show["validation"]["compile_check"];
-        let counts = check["counts"].as_object().unwrap();
-        assert!(counts["compiled"].as_u64().unwrap() > 0, "{check}");
-        assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "every sampled variant compiled or was pruned by the launch script: {check}");
+        deferred_by_the_agent_and_compiled(&env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]));
     }
     // The context the lead replays: 16-bit operands, bias and output, the NT layout and the
     // bias for cuBLASLt, validation at sizes that divide no tile (multiples of 8 for TMA).
@@ -332,9 +338,7 @@ fn epilogue_ring_carries_to_the_square_f16_kernel() {
     let ring = show("HEAD");
     let overlap = show(ring["parents"][0].as_str().unwrap());
     assert_eq!((ring["meta"]["transformation"].as_str(), overlap["meta"]["transformation"].as_str()), (Some("Epilogue-Ring"), Some("Consumer-Overlap")));
-    assert_eq!((ring["meta"]["verdict"].as_str(), ring["meta"]["executor"].as_str()), (Some("deferred"), Some("agent")));
-    let counts = ring["validation"]["compile_check"]["counts"].as_object().unwrap();
-    assert!(counts["compiled"].as_u64().unwrap() > 0 && counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "{counts:?}");
+    deferred_by_the_agent_and_compiled(&ring);
     let tip = ring["files"]["matmul.cu"].as_str().unwrap();
     epilogue_ring_stages_box_by_box(tip);
     assert!(tip.contains("__floats2half2_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1])"), "the plain conversion, as before");
@@ -560,10 +564,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
     assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring"]);
     for entry in &line[1..] {
-        assert_eq!((entry["verdict"].as_str(), entry["executor"].as_str()), (Some("deferred"), Some("agent")), "{entry}");
-        let show = env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]);
-        let counts = show["validation"]["compile_check"]["counts"].as_object().unwrap().clone();
-        assert!(counts["compiled"].as_u64().unwrap() > 0 && counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "{counts:?}");
+        deferred_by_the_agent_and_compiled(&env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]));
     }
     let file = |i: usize| env.json(&["show", line[i]["id"].as_str().unwrap(), "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
     let tensor_core = file(1 + HOPPER_CHAIN.iter().position(|t| *t == "Tensor-Core").unwrap());
@@ -652,10 +653,7 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);
     }
     for entry in [&fixup, &hoist, &split, &turns] {
-        assert_eq!((entry["meta"]["verdict"].as_str(), entry["meta"]["executor"].as_str()), (Some("deferred"), Some("agent")), "{}", entry["meta"]);
-        let counts = entry["validation"]["compile_check"]["counts"].as_object().unwrap();
-        assert!(counts["compiled"].as_u64().unwrap() > 0, "{counts:?}");
-        assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "{counts:?}");
+        deferred_by_the_agent_and_compiled(entry);
     }
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
