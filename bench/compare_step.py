@@ -17,7 +17,10 @@ PEAK = os.environ.get("PEAK", "carry/gemm-shapes/peak")
 def checkpoints(wf, step):
     """The last checkpoint named `step` on the first-parent chain, and its parent."""
     log = subprocess.run(["git", "-C", wf, "log", "--first-parent", "--format=%H %s"], check=True, capture_output=True, text=True).stdout.splitlines()
-    at = next(i for i, line in enumerate(log) if line.split(" ", 1)[1].startswith(step + ":"))
+    at = next((i for i, line in enumerate(log) if line.split(" ", 1)[1].startswith(step + ":")), None)
+    if at is None or at + 1 == len(log):
+        steps = [line.split(" ", 1)[1].split(":")[0] for line in log]
+        raise SystemExit(f"compare_step: {wf} has no checkpoint {step!r} with a parent (its steps, newest first: {', '.join(steps)})")
     return log[at + 1].split()[0], log[at].split()[0]
 
 

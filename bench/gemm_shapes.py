@@ -137,7 +137,8 @@ def resume_from(bundle, wf):
     steps and replays only the ones the recorded line has added since."""
     if os.path.exists(wf):
         return
-    subprocess.run(["git", "clone", "-q", bundle, wf], check=True)
+    if subprocess.run(["git", "clone", "-q", bundle, wf], capture_output=True).returncode != 0:
+        raise SystemExit(f"RESUME_FROM={bundle}: not a replayed workflow bundle git can clone (a returned h200-replayed-*.bundle)")
     subprocess.run(["git", "-C", wf, "branch", "peak-attempts", "origin/peak-attempts"], check=True, capture_output=True)
     log = subprocess.run(["git", "-C", wf, "log", "--first-parent", "--format=%H %s"], check=True, capture_output=True, text=True).stdout
     last_step = next(line.split()[0] for line in log.splitlines() if not line.split(" ", 1)[1].startswith("Retune"))

@@ -55,6 +55,14 @@ class ResumeFrom(unittest.TestCase):
             gemm_shapes.resume_from(bundle, wf)
             self.assertEqual(os.listdir(wf), [])
 
+    def test_a_file_that_is_no_bundle_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            bogus = os.path.join(d, "notes.txt")
+            open(bogus, "w").write("not a bundle\n")
+            with self.assertRaises(SystemExit) as stop:
+                gemm_shapes.resume_from(bogus, os.path.join(d, "wf"))
+            self.assertIn("RESUME_FROM=" + bogus, str(stop.exception))
+
 
 class Checkpoints(unittest.TestCase):
     def test_the_last_checkpoint_of_a_step_and_its_parent(self):
@@ -65,6 +73,16 @@ class Checkpoints(unittest.TestCase):
             parent, child = compare_step.checkpoints(wf, "Epilogue-Hoist")
             self.assertEqual(git(wf, "log", "-1", "--format=%s", child), "Epilogue-Hoist: 0.09 ms")
             self.assertEqual(git(wf, "log", "-1", "--format=%s", parent), "Ping-Pong: 0.1 ms")
+
+    def test_a_missing_step_names_the_steps_there_are(self):
+        with tempfile.TemporaryDirectory() as d:
+            bundle = replayed_bundle(d, ["init: kernel", "Ping-Pong: 0.1 ms"])
+            wf = os.path.join(d, "wf")
+            subprocess.run(["git", "clone", "-q", bundle, wf], check=True)
+            with self.assertRaises(SystemExit) as stop:
+                compare_step.checkpoints(wf, "Epilogue-Ring")
+            self.assertIn("'Epilogue-Ring'", str(stop.exception))
+            self.assertIn("Ping-Pong, init", str(stop.exception))
 
 
 if __name__ == "__main__":
