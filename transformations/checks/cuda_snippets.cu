@@ -43,6 +43,36 @@ static void report(const char* what, bool ok, const char* detail = "") {
 
 static float value_at(int r, int c) { return (float)(((r * 131 + c * 71) % 17) - 8) / 8.0f; }
 
+// A new device buffer holding `host`.
+template <typename T>
+static T* to_device(const std::vector<T>& host) {
+    T* d;
+    CUDA_OK(cudaMalloc(&d, host.size() * sizeof(T)));
+    CUDA_OK(cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// After a launch: `count` floats of the device buffer `d`, which is freed.
+static std::vector<float> from_device(float* d, size_t count) {
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<float> host(count);
+    CUDA_OK(cudaMemcpy(host.data(), d, count * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaFree(d);
+    return host;
+}
+
+// Report `what` as passed when every element of the rows x cols result `got` is within
+// `tolerance` of want(r, c), the host's sum in f32.
+template <typename Want>
+static void report_max_error(const char* what, const std::vector<float>& got, int rows, int cols, Want want, double tolerance) {
+    double worst = 0;
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) worst = std::fmax(worst, std::fabs(want(r, c) - got[r * cols + c]));
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
+    report(what, worst < tolerance, detail);
+}
+
 template <typename T> static T from_float(float v);
 template <> float from_float<float>(float v) { return v; }
 template <> __half from_float<__half>(float v) { return __float2half(v); }
@@ -166,30 +196,18 @@ static void check_mma() {
         a[i] = __float2half(value_at(i / 16, i % 16));
         b[i] = __float2half(value_at(i % 16 + 3, i / 16 + 5));
     }
-    __half *da, *db;
+    __half *da = to_device(a), *db = to_device(b);
     float* dc;
-    CUDA_OK(cudaMalloc(&da, 512));
-    CUDA_OK(cudaMalloc(&db, 512));
     CUDA_OK(cudaMalloc(&dc, 1024));
-    CUDA_OK(cudaMemcpy(da, a.data(), 512, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(db, b.data(), 512, cudaMemcpyHostToDevice));
     mma_tile<<<1, 32>>>(da, db, dc);
-    CUDA_OK(cudaDeviceSynchronize());
-    std::vector<float> c(256);
-    CUDA_OK(cudaMemcpy(c.data(), dc, 1024, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (int r = 0; r < 16; ++r)
-        for (int col = 0; col < 16; ++col) {
-            float want = 0;
-            for (int k = 0; k < 16; ++k) want += __half2float(a[r * 16 + k]) * __half2float(b[k * 16 + col]);
-            worst = std::fmax(worst, std::fabs(want - c[r * 16 + col]));
-        }
-    char detail[64];
-    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
-    report("peak_ldmatrix_a/b + peak_mma_16816", worst < 1e-3, detail);
+    const std::vector<float> c = from_device(dc, 256);
+    report_max_error("peak_ldmatrix_a/b + peak_mma_16816", c, 16, 16, [&](int r, int col) {
+        float want = 0;
+        for (int k = 0; k < 16; ++k) want += __half2float(a[r * 16 + k]) * __half2float(b[k * 16 + col]);
+        return want;
+    }, 1e-3);
     cudaFree(da);
     cudaFree(db);
-    cudaFree(dc);
 }
 
 // ---- TMA: tensor maps as the host function cuda_tensor_map(...) is to build them ----
@@ -355,35 +373,24 @@ static void check_wgmma() {
         for (int k = 0; k < 64; ++k) a[r * 64 + k] = __float2half(value_at(r, k));
     for (int k = 0; k < 64; ++k)
         for (int c = 0; c < N; ++c) b[k * N + c] = __float2half(value_at(k + 7, c + 3));
-    __half *da, *db;
+    __half *da = to_device(a), *db = to_device(b);
     float* dd;
-    CUDA_OK(cudaMalloc(&da, a.size() * 2));
-    CUDA_OK(cudaMalloc(&db, b.size() * 2));
     CUDA_OK(cudaMalloc(&dd, 64 * N * 4));
-    CUDA_OK(cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
     const PeakTensorMap ma = tensor_map(da, 64, 64, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
     const PeakTensorMap mb = tensor_map(db, 64, N, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
     const int smem = 1024 + 8192 + N / 64 * 8192 + 16;
     CUDA_OK(cudaFuncSetAttribute(wgmma_tile<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     wgmma_tile<N><<<1, 128, smem>>>(ma, mb, dd);
-    CUDA_OK(cudaDeviceSynchronize());
-    std::vector<float> d(64 * N);
-    CUDA_OK(cudaMemcpy(d.data(), dd, d.size() * 4, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (int r = 0; r < 64; ++r)
-        for (int c = 0; c < N; ++c) {
-            float want = 0;
-            for (int k = 0; k < 64; ++k) want += __half2float(a[r * 64 + k]) * __half2float(b[k * N + c]);
-            worst = std::fmax(worst, std::fabs(want - d[r * N + c]));
-        }
-    char what[64], detail[64];
+    const std::vector<float> d = from_device(dd, 64 * N);
+    char what[64];
     std::snprintf(what, sizeof what, "peak_wgmma_m64n%dk16 (A K-major, B N-major, 128B swizzle)", N);
-    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
-    report(what, worst < 1e-2, detail);
+    report_max_error(what, d, 64, N, [&](int r, int c) {
+        float want = 0;
+        for (int k = 0; k < 64; ++k) want += __half2float(a[r * 64 + k]) * __half2float(b[k * N + c]);
+        return want;
+    }, 1e-2);
     cudaFree(da);
     cudaFree(db);
-    cudaFree(dd);
 }
 
 // ---- 8-bit mma.sync: A (16 x 32) and B (32 x 16) e4m3, both held K-major in shared memory ----
@@ -413,30 +420,18 @@ static void check_mma_e4m3() {
         a[i] = __nv_fp8_e4m3(value_at(i / 32, i % 32));
         bt[i] = __nv_fp8_e4m3(value_at(i % 32 + 3, i / 32 + 5));
     }
-    __nv_fp8_e4m3 *da, *db;
+    __nv_fp8_e4m3 *da = to_device(a), *db = to_device(bt);
     float* dc;
-    CUDA_OK(cudaMalloc(&da, 512));
-    CUDA_OK(cudaMalloc(&db, 512));
     CUDA_OK(cudaMalloc(&dc, 1024));
-    CUDA_OK(cudaMemcpy(da, a.data(), 512, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(db, bt.data(), 512, cudaMemcpyHostToDevice));
     mma_tile_e4m3<<<1, 32>>>(da, db, dc);
-    CUDA_OK(cudaDeviceSynchronize());
-    std::vector<float> c(256);
-    CUDA_OK(cudaMemcpy(c.data(), dc, 1024, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (int r = 0; r < 16; ++r)
-        for (int col = 0; col < 16; ++col) {
-            float want = 0;
-            for (int k = 0; k < 32; ++k) want += float(a[r * 32 + k]) * float(bt[col * 32 + k]);
-            worst = std::fmax(worst, std::fabs(want - c[r * 16 + col]));
-        }
-    char detail[64];
-    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
-    report("peak_ldmatrix_a/b_k8 + peak_mma_16832_e4m3 (K-major tiles)", worst < 1e-3, detail);
+    const std::vector<float> c = from_device(dc, 256);
+    report_max_error("peak_ldmatrix_a/b_k8 + peak_mma_16832_e4m3 (K-major tiles)", c, 16, 16, [&](int r, int col) {
+        float want = 0;
+        for (int k = 0; k < 32; ++k) want += float(a[r * 32 + k]) * float(bt[col * 32 + k]);
+        return want;
+    }, 1e-3);
     cudaFree(da);
     cudaFree(db);
-    cudaFree(dc);
 }
 
 // ---- 8-bit wgmma: D(64 x N) = A(64 x 128) * B(128 x N), A and B K-major e4m3 boxes of 128-byte rows ----
@@ -490,35 +485,24 @@ static void check_wgmma_e4m3() {
         for (int k = 0; k < 128; ++k) a[r * 128 + k] = __nv_fp8_e4m3(value_at(r, k));
     for (int c = 0; c < N; ++c)
         for (int k = 0; k < 128; ++k) bt[c * 128 + k] = __nv_fp8_e4m3(value_at(k + 7, c + 3));
-    unsigned char *da, *db;
+    __nv_fp8_e4m3 *da = to_device(a), *db = to_device(bt);
     float* dd;
-    CUDA_OK(cudaMalloc(&da, a.size()));
-    CUDA_OK(cudaMalloc(&db, bt.size()));
     CUDA_OK(cudaMalloc(&dd, 64 * N * 4));
-    CUDA_OK(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(db, bt.data(), bt.size(), cudaMemcpyHostToDevice));
     const PeakTensorMap ma = tensor_map(da, 64, 128, 64, 128, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1);
     const PeakTensorMap mb = tensor_map(db, N, 128, N, 128, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1);
     const int smem = 1024 + 8192 + N * 128 + 16;
     CUDA_OK(cudaFuncSetAttribute(wgmma_e4m3_tile<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     wgmma_e4m3_tile<N><<<1, 128, smem>>>(ma, mb, dd);
-    CUDA_OK(cudaDeviceSynchronize());
-    std::vector<float> d(64 * N);
-    CUDA_OK(cudaMemcpy(d.data(), dd, d.size() * 4, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (int r = 0; r < 64; ++r)
-        for (int c = 0; c < N; ++c) {
-            float want = 0;
-            for (int k = 0; k < 128; ++k) want += float(a[r * 128 + k]) * float(bt[c * 128 + k]);
-            worst = std::fmax(worst, std::fabs(want - d[r * N + c]));
-        }
-    char what[80], detail[64];
+    const std::vector<float> d = from_device(dd, 64 * N);
+    char what[80];
     std::snprintf(what, sizeof what, "peak_wgmma_e4m3_m64n%dk32 (A and B K-major, 128B swizzle)", N);
-    std::snprintf(detail, sizeof detail, "max abs error %.3g", worst);
-    report(what, worst < 1e-2, detail);
+    report_max_error(what, d, 64, N, [&](int r, int c) {
+        float want = 0;
+        for (int k = 0; k < 128; ++k) want += float(a[r * 128 + k]) * float(bt[c * 128 + k]);
+        return want;
+    }, 1e-2);
     cudaFree(da);
     cudaFree(db);
-    cudaFree(dd);
 }
 
 int main() {
