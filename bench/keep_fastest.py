@@ -50,11 +50,14 @@ def merge(doc, run):
         if old is None:
             by_key[key(row)] = dict(row, other_lines=[])
         elif row["pct"] > old.get("pct", 0):
-            others = [summary(old)] + [o for o in old.get("other_lines", []) if o["tip"] != row["tip"]]
+            # The row's own tip measured again, faster, replaces it: it is not listed beside itself.
+            others = [summary(old)] * (tip_of(old) != row["tip"]) + [o for o in old.get("other_lines", []) if o["tip"] != row["tip"]]
             by_key[key(row)] = dict(row, other_lines=others)
-        else:
+        elif row["tip"] != tip_of(old):
             old["other_lines"] = [o for o in old.get("other_lines", []) if o["tip"] != row["tip"]] + [summary(row)]
-        verdict = "the row" if by_key[key(row)] is not old else "beside the row's {:.1f}%".format(old["pct"])
+        # (else the row's own tip measured again, slower: the row is that tip's fastest and stays alone)
+        verdict = "the row" if by_key[key(row)] is not old else "{} the row's {:.1f}%".format(
+            "beside" if row["tip"] != tip_of(old) else "not kept, slower than", old["pct"])
         changed.append(f"{row['dtype']} {' x '.join(map(str, key(row)[1:4]))}: {row['tip']} {row['pct']:.1f}% ({verdict})")
     doc["rows"] = list(by_key.values())
     for name, command in run.get("commands", {}).items():
