@@ -140,6 +140,9 @@ def resume_from(bundle, wf):
     if subprocess.run(["git", "clone", "-q", bundle, wf], capture_output=True).returncode != 0:
         raise SystemExit(f"RESUME_FROM={bundle}: not a replayed workflow bundle git can clone (a returned h200-replayed-*.bundle)")
     subprocess.run(["git", "-C", wf, "branch", "peak-attempts", "origin/peak-attempts"], check=True, capture_output=True)
+    # Without the remote: `peak log` lists every ref, and the clone's origin/main (the earlier
+    # call's retunes) would stand before the step this call replays from and measures.
+    subprocess.run(["git", "-C", wf, "remote", "remove", "origin"], check=True, capture_output=True)
     log = subprocess.run(["git", "-C", wf, "log", "--first-parent", "--format=%H %s"], check=True, capture_output=True, text=True).stdout
     last_step = next(line.split()[0] for line in log.splitlines() if not line.split(" ", 1)[1].startswith("Retune"))
     subprocess.run(["git", "-C", wf, "reset", "-q", "--hard", last_step], check=True)

@@ -46,6 +46,9 @@ class ResumeFrom(unittest.TestCase):
             self.assertEqual(git(wf, "log", "-1", "--format=%s"), "Ping-Pong: 0.1 ms")
             self.assertEqual(git(wf, "rev-list", "--count", "HEAD"), "3")
             self.assertIn("peak-attempts", git(wf, "branch", "--list", "peak-attempts"))
+            # No ref of the earlier call's retunes is left for `peak log` to list first.
+            self.assertEqual(git(wf, "remote"), "")
+            self.assertNotIn("Retune", git(wf, "log", "--all", "--format=%s"))
 
     def test_an_existing_workflow_is_left_alone(self):
         with tempfile.TemporaryDirectory() as d:
