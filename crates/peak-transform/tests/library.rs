@@ -22,6 +22,7 @@ const SHIPPED: &[&str] = &[
     "Split-K-Fixup",
     "Epilogue-Hoist",
     "Epilogue-Ring",
+    "Epilogue-Direct",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
