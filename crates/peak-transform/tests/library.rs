@@ -22,7 +22,6 @@ const SHIPPED: &[&str] = &[
     "Split-K-Fixup",
     "Epilogue-Hoist",
     "Epilogue-Ring",
-    "Epilogue-Direct",
     "Block-Swizzle",
     "Launch-Bounds",
     "Offset",
