@@ -15,7 +15,8 @@ Environment: PEAK, PEAK_COMMIT, SHAPES (default the three MLP/attention shapes),
 the replay goes), BUNDLE, PIN (1), BUDGET (evaluations per step, default 48),
 SANITIZE_SAMPLES (default 2), SANITIZE_AT, REPS (default 20), REPLAY_TIMEOUT (seconds,
 default 420), STEP_TIME (tuning seconds per replayed step, default 15), RETUNE_BUDGET and RETUNE_TIME
-(per shape, default 128 and 150 s; RETUNE_BUDGET=0 skips it).
+(per shape, default 128 and 150 s; RETUNE_BUDGET=0 skips it), RETUNE_WIDEN (NAME=V1,V2 ...:
+values beyond the neighbourhood).
 
 DTYPE=bf16 (or f16, with its bundle) runs the 16-bit Hopper line instead
 (examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle, Refactor ... TMA-Store ->
@@ -112,6 +113,13 @@ def neighbourhood(m, n, k):
     space = dict(RETUNE_SPACE)
     if m * n <= 256 * 256 * 16:
         space["K_SPLITS"] = "1,2,4,8"
+    # RETUNE_WIDEN="OFFSET=0,1,2,4,8 TILE_K=8,16,32": values of parameters beyond the
+    # neighbourhood (the square case study's best used OFFSET = 8).
+    for item in os.environ.get("RETUNE_WIDEN", "").split():
+        name, _, values = item.partition("=")
+        if not values:
+            raise SystemExit(f"RETUNE_WIDEN: {item!r} is not NAME=V1,V2,...")
+        space[name] = values
     return space
 
 
