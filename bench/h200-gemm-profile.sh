@@ -20,7 +20,10 @@ PEAK="${PEAK:-carry/gemm-shapes/peak}"
 KERNEL="${KERNEL:-gemm_nt_bias}"
 VENDOR="${VENDOR:-nvjet|sm90_|sm80_|xmma|cutlass|gemm.*Kernel}"
 SECTIONS=(--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats
-  --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats)
+  --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats
+  --section SourceCounters --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio")
+# SourceCounters: the SASS lines where warps stall most; the stall metrics: every reason's
+# cycles per issued instruction (ncu_summary keeps them all as `stalls`, not only the largest).
 mkdir -p "$OUT"
 if [ -f "$WF" ]; then
   git clone -q "$WF" "$OUT/wf" && WF="$OUT/wf"

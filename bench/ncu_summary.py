@@ -3,7 +3,8 @@
 bench/h200-gemm-profile.sh writes (one file per shape and side) and keeps, per profiled
 kernel launch, the numbers that explain a "% of cuBLASLt" row: duration, the tensor and
 SM throughput, issue activity, occupancy, the launch (grid, block, cluster, registers,
-shared memory) and the largest warp stall ncu names.
+shared memory), the largest warp stall ncu names and, where the profile asked for them,
+every stall reason's cycles per issued instruction (`stalls`, largest first).
 
     python3 bench/ncu_summary.py OUT_JSON COMMAND COMMIT DEVICE DATE profile-*.txt
 """
@@ -21,6 +22,8 @@ LAUNCH = re.compile(r"^  (\S+) \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\), 
 ROW = re.compile(r"^    (\S.*?)\s{2,}(?:\S+\s{2,})?([-\d.,]+)\s*$")
 TENSOR = re.compile(r"Tensor is the highest-utilized pipeline \(([\d.]+)%\)")
 STALL = re.compile(r"each warp of this workload spends ([\d.]+) cycles being stalled (.*?)(?: on| at|\.)")
+# The per-reason stall metrics bench/h200-gemm-profile.sh asks for (--metrics regex:...).
+STALL_METRIC = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 
 
 def launches(path):
@@ -39,12 +42,18 @@ def launches(path):
         m = ROW.match(line.rstrip("\n"))
         if m and m.group(1).strip() in METRICS and METRICS[m.group(1).strip()] not in cur:
             cur[METRICS[m.group(1).strip()]] = float(m.group(2).replace(",", ""))
+        reason = STALL_METRIC.match(m.group(1).strip()) if m else None
+        if reason:
+            cur.setdefault("stalls", {})[reason.group(1)] = float(m.group(2).replace(",", ""))
         t = TENSOR.search(text)
         if t and "tensor_pipe_pct" not in cur:
             cur["tensor_pipe_pct"] = float(t.group(1))
         s = STALL.search(text)
         if s and "top_stall" not in cur:
             cur["top_stall"] = {"cycles": float(s.group(1)), "reason": " ".join(s.group(2).split())}
+    for launch in found:
+        if "stalls" in launch:
+            launch["stalls"] = dict(sorted(launch["stalls"].items(), key=lambda kv: -kv[1]))
     return found
 
 
