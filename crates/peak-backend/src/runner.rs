@@ -320,7 +320,7 @@ pub struct Prepared<'a> {
     pub host: &'a [HostArray],
     pub plan: &'a LaunchPlan,
     /// Device buffers already holding the initial contents of the input arrays (by array
-    /// index; `None` for outputs), kept by a worker between runs of the same inputs. The
+    /// index; `None` for outputs that start poisoned), kept by a worker between runs of the same inputs. The
     /// run's own buffers are filled from them by device-to-device copies instead of from
     /// the host; the kernels never see these buffers themselves.
     pub pristine: Option<&'a [Option<BufferId>]>,
@@ -338,7 +338,7 @@ pub fn run_prepared(backend: &dyn Backend, module: &Module, options: &RunOptions
         for (i, (array, data)) in arrays.iter().zip(host).enumerate() {
             let id = backend.alloc(data.bytes.len()).map_err(RunError::from_backend)?;
             set.push(id);
-            if array.spec.output {
+            if array.spec.starts_poisoned() {
                 let poison = HostArray::poison_pattern(array.spec.dtype);
                 backend.fill(id, &poison, data.bytes.len()).map_err(RunError::from_backend)?;
             } else if let Some(source) = pristine.and_then(|p| p.get(i).copied().flatten()) {

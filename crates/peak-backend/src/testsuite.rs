@@ -178,6 +178,18 @@ pub fn unwritten_outputs_stay_poisoned(backend: &dyn Backend, language: Language
     assert!(out.get_f64(999).is_nan(), "an unwritten element must read as poison, got {}", out.get_f64(999));
 }
 
+/// An output the kernel also reads (`output` and `inout`: C = alpha A B + beta C) starts
+/// from its init, not from poison: what the kernel leaves alone keeps its initial value.
+pub fn in_place_outputs_start_from_their_init(backend: &dyn Backend, language: Language) {
+    let d = dialect(language);
+    let in_place = format!("{}inout = true\n", array("C", "arange", true));
+    let (_dir, ctx) = context(language, d.half_writer, &launch_1d(&d, "half_w", "C, n"), &in_place, "");
+    let result = run(backend, &ctx, &first(&ctx), &quick()).unwrap_or_else(|e| panic!("half writer failed: {e}"));
+    let out: &HostArray = &result.outputs[0].1;
+    assert_eq!(out.get_f64(0), 1.0);
+    assert_eq!(out.get_f64(999), 999.0, "an element the kernel did not write keeps its init");
+}
+
 pub fn compile_error_keeps_the_log(backend: &dyn Backend, language: Language) {
     let d = dialect(language);
     let (_dir, ctx) = context(language, d.broken, &launch_1d(&d, "vadd", "C"), &array("C", "zeros", true), "");
@@ -229,6 +241,7 @@ macro_rules! backend_test_suite {
             fresh_data_seed_changes_inputs,
             scalar_args_and_scratch,
             unwritten_outputs_stay_poisoned,
+            in_place_outputs_start_from_their_init,
             compile_error_keeps_the_log,
             unknown_kernel_is_a_launch_failure,
             oversized_block_is_invalid_config);

@@ -121,6 +121,46 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
     }
 }
 
+/// A kernel the line was not written for: a strided batch of GEMMs with A transposed and
+/// C updated in place (`C = 0.75 A B + 0.5 C`: c is `output` and `inout`), walked by the
+/// agent through Refactor, TB-Tiling, Thread-Tiling and Split-K on PoCL. The batch takes the
+/// third grid dimension, which Split-K shares with its k ranges.
+#[test]
+fn batched_in_place_tn_gemm_replays_on_opencl() {
+    if !opencl_present("batched_in_place_tn_gemm_replays_on_opencl") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/bmm-tn-opencl-agent.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    // Smaller than the recording's sizes, dividing no tile; two k ranges per problem.
+    let pins = ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2"];
+    let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2"];
+    args.extend(["--set", "BATCH=3", "--set", "M=50", "--set", "N=41", "--set", "K=35"]);
+    args.extend(pins.iter().flat_map(|p| ["--set", *p]));
+    env.ok(&args);
+
+    let line = first_parent_chain(&env, &replayed);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["init", "Refactor", "TB-Tiling", "Thread-Tiling", "Split-K"]);
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
+    }
+    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string();
+    let tip = file(&replayed, "HEAD");
+    assert_eq!(tip, file(&recorded, "HEAD"), "the replayed tip differs from the recording");
+    // The problem index has a name of its own, and after Split-K it shares the third grid
+    // dimension with the k ranges: each problem has its own partial sums.
+    assert!(tip.contains("#define PROBLEM ((int)get_group_id(2) / K_SPLITS)"), "{tip}");
+    assert!(tip.contains("#define SPLIT ((int)get_group_id(2) % K_SPLITS)"), "{tip}");
+    assert!(tip.contains("(GEMM_BATCH) + (PROBLEM))"), "PARTIAL_AT addresses the problem's sums:\n{tip}");
+    assert!(tip.contains("BATCH * K_SPLITS]") && tip.contains("K_SPLITS * BATCH * M * N"), "{tip}");
+    // beta reads the old C: EPILOGUE reads it through C_AT, once, in the reduction.
+    assert!(tip.contains("(beta) * C_AT("), "{tip}");
+}
+
 #[test]
 fn gemm_nt_bias_cuda_twin_carries_the_same_chain_deferred() {
     let env = Env::new();

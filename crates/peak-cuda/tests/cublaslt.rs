@@ -137,7 +137,9 @@ fn transposed_padded_batched_gemms_with_scaling_relu_and_a_residual_match_the_cp
     check(&backend, &ctx, "TN", "CUBLASLT_EPILOGUE_DEFAULT");
     // TT with beta reading C's old contents, a bias and ReLU, in bf16.
     let relu = "a = \"A\"\nb = \"B\"\nc = \"C\"\na_layout = \"col\"\nb_layout = \"col\"\nbeta = 0.5\nbias = \"bias\"\nactivation = \"relu\"\n";
-    let (_dir, ctx) = context(relu, "bf16", &[("A", "k * m", false), ("B", "n * k", false), ("bias", "n", false), ("C", "m * n", true)]);
+    let (_dir, mut ctx) = context(relu, "bf16", &[("A", "k * m", false), ("B", "n * k", false), ("bias", "n", false), ("C", "m * n", true)]);
+    // An in-place result: C starts from its init, which beta reads.
+    ctx.manifest.arrays.iter_mut().find(|a| a.name == "C").unwrap().inout = true;
     check(&backend, &ctx, "TT", "CUBLASLT_EPILOGUE_RELU_BIAS");
 }
 

@@ -236,14 +236,11 @@ impl Manifest {
     }
 
     /// Each array's size and initialisation, expressions over the scalar inputs only (an
-    /// array cannot depend on a tuning parameter), and at most one of `output` and `inout`.
+    /// array cannot depend on a tuning parameter).
     fn check_arrays(&self, engine: &Engine, input_names: &[&str], field_err: &impl Fn(String, String) -> SpecError) -> Result<(), SpecError> {
         for (i, array) in self.arrays.iter().enumerate() {
             let field = format!("arrays[{i}].size (array {})", array.name);
             Expr::compile(engine, &array.size, input_names).map_err(|m| field_err(field.clone(), format!("cannot parse `{}`: {m}", array.size)))?;
-            if array.output && array.inout {
-                return Err(field_err(format!("arrays[{i}].inout (array {})", array.name), "an array is either `output` or `inout`, not both".into()));
-            }
             let compile = |text: &str| Expr::compile(engine, text, input_names).map(drop);
             array.init.check(array.dtype, &compile).map_err(|(key, m)| field_err(format!("arrays[{i}].{key} (array {})", array.name), m))?;
         }

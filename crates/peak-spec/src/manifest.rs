@@ -227,7 +227,9 @@ impl Manifest {
                 .arrays
                 .iter()
                 .map(|a| {
-                    let role = if a.output {
+                    let role = if a.output && a.inout {
+                        "output, read first (in place)"
+                    } else if a.output {
                         "output"
                     } else if a.inout {
                         "read and written"
@@ -571,7 +573,18 @@ pub struct ArraySpec {
     /// Compared against the reference after a run.
     pub output: bool,
     /// Read and written by the kernel: exempt from the "inputs stay bit-identical" check.
+    /// With `output` too, an in-place result (`C = alpha A B + beta C`): it starts from its
+    /// `init`, the kernel reads and overwrites it, and it is compared with the reference.
     pub inout: bool,
+}
+
+impl ArraySpec {
+    /// An output the kernel only writes starts as poison (NaN or a marked pattern) before
+    /// every run, so that an element it never writes fails validation; an in-place output
+    /// (`output` and `inout`) starts from its `init`, because the kernel reads it first.
+    pub fn starts_poisoned(&self) -> bool {
+        self.output && !self.inout
+    }
 }
 
 /// An `[[arrays]]` table as written. A manifest without the newer keys serializes to the

@@ -71,13 +71,13 @@ impl InputCache {
             return Some((copies.clone(), true));
         }
         let (sized, host) = inputs;
-        let bytes: u64 = sized.iter().zip(host).filter(|(a, _)| !a.spec.output).map(|(_, h)| h.bytes.len() as u64).sum();
+        let bytes: u64 = sized.iter().zip(host).filter(|(a, _)| !a.spec.starts_poisoned()).map(|(_, h)| h.bytes.len() as u64).sum();
         if bytes > backend.device().global_memory_bytes / 8 {
             return None;
         }
         let mut copies: Vec<Option<BufferId>> = Vec::with_capacity(sized.len());
         for (array, data) in sized.iter().zip(host) {
-            if array.spec.output {
+            if array.spec.starts_poisoned() {
                 copies.push(None);
                 continue;
             }

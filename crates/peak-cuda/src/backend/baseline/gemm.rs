@@ -172,6 +172,10 @@ impl Resolver<'_> {
         if !self.arrays[c.index].spec.output {
             return Err(("c", format!("array {} is not an output (`output = true`)", c.name)));
         }
+        // beta reads C: the kernel's C must start from the same init as cuBLASLt's, not from poison.
+        if spec.beta != 0.0 && self.arrays[c.index].spec.starts_poisoned() {
+            return Err(("beta", format!("beta = {} reads {} before writing it: mark it `inout = true` beside `output = true` (an in-place result, started from its init)", spec.beta, c.name)));
+        }
         check_types(&a, &b, &c)?;
         if a.dtype.is_fp8() {
             check_fp8_layouts(spec)?;
@@ -530,5 +534,16 @@ mod tests {
         assert!(err.contains("kernel.matmul.residual") && err.contains("beta = 0.5"), "{err}");
         let err = error(&plain.replace("c = \"out\"", "c = \"res\"").replace("residual = \"res\"", ""), &arrays);
         assert!(err.contains("kernel.matmul.c: array res is not an output"), "{err}");
+    }
+
+    #[test]
+    fn beta_needs_c_to_start_from_its_init() {
+        let plain = LINEAR.replace("activation = \"gelu-tanh\"\n", "beta = 0.5\n");
+        // An output only is poisoned before the kernel runs: cuBLASLt's C and the kernel's would differ.
+        let err = error(&plain, &linear("f32"));
+        assert!(err.contains("kernel.matmul.beta") && err.contains("inout = true"), "{err}");
+        let in_place = |ctx: &mut Context| ctx.manifest.arrays.iter_mut().find(|a| a.name == "out").unwrap().inout = true;
+        let gemm = edited(&plain, &linear("f32"), in_place).unwrap();
+        assert_eq!(gemm.beta, 0.5);
     }
 }
