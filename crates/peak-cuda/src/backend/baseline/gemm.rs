@@ -174,7 +174,13 @@ impl Resolver<'_> {
         }
         // beta reads C: the kernel's C must start from the same init as cuBLASLt's, not from poison.
         if spec.beta != 0.0 && self.arrays[c.index].spec.starts_poisoned() {
-            return Err(("beta", format!("beta = {} reads {} before writing it: mark it `inout = true` beside `output = true` (an in-place result, started from its init)", spec.beta, c.name)));
+            return Err((
+                "beta",
+                format!(
+                    "beta = {} reads {} before writing it: mark it `inout = true` beside `output = true` (an in-place result, started from its init)",
+                    spec.beta, c.name
+                ),
+            ));
         }
         check_types(&a, &b, &c)?;
         if a.dtype.is_fp8() {
