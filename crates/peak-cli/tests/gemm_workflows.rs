@@ -123,8 +123,8 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
 
 /// A kernel the line was not written for: a strided batch of GEMMs with A transposed and
 /// C updated in place (`C = 0.75 A B + 0.5 C`: c is `output` and `inout`), walked by the
-/// agent through Refactor, TB-Tiling, Thread-Tiling and Split-K on PoCL. The batch takes the
-/// third grid dimension, which Split-K shares with its k ranges.
+/// agent on PoCL through the line up to Offset (Pipelining and Register-Staging not walked).
+/// The batch takes the third grid dimension, which Split-K shares with its k ranges.
 #[test]
 fn batched_in_place_tn_gemm_replays_on_opencl() {
     if !opencl_present("batched_in_place_tn_gemm_replays_on_opencl") {
@@ -134,8 +134,9 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
     let bundle = example("workflows/bmm-tn-opencl-agent.bundle");
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     unbundle(&bundle, &recorded);
-    // Smaller than the recording's sizes, dividing no tile; two k ranges per problem.
-    let pins = ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2"];
+    // Smaller than the recording's sizes, dividing no tile; two k ranges per problem; a tile
+    // of A two rows high read in vectors of 4 (Vectorize's fill must fall back to scalars).
+    let pins = ["BLOCK_X=16", "BLOCK_Y=1", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2", "CHUNK_X=2", "CHUNK_Y=2", "VEC=4", "GROUP_M=2", "OFFSET=1"];
     let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2"];
     args.extend(["--set", "BATCH=3", "--set", "M=50", "--set", "N=41", "--set", "K=35"]);
     args.extend(pins.iter().flat_map(|p| ["--set", *p]));
@@ -143,7 +144,8 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    assert_eq!(steps, ["init", "Refactor", "TB-Tiling", "Thread-Tiling", "Split-K"]);
+    let walked = ["Refactor", "TB-Tiling", "Thread-Tiling", "Split-K", "Thread-Cache", "Transpose", "Thread-Chunk", "Vectorize", "Block-Swizzle", "Offset"];
+    assert_eq!(steps, std::iter::once("init").chain(walked).collect::<Vec<_>>());
     for entry in &line[1..] {
         assert_eq!(entry["verdict"], "passed", "{entry}");
         assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
@@ -159,6 +161,8 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
     assert!(tip.contains("BATCH * K_SPLITS]") && tip.contains("K_SPLITS * BATCH * M * N"), "{tip}");
     // beta reads the old C: EPILOGUE reads it through C_AT, once, in the reduction.
     assert!(tip.contains("(beta) * C_AT("), "{tip}");
+    // The transposed A is filled along its rows, whose count no constraint ties to VEC.
+    assert!(tip.contains("if ((ROWS) % VEC != 0)"), "{tip}");
 }
 
 #[test]
