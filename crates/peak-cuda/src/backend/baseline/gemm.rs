@@ -172,16 +172,6 @@ impl Resolver<'_> {
         if !self.arrays[c.index].spec.output {
             return Err(("c", format!("array {} is not an output (`output = true`)", c.name)));
         }
-        // beta reads C: the kernel's C must start from the same init as cuBLASLt's, not from poison.
-        if spec.beta != 0.0 && self.arrays[c.index].spec.starts_poisoned() {
-            return Err((
-                "beta",
-                format!(
-                    "beta = {} reads {} before writing it: mark it `inout = true` beside `output = true` (an in-place result, started from its init)",
-                    spec.beta, c.name
-                ),
-            ));
-        }
         check_types(&a, &b, &c)?;
         if a.dtype.is_fp8() {
             check_fp8_layouts(spec)?;
@@ -195,6 +185,16 @@ impl Resolver<'_> {
             }
         }
         check_fusion(spec, residual.is_some())?;
+        // beta reads C: the kernel's C must start from the same init as cuBLASLt's, not from poison.
+        if spec.beta != 0.0 && self.arrays[c.index].spec.starts_poisoned() {
+            return Err((
+                "beta",
+                format!(
+                    "beta = {} reads {} before writing it: mark it `inout = true` beside `output = true` (an in-place result, started from its init)",
+                    spec.beta, c.name
+                ),
+            ));
+        }
         Ok(Gemm {
             m,
             n,
