@@ -123,7 +123,8 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
 
 /// A kernel the line was not written for: a strided batch of GEMMs with A transposed and
 /// C updated in place (`C = 0.75 A B + 0.5 C`: c is `output` and `inout`), walked by the
-/// agent on PoCL through the line up to Offset (Pipelining and Register-Staging not walked).
+/// agent on PoCL through the whole fp32 line (Split-K early, Block-Swizzle and Offset before
+/// Pipelining and Register-Staging).
 /// The batch takes the third grid dimension, which Split-K shares with its k ranges.
 #[test]
 fn batched_in_place_tn_gemm_replays_on_opencl() {
@@ -136,7 +137,8 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
     unbundle(&bundle, &recorded);
     // Smaller than the recording's sizes, dividing no tile; two k ranges per problem; a tile
     // of A two rows high read in vectors of 4 (Vectorize's fill must fall back to scalars).
-    let pins = ["BLOCK_X=16", "BLOCK_Y=1", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2", "CHUNK_X=2", "CHUNK_Y=2", "VEC=4", "GROUP_M=2", "OFFSET=1"];
+    let pins =
+        ["BLOCK_X=16", "BLOCK_Y=1", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2", "CHUNK_X=2", "CHUNK_Y=2", "VEC=4", "GROUP_M=2", "OFFSET=1", "NUM_STAGES=2"];
     let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2"];
     args.extend(["--set", "BATCH=3", "--set", "M=50", "--set", "N=41", "--set", "K=35"]);
     args.extend(pins.iter().flat_map(|p| ["--set", *p]));
@@ -144,7 +146,20 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    let walked = ["Refactor", "TB-Tiling", "Thread-Tiling", "Split-K", "Thread-Cache", "Transpose", "Thread-Chunk", "Vectorize", "Block-Swizzle", "Offset"];
+    let walked = [
+        "Refactor",
+        "TB-Tiling",
+        "Thread-Tiling",
+        "Split-K",
+        "Thread-Cache",
+        "Transpose",
+        "Thread-Chunk",
+        "Vectorize",
+        "Block-Swizzle",
+        "Offset",
+        "Pipelining",
+        "Register-Staging",
+    ];
     assert_eq!(steps, std::iter::once("init").chain(walked).collect::<Vec<_>>());
     for entry in &line[1..] {
         assert_eq!(entry["verdict"], "passed", "{entry}");
@@ -161,8 +176,10 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
     assert!(tip.contains("BATCH * K_SPLITS]") && tip.contains("K_SPLITS * BATCH * M * N"), "{tip}");
     // beta reads the old C: EPILOGUE reads it through C_AT, once, in the reduction.
     assert!(tip.contains("(beta) * C_AT("), "{tip}");
-    // The transposed A is filled along its rows, whose count no constraint ties to VEC.
+    // The transposed A is filled along its rows, whose count no constraint ties to VEC: the
+    // fills fall back to scalars, and so does the register staging of that tile.
     assert!(tip.contains("if ((ROWS) % VEC != 0)"), "{tip}");
+    assert!(tip.contains("#if VEC > 1 && (TILE_M % VEC) == 0"), "{tip}");
 }
 
 #[test]
