@@ -320,9 +320,9 @@ pub struct Prepared<'a> {
     pub host: &'a [HostArray],
     pub plan: &'a LaunchPlan,
     /// Device buffers already holding the initial contents of the input arrays (by array
-    /// index; `None` for outputs that start poisoned), kept by a worker between runs of the same inputs. The
-    /// run's own buffers are filled from them by device-to-device copies instead of from
-    /// the host; the kernels never see these buffers themselves.
+    /// index; `None` for outputs that start poisoned), kept by a worker between runs of the
+    /// same inputs. The run's own buffers are filled from them by device-to-device copies
+    /// instead of from the host; the kernels never see these buffers themselves.
     pub pristine: Option<&'a [Option<BufferId>]>,
 }
 
