@@ -1,7 +1,9 @@
-"""Tests of how the GEMM benchmarks pick checkpoints out of a replayed workflow (run by
-scripts/test.sh, no GPU): gemm_shapes.resume_from starts a new workflow from a returned
-replay without the retunes on top of it, so that `peak replay` resumes after its last
-step; compare_step.checkpoints finds a step and its parent on the first-parent chain."""
+"""Tests of how the GEMM benchmarks pick checkpoints out of a replayed workflow and widen
+their retune (run by scripts/test.sh, no GPU): gemm_shapes.resume_from starts a new
+workflow from a returned replay without the retunes on top of it, so that `peak replay`
+resumes after its last step; compare_step.checkpoints finds a step and its parent on the
+first-parent chain; gemm_shapes.neighbourhood takes RETUNE_WIDEN's values and names a
+malformed item."""
 
 import os
 import subprocess
@@ -35,6 +37,31 @@ def replayed_bundle(folder, subjects):
     bundle = os.path.join(folder, "replayed.bundle")
     git(repo, "bundle", "create", bundle, "HEAD", "main", "peak-attempts")
     return bundle
+
+
+class RetuneWiden(unittest.TestCase):
+    """RETUNE_WIDEN widens the fp32 retune's neighbourhood; a malformed item is named."""
+
+    def widened(self, value):
+        old = os.environ.get("RETUNE_WIDEN")
+        os.environ["RETUNE_WIDEN"] = value
+        try:
+            return gemm_shapes.neighbourhood(8192, 3072, 768)
+        finally:
+            if old is None:
+                del os.environ["RETUNE_WIDEN"]
+            else:
+                os.environ["RETUNE_WIDEN"] = old
+
+    def test_values_replace_the_neighbourhoods(self):
+        space = self.widened("OFFSET=0,1,2,4,8 TILE_K=8,16,32")
+        self.assertEqual((space["OFFSET"], space["TILE_K"]), ("0,1,2,4,8", "8,16,32"))
+        self.assertEqual(space["VEC"], gemm_shapes.RETUNE_SPACE["VEC"])
+
+    def test_an_item_without_values_is_named(self):
+        with self.assertRaises(SystemExit) as raised:
+            self.widened("OFFSET=0,1 TILE_K")
+        self.assertIn("'TILE_K' is not NAME=V1,V2", str(raised.exception))
 
 
 class ResumeFrom(unittest.TestCase):

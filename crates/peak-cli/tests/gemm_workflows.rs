@@ -57,6 +57,21 @@ fn assert_gemm_vocabulary(source: &str) {
     assert!(!k_loop.contains("BY") && !k_loop.contains("BX"), "the k loop reads the block's place, never BX or BY:\n{k_loop}");
 }
 
+/// `peak replay` of `bundle` into `replayed` with two validation samples and two tuning
+/// evaluations a step, at `sizes` with the tuning parameters `pins` (`NAME=VALUE` each;
+/// PoCL compiles each register-tiled variant for seconds, so every parameter is pinned from
+/// the step that introduces it on).
+fn pinned_replay<'a>(bundle: &'a str, replayed: &'a Path, sizes: &[&'a str], pins: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["replay", bundle, "--into", s(replayed), "--samples", "2", "--budget", "2"];
+    args.extend(sizes.iter().chain(pins).flat_map(|set| ["--set", *set]));
+    args
+}
+
+/// The OpenCL kernel file of checkpoint `rev` of the workflow at `wf`.
+fn kernel_cl(env: &Env, wf: &Path, rev: &str) -> String {
+    env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string()
+}
+
 #[test]
 fn gemm_nt_bias_workflow_replays_on_opencl() {
     if !opencl_present("gemm_nt_bias_workflow_replays_on_opencl") {
@@ -67,13 +82,10 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     unbundle(&bundle, &recorded);
     // Smaller than the recording's sizes, still dividing no tile along M, N or K; every
-    // tuning parameter pinned from the step that introduces it on (PoCL compiles each
-    // register-tiled variant for seconds), so the twelve steps take seconds, not half an hour.
+    // tuning parameter pinned, so the twelve steps take seconds, not half an hour.
     let pins =
         ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
-    let mut args =
-        vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "M=250", "--set", "N=199", "--set", "K=129"];
-    args.extend(pins.iter().flat_map(|p| ["--set", *p]));
+    let args = pinned_replay(&bundle, &replayed, &["M=250", "N=199", "K=129"], &pins);
     // A name no step has is refused before anything runs.
     let mut misspelt = args.clone();
     misspelt.extend(["--set", "TRD_Z=2"]);
@@ -96,11 +108,14 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
         assert!(entry["speedup_over_root"].as_f64().unwrap() > 0.0);
     }
     // The replay reproduces the recorded code exactly, and every step changed it.
-    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string();
-    let tip = file(&replayed, "HEAD");
-    assert_eq!(tip, file(&recorded, "HEAD"), "the replayed tip differs from the recording");
+    let tip = kernel_cl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_cl(&env, &recorded, "HEAD"), "the replayed tip differs from the recording");
     for pair in line.windows(2) {
-        assert_ne!(file(&replayed, pair[0]["id"].as_str().unwrap()), file(&replayed, pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
+        assert_ne!(
+            kernel_cl(&env, &replayed, pair[0]["id"].as_str().unwrap()),
+            kernel_cl(&env, &replayed, pair[1]["id"].as_str().unwrap()),
+            "a step left the kernel unchanged"
+        );
     }
     assert_gemm_vocabulary(&tip);
 
@@ -139,10 +154,7 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
     // of A two rows high read in vectors of 4 (Vectorize's fill must fall back to scalars).
     let pins =
         ["BLOCK_X=16", "BLOCK_Y=1", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2", "CHUNK_X=2", "CHUNK_Y=2", "VEC=4", "GROUP_M=2", "OFFSET=1", "NUM_STAGES=2"];
-    let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2"];
-    args.extend(["--set", "BATCH=3", "--set", "M=50", "--set", "N=41", "--set", "K=35"]);
-    args.extend(pins.iter().flat_map(|p| ["--set", *p]));
-    env.ok(&args);
+    env.ok(&pinned_replay(&bundle, &replayed, &["BATCH=3", "M=50", "N=41", "K=35"], &pins));
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
@@ -165,9 +177,8 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
         assert_eq!(entry["verdict"], "passed", "{entry}");
         assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
     }
-    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string();
-    let tip = file(&replayed, "HEAD");
-    assert_eq!(tip, file(&recorded, "HEAD"), "the replayed tip differs from the recording");
+    let tip = kernel_cl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_cl(&env, &recorded, "HEAD"), "the replayed tip differs from the recording");
     // The problem index has a name of its own, and after Split-K it shares the third grid
     // dimension with the k ranges: each problem has its own partial sums.
     assert!(tip.contains("#define PROBLEM ((int)get_group_id(2) / K_SPLITS)"), "{tip}");
