@@ -58,6 +58,7 @@ const SHIPPED: &[&str] = &[
     "Register-Window",
     "Rows-Per-Block",
     "Stream-Hints",
+    "Shared-Window",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
