@@ -307,7 +307,8 @@ fn the_cuda_case_study_checkpoint_exports_a_kernel_nvrtc_compiles_alone() {
 /// The exported kernel file compiles on its own with NVRTC (`peak compile` on a context
 /// around it with no tuning parameters, so no -D options, only what the file defines), and
 /// every launch in the harness includes it and passes as many arguments as its kernel takes
-/// (nvcc is not here to compile the harness itself).
+/// (nvcc is not here to compile the harness itself; nvcc's signature check there is
+/// peak-export's test).
 fn compiles_alone_and_the_harness_matches(env: &Env, out: &Path, file: &str, kernels: &[&str]) {
     let kernel = std::fs::read_to_string(out.join(file)).unwrap();
     let alone = env.path("alone");
@@ -333,10 +334,11 @@ fn compiles_alone_and_the_harness_matches(env: &Env, out: &Path, file: &str, ker
     let signatures = kernel_signatures(&kernel);
     assert_eq!(signatures.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), kernels);
     for (name, params) in &signatures {
-        let at = harness.find(&format!("    {name}<<<")).unwrap_or_else(|| panic!("no launch of {name} in harness.cu"));
-        let call = &harness[at..];
-        let args = balanced(&call[call.find(">>>").unwrap() + 3..]);
-        assert_eq!(count_top_level(&args), *params, "{name}: the harness passes ({args}), the kernel takes {params} parameters");
+        // peak_launch(kernel, NVRTC's function, "name", grid, block, shared bytes, arguments...):
+        // NVRTC's build (peak's) runs, with the arguments converted to nvcc's signature.
+        let at = harness.find(&format!("    peak_launch({name}, ")).unwrap_or_else(|| panic!("no launch of {name} in harness.cu"));
+        let args = balanced(&harness[at + "    peak_launch".len()..]);
+        assert_eq!(count_top_level(&args) - 6, *params, "{name}: the harness passes ({args}), the kernel takes {params} parameters");
     }
 }
 
@@ -367,7 +369,7 @@ fn the_tma_case_study_checkpoint_exports_its_tensor_maps() {
     let harness = std::fs::read_to_string(out.join("harness.cu")).unwrap();
     assert!(harness.contains("#include <cuda.h>") && harness.contains("cuTensorMapEncodeTiled"));
     assert!(harness.contains(&format!("const cuuint32_t box[] = {{ 64u, {tile_m}u }}")), "{harness}");
-    assert!(harness.contains("matmul<<<") && harness.contains("(peak_maps[0], peak_maps[1], PeakPtr{peak_buf[2]}, "));
+    assert!(harness.contains("    peak_launch(matmul, peak_fn[0], \"matmul\", ") && harness.contains(", peak_maps[0], peak_maps[1], PeakPtr{peak_buf[2]}, "));
 }
 
 /// A context whose launch script allocates scratch, fills it, launches with a float

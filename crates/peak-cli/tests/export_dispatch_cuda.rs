@@ -174,9 +174,11 @@ fn the_cuda_dispatch_export_of_the_gemm_tip_compiles_with_nvrtc() {
     for (i, c) in chosen.iter().enumerate() {
         assert!(harness.contains(&format!("if (config != {c}) {{")), "shape {i}");
     }
-    assert!(harness.contains("peak_config_2::gemm_nt_bias_peak_c2<<<"), "the decode step launches the split-K copy");
-    assert!(harness.contains("peak_config_2::gemm_nt_bias_splitk_reduce_peak_c2<<<"), "and its reduction");
-    assert!(!harness.contains("splitk_reduce_peak_c0<<<"), "no reduction where K is not split");
+    assert!(harness.contains("peak_launch(peak_config_2::gemm_nt_bias_peak_c2, "), "the decode step launches the split-K copy");
+    assert!(harness.contains("peak_launch(peak_config_2::gemm_nt_bias_splitk_reduce_peak_c2, "), "and its reduction");
+    assert!(!harness.contains("peak_launch(peak_config_0::gemm_nt_bias_splitk_reduce_peak_c0, "), "no reduction where K is not split");
+    // Each shape's kernels are NVRTC's build of the kernel file at its configuration (peak's).
+    assert!(harness.contains("static const char *peak_defines_s3[] = { ") && harness.contains("\"-DK_SPLITS=4\""), "{harness}");
     assert_eq!(harness.matches("int config = peak_dispatch(inputs);").count(), 4);
 
     // Every configuration in one translation unit, each kernel under its own name.

@@ -169,13 +169,18 @@ typedef unsigned int uint;
 typedef unsigned short ushort;
 "#;
 
+/// The options every compile passes after `--gpu-architecture`, before `-I` and the
+/// tuning `-D`s. NVRTC 12.9 and later keep a disk cache of compiled programs; a compile
+/// served from it runs no ptxas, so the resource report would be missing, and compile
+/// times would measure the cache (the tuner caches compiled variants itself). An exported
+/// CUDA harness compiles its kernels with these too, so it times the code peak timed.
+pub const FIXED_OPTIONS: [&str; 3] = ["--no-cache", "-lineinfo", "-Xptxas=-v"];
+
 /// The options a compile of `request` passes to NVRTC.
 pub fn options(request: &CompileRequest, arch: &Arch) -> Result<Vec<String>, BackendError> {
     let install = libs::nvrtc()?;
-    // NVRTC 12.9 and later keep a disk cache of compiled programs; a compile served from it
-    // runs no ptxas, so the resource report would be missing, and compile times would
-    // measure the cache. The tuner caches compiled variants itself.
-    let mut options = vec![format!("--gpu-architecture={arch}"), "--no-cache".to_string(), "-lineinfo".to_string(), "-Xptxas=-v".to_string()];
+    let mut options = vec![format!("--gpu-architecture={arch}")];
+    options.extend(FIXED_OPTIONS.iter().map(|o| o.to_string()));
     if let Some(include) = &install.include_dir {
         options.push(format!("-I{}", include.display()));
     }

@@ -292,18 +292,29 @@ static double peak_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-typedef struct { int warmup, reps; const char *dump; const char *kernel; } peak_options;
+/* `nvcc`: a CUDA harness (PEAK_NVRTC) launches nvcc's build of the kernels rather than the
+   one NVRTC makes as peak does. */
+typedef struct { int warmup, reps; const char *dump; const char *kernel; int nvcc; } peak_options;
 
 static peak_options peak_parse(int argc, char **argv) {
-    peak_options o = { 3, 20, NULL, NULL };
+    peak_options o = { 3, 20, NULL, NULL, 0 };
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--warmup") && i + 1 < argc) o.warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dump") && i + 1 < argc) o.dump = argv[++i];
         else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) o.kernel = argv[++i];
+#ifdef PEAK_NVRTC
+        else if (!strcmp(argv[i], "--nvcc")) o.nvcc = 1;
+#endif
         else {
+#ifdef PEAK_NVRTC
+            fprintf(stderr, "usage: %s [--warmup N] [--reps N] [--dump DIR] [--kernel FILE] [--nvcc]\n"
+                            "  --dump DIR   write each output array after the first run to DIR/NAME.bin (raw little-endian)\n"
+                            "  --nvcc       time nvcc's build of the kernel file, not NVRTC's (the one peak times)\n", argv[0]);
+#else
             fprintf(stderr, "usage: %s [--warmup N] [--reps N] [--dump DIR] [--kernel FILE]\n"
                             "  --dump DIR   write each output array after the first run to DIR/NAME.bin (raw little-endian)\n", argv[0]);
+#endif
             exit(2);
         }
     }

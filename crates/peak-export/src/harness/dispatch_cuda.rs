@@ -19,9 +19,14 @@
 //! configuration, checks it is the one the record tuned for that shape, runs the shape's
 //! launch sequence (evaluated at export time from the launch script) with that
 //! configuration's kernels, summarises and dumps the outputs as `NAME.SHAPE.bin`, times it,
-//! and frees its buffers.
+//! and frees its buffers. CUDA launches the code peak timed, as the one-shape harness does:
+//! each shape's kernels are NVRTC's build of the kernel file with that configuration's
+//! `-D`s, made at run time as peak makes it, and `kernels.cuh` gives their signatures
+//! (`--nvcc` launches its copies instead).
 
-use super::cuda::{Api, CUDA_HELPERS, TENSOR_MAP_HELPERS, TIMING, build_arch, encode_map, launch_steps};
+use super::cuda::{
+    Api, CUDA_HELPERS, NVRTC_OPTION, TENSOR_MAP_HELPERS, TIMING, build_arch, encode_map, kernel_index, launch_steps, nvrtc_build, nvrtc_globals, nvrtc_helpers,
+};
 use super::{Bundle, DispatchInput, build_files, dispatch_shape_opening, dispatch_table_readme, host_arrays, shape_label, summaries_as};
 use crate::dispatch::Table;
 use peak_spec::Region;
@@ -99,6 +104,7 @@ pub fn render(input: &DispatchInput, api: Api) -> Bundle {
     let build = api.build(build_arch(input.arch, input.origin));
     let harness = api.harness_file();
     let maps = input.sequences.iter().any(|s| !s.tensor_maps.is_empty());
+    let nvrtc = api == Api::Cuda;
     let mut c = String::new();
     c.push_str(&format!(
         "/* Stand-alone dispatch harness for {} ({}), exported by peak from {}.\n * {} tuned shape(s), {} configuration(s): see dispatch.h and {INSTANCES_FILE}.\n * Build: {build}\n * Run:   ./harness [--warmup N] [--reps N] [--dump DIR]\n */\n",
@@ -109,25 +115,36 @@ pub fn render(input: &DispatchInput, api: Api) -> Bundle {
         table.configs.len()
     ));
     c.push_str(&api.runtime());
-    if maps {
+    if nvrtc {
+        c.push_str(NVRTC_OPTION);
+    }
+    if nvrtc || maps {
         c.push_str("#include <cuda.h>\n");
     }
     c.push_str(super::COMMON_C);
     c.push_str("#include \"dispatch.h\"\n");
     c.push_str(&format!("\n/* Every configuration's kernels. */\n#include \"{INSTANCES_FILE}\"\n"));
     c.push_str(CUDA_HELPERS);
+    if nvrtc {
+        c.push_str(&nvrtc_helpers());
+    }
     if maps {
         c.push_str(TENSOR_MAP_HELPERS);
     }
 
     for (i, s) in input.sequences.iter().enumerate() {
         let config = table.shapes[i].config;
+        let kernels = super::opencl::kernel_names(s);
         c.push_str(&format!("\n/* Tuned shape {i}: {}, configuration {config}. */\n", shape_label(table, i)));
+        if nvrtc {
+            c.push_str(&nvrtc_globals(&format!("peak_fn_s{i}"), &format!("peak_defines_s{i}"), &kernels, &table.shapes[i].params.defines()));
+        }
         if !s.tensor_maps.is_empty() {
             c.push_str(&format!("static PeakMap peak_maps_s{i}[{}];\n", s.tensor_maps.len()));
         }
         c.push_str(&format!("static void peak_run_s{i}(void **peak_buf) {{\n"));
-        c.push_str(&launch_steps(s, &|k| symbol(k, config), &format!("peak_maps_s{i}")));
+        let function = |k: &str| format!("peak_fn_s{i}[{}]", kernel_index(&kernels, k));
+        c.push_str(&launch_steps(s, &|k| symbol(k, config), &format!("peak_maps_s{i}"), nvrtc.then_some(&function as &dyn Fn(&str) -> String)));
         c.push_str("}\n");
     }
 
@@ -141,12 +158,20 @@ pub fn render(input: &DispatchInput, api: Api) -> Bundle {
         let shape = &table.shapes[i];
         let label = shape_label(table, i);
         c.push_str(&dispatch_shape_opening(table, i, s.launches().count()));
+        if nvrtc {
+            let kernels = super::opencl::kernel_names(s);
+            let defines = (format!("peak_defines_s{i}"), shape.params.tuning.len());
+            c.push_str(&nvrtc_build("peak_module", (&defines.0, defines.1), input.kernel_file, &kernels, &format!("peak_fn_s{i}")));
+        }
         for op in &s.setup {
             let crate::launch::ExportSetup::MaxDynamicShared { kernel, bytes } = op;
             c.push_str(&format!(
                 "    PEAK_CUDA(cudaFuncSetAttribute((const void *){}, cudaFuncAttributeMaxDynamicSharedMemorySize, {bytes}));\n",
                 symbol(kernel, shape.config)
             ));
+            if nvrtc {
+                c.push_str(&format!("    if (peak_module) peak_max_dynamic_shared(peak_module, \"{kernel}\", {bytes});\n"));
+            }
         }
         c.push_str(&host_arrays(&s.buffers));
         c.push_str(&format!("    void *peak_buf[{}];\n", s.buffers.len().max(1)));
