@@ -89,7 +89,7 @@ def baseline(peak, ctx, inputs, tuning, reps):
 
 # Steps whose blocks walk several tiles (TILES_PER_CTA): their tip is validated again with
 # every block walking two or more.
-TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong", "Persistent-Split-K", "Split-K-Fixup", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window")
+TILE_LOOP_STEPS = ("Persistent-Tiles", "Consumer-Overlap", "Ping-Pong", "Persistent-Split-K", "Split-K-Fixup", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup")
 SPLIT_STEPS = ("Persistent-Split-K", "Split-K-Fixup")
 # A split-K tip is validated again where its splits reach past K (K = 424: 7 k-steps, so the
 # last split of 2 or 4 has a k-step wholly past K, which TMA fills with zeros) and where M

@@ -339,10 +339,13 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    // The eleven steps, then Persistent-Tiles, Consumer-Overlap, Epilogue-Hoist, Epilogue-Ring
-    // and Shared-Window on the same line (the tip the lead replays).
+    // The eleven steps, then Persistent-Tiles, Consumer-Overlap, Epilogue-Hoist, Epilogue-Ring,
+    // Shared-Window and Uniform-Warpgroup on the same line (the tip the lead replays).
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window"]);
+    assert_eq!(
+        &steps[HOPPER_CHAIN.len() + 1..],
+        ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup"]
+    );
     let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
     for pair in line.windows(2) {
         assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
@@ -364,7 +367,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     // TMA-Store's checkpoint, one block per tile.
-    let tip = file("HEAD~5");
+    let tip = file("HEAD~6");
     for expected in [
         "#define GEMM_M (M)".to_string(),
         "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
@@ -390,23 +393,39 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
     assert!(!device.contains(other), "no {other} in a {dtype} kernel");
-    persistent_tip_walks_the_tiles(&file("HEAD~4"), ty);
-    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~3"), dtype, ty);
-    epilogue_hoist_keeps_the_values(&file("HEAD~2"), &file("HEAD~3"));
-    epilogue_ring_stages_box_by_box(&file("HEAD~1"));
-    shared_window_changes_only_the_base(&file("HEAD~1"), &file("HEAD"));
+    persistent_tip_walks_the_tiles(&file("HEAD~5"), ty);
+    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~4"), dtype, ty);
+    epilogue_hoist_keeps_the_values(&file("HEAD~3"), &file("HEAD~4"));
+    epilogue_ring_stages_box_by_box(&file("HEAD~2"));
+    shared_window_changes_only_the_base(&file("HEAD~2"), &file("HEAD~1"));
+    uniform_warpgroup_changes_only_the_index(&file("HEAD~1"), &file("HEAD"));
+}
+
+/// The one line two checkpoints differ in, before and after; it fails unless exactly one
+/// line changed.
+fn the_one_changed_line<'a>(parent: &'a str, tip: &'a str, step: &str) -> (&'a str, &'a str) {
+    let (before, after): (Vec<&str>, Vec<&str>) = (parent.lines().collect(), tip.lines().collect());
+    assert_eq!(before.len(), after.len(), "{step} adds or removes lines");
+    let changed: Vec<(&str, &str)> = before.iter().zip(&after).filter(|(a, b)| a != b).map(|(a, b)| (*a, *b)).collect();
+    assert_eq!(changed.len(), 1, "{step} changes one line: {changed:#?}");
+    changed[0]
+}
+
+/// Uniform-Warpgroup on the Hopper tip: the consumer's warpgroup index, which the wgmma
+/// descriptors are computed from, is read from lane 0, and nothing else changed.
+fn uniform_warpgroup_changes_only_the_index(parent: &str, tip: &str) {
+    let (before, after) = the_one_changed_line(parent, tip, "Uniform-Warpgroup");
+    assert_eq!(before.trim(), "const int wg = WG_ID - 1;");
+    assert!(after.trim().starts_with("const int wg = __shfl_sync(0xffffffff, WG_ID - 1, 0);"), "{after:?}");
 }
 
 /// Shared-Window on the Hopper tip: the dynamic base, rounded up to 1024 bytes, is the shared
 /// array plus an offset (so every access through it is a shared one), and no other line of
 /// the kernel changed.
 fn shared_window_changes_only_the_base(parent: &str, tip: &str) {
-    let (before, after): (Vec<&str>, Vec<&str>) = (parent.lines().collect(), tip.lines().collect());
-    assert_eq!(before.len(), after.len(), "Shared-Window adds or removes lines");
-    let changed: Vec<(&str, &str)> = before.iter().zip(&after).filter(|(a, b)| a != b).map(|(a, b)| (*a, *b)).collect();
-    assert_eq!(changed.len(), 1, "Shared-Window changes one line: {changed:#?}");
-    assert!(changed[0].0.contains("reinterpret_cast<size_t>(smem_raw)"), "{:?}", changed[0].0);
-    assert_eq!(changed[0].1.trim(), "unsigned char* base = smem_raw + ((1024 - (peak_smem_u32(smem_raw) & 1023)) & 1023);");
+    let (before, after) = the_one_changed_line(parent, tip, "Shared-Window");
+    assert!(before.contains("reinterpret_cast<size_t>(smem_raw)"), "{before:?}");
+    assert_eq!(after.trim(), "unsigned char* base = smem_raw + ((1024 - (peak_smem_u32(smem_raw) & 1023)) & 1023);");
 }
 
 /// Epilogue-Ring carried to a kernel it was not written for: the case study's square NN f16
@@ -647,7 +666,10 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window"]);
+    assert_eq!(
+        &steps[HOPPER_CHAIN.len() + 1..],
+        ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup"]
+    );
     for entry in &line[1..] {
         deferred_by_the_agent_and_compiled(&env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]));
     }
@@ -685,6 +707,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     epilogue_hoist_keeps_the_values(&file(HOPPER_CHAIN.len() + 3), &tip);
     epilogue_ring_stages_box_by_box(&file(HOPPER_CHAIN.len() + 4));
     shared_window_changes_only_the_base(&file(HOPPER_CHAIN.len() + 4), &file(HOPPER_CHAIN.len() + 5));
+    uniform_warpgroup_changes_only_the_index(&file(HOPPER_CHAIN.len() + 5), &file(HOPPER_CHAIN.len() + 6));
     // The branch ping-pong: Ping-Pong, Epilogue-Hoist and Epilogue-Ring on the Consumer-Overlap tip.
     let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
     let ring = show("ping-pong");
@@ -731,9 +754,9 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     let turns = parent(&split);
     let overlap = parent(&turns);
     assert_eq!(
-        parent(&parent(&parent(&show("HEAD"))))["id"],
+        parent(&parent(&parent(&parent(&show("HEAD")))))["id"],
         overlap["id"],
-        "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring, Shared-Window) follows the Consumer-Overlap checkpoint the branch starts from"
+        "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring, Shared-Window, Uniform-Warpgroup) follows the Consumer-Overlap checkpoint the branch starts from"
     );
     for (entry, name) in [(&fixup, "Split-K-Fixup"), (&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);

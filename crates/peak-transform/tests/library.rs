@@ -59,6 +59,7 @@ const SHIPPED: &[&str] = &[
     "Rows-Per-Block",
     "Stream-Hints",
     "Shared-Window",
+    "Uniform-Warpgroup",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
