@@ -11,8 +11,11 @@
 #   OUT=o WF=path/to/workflow-or.bundle SHAPES="8192x3072x768" PARAMS="BLOCK_X=128 ..." \
 #     bash bench/h200-gemm-profile.sh
 # SHAPES ending in :vendor profile only cuBLASLt's kernel at that shape (its name and limits).
-# Writes OUT/profile-<shape>.txt, OUT/profile-<shape>-vendor.txt and OUT/h200-gemm-profile.json
-# (bench/ncu_summary.py: the numbers per launch; copy it to bench/results/).
+# Writes OUT/profile-<shape>.txt, OUT/profile-<shape>-vendor.txt, each side's source page
+# (OUT/profile-<shape>[-vendor]-sass.csv: per SASS line, instructions executed and where warps
+# stalled, from a second ncu run of one launch) and OUT/h200-gemm-profile.json
+# (bench/ncu_summary.py: the numbers per launch and the source pages' summaries; copy it to
+# bench/results/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:?set OUT}"; WF="${WF:?set WF to a workflow folder or bundle}"
@@ -37,6 +40,12 @@ for spec in ${SHAPES:?set SHAPES}; do
     ncu --clock-control none -k "regex:$1" --launch-skip 1 --launch-count "${3:-1}" "${SECTIONS[@]}" \
       "$PEAK" baseline "$WF/context" --against cublaslt --reps 3 "${sets[@]}" > "$2" 2>&1
     echo "$shape: $(grep -c 'Section:' "$2") sections in $(basename "$2")"
+    # The source page of one launch: a report, then its SASS view as CSV.
+    local report="${2%.txt}"
+    ncu --clock-control none -k "regex:$1" --launch-skip 1 --launch-count 1 --section SourceCounters -o "$report" -f \
+      "$PEAK" baseline "$WF/context" --against cublaslt --reps 3 "${sets[@]}" > "$report-ncu.log" 2>&1
+    ncu -i "$report.ncu-rep" --page source --csv --print-source sass > "$report-sass.csv" 2>> "$report-ncu.log" \
+      || echo "$shape: no source page for $(basename "$2") (see $(basename "$report")-ncu.log)"
   }
   [ "$spec" = "$shape" ] && run_ncu "$KERNEL" "$OUT/profile-$shape.txt"
   run_ncu "$VENDOR" "$OUT/profile-$shape-vendor.txt" 2
@@ -44,4 +53,4 @@ done
 source bench/stamp.sh
 stamp "$(dirname "$PEAK")/commit"
 python3 bench/ncu_summary.py "$OUT/h200-gemm-profile.json" \
-  "OUT=... WF=... SHAPES=\"${SHAPES}\" PARAMS=\"${PARAMS:-}\" bash bench/h200-gemm-profile.sh" "$COMMIT" "$DEVICE" "$DATE" "$OUT"/profile-*.txt
+  "OUT=... WF=... SHAPES=\"${SHAPES}\" PARAMS=\"${PARAMS:-}\" bash bench/h200-gemm-profile.sh" "$COMMIT" "$DEVICE" "$DATE" "$OUT"/profile-*.txt $(ls "$OUT"/profile-*-sass.csv 2>/dev/null)
