@@ -764,7 +764,17 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     for entry in [&fixup, &hoist, &split, &turns] {
         deferred_by_the_agent_and_compiled(entry);
     }
+    // The branch decode: Shared-Window and Uniform-Warpgroup on the Persistent-Split-K
+    // checkpoint (the decode rows' tip), one line each.
+    let uniform = show("decode");
+    let window = parent(&uniform);
+    assert_eq!(window["parents"][0], split["id"], "the decode branch starts at Persistent-Split-K");
+    for entry in [&uniform, &window] {
+        deferred_by_the_agent_and_compiled(entry);
+    }
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
+    shared_window_changes_only_the_base(&source(&split), &source(&window));
+    uniform_warpgroup_changes_only_the_index(&source(&window), &source(&uniform));
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
     epilogue_hoist_keeps_the_values(&source(&hoist), &source(&split));
     let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
