@@ -322,3 +322,17 @@ static peak_options peak_parse(int argc, char **argv) {
     if (o.warmup < 0) o.warmup = 0;
     return o;
 }
+
+/* The whole text file at `path` (the kernel file the harness compiles at run time). */
+static char *peak_read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "error: cannot open the kernel file %s (pass --kernel FILE)\n", path); exit(1); }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = (char *)malloc((size_t)size + 1);
+    if (fread(text, 1, (size_t)size, f) != (size_t)size) { fprintf(stderr, "error: cannot read %s\n", path); exit(1); }
+    text[size] = 0;
+    fclose(f);
+    return text;
+}

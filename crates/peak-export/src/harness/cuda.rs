@@ -483,19 +483,6 @@ static void peak_cu_check(CUresult r, const char *what) {
     if (r != CUDA_SUCCESS) { fprintf(stderr, "error: %s: CUresult %d\n", what, (int)r); exit(1); }
 }
 
-static char *peak_read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "error: cannot read the kernel file %s (pass --kernel FILE)\n", path); exit(1); }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = (char *)malloc((size_t)n + 1);
-    if (fread(text, 1, (size_t)n, f) != (size_t)n) { fprintf(stderr, "error: reading %s\n", path); exit(1); }
-    text[n] = 0;
-    fclose(f);
-    return text;
-}
-
 /* `file` in the harness's folder. */
 static const char *peak_next_to(const char *argv0, const char *file) {
     static char path[4096];

@@ -189,15 +189,7 @@ static cl_device_id peak_pick_device(void) {
 
 /* Build the kernel file at `path` with the build options `options`. */
 static cl_program peak_build_with(cl_context context, cl_device_id device, const char *path, const char *options) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "error: cannot open the kernel file %s (pass --kernel FILE)\n", path); exit(1); }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = (char *)malloc((size_t)size + 1);
-    if (fread(text, 1, (size_t)size, f) != (size_t)size) { fprintf(stderr, "error: cannot read %s\n", path); exit(1); }
-    text[size] = 0;
-    fclose(f);
+    char *text = peak_read_text(path);
     cl_int err;
     const char *sources[1] = { text };
     cl_program program = clCreateProgramWithSource(context, 1, sources, NULL, &err);
