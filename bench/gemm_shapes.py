@@ -90,10 +90,11 @@ def baseline(peak, ctx, inputs, tuning, reps):
 # Blocks walk several tiles (TILES_PER_CTA) from Persistent-Tiles on: a tip with that step in
 # its line is validated again with every block walking two or more, whatever step it is.
 TILE_LOOP_FROM = "Persistent-Tiles"
-SPLIT_STEPS = ("Persistent-Split-K", "Split-K-Fixup")
-# A split-K tip is validated again where its splits reach past K (K = 424: 7 k-steps, so the
+# A tip with one of these in its line splits K (the decode branch's later steps too): it is
+# validated again where its splits reach past K (K = 424: 7 k-steps, so the
 # last split of 2 or 4 has a k-step wholly past K, which TMA fills with zeros) and where M
 # is smaller than one tile (a decode step), under the same sanitizers.
+SPLIT_STEPS = ("Persistent-Split-K", "Split-K-Fixup")
 SPLIT_VALIDATION = ["--set", "K_SPLITS=2,4", "--set", "M=16,200", "--set", "N=136", "--set", "K=424"]
 
 
@@ -219,7 +220,7 @@ def main_half(out):
                 row["tile_loop_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
             except subprocess.TimeoutExpired:
                 row["tile_loop_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
-            if entries[0]["transformation"] in SPLIT_STEPS:
+            if any(e["transformation"] in SPLIT_STEPS for e in entries):
                 started = time.time()
                 try:
                     r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, f"examples/gemm-nt-bias-cuda-{DTYPE}"),
