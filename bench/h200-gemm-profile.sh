@@ -10,7 +10,8 @@
 # There (the GPU machine; a replayed workflow folder or bundle and a carried peak):
 #   OUT=o WF=path/to/workflow-or.bundle SHAPES="8192x3072x768" PARAMS="BLOCK_X=128 ..." \
 #     bash bench/h200-gemm-profile.sh
-# SHAPES ending in :vendor profile only cuBLASLt's kernel at that shape (its name and limits).
+# SHAPES ending in :vendor profile only cuBLASLt's kernel at that shape (its name and limits);
+# a shape NAME=VALUE sets that one input (a square context: SHAPES=n=4096 KERNEL=matmul).
 # Writes OUT/profile-<shape>.txt, OUT/profile-<shape>-vendor.txt, each side's source page
 # (OUT/profile-<shape>[-vendor]-sass.csv: per SASS line, instructions executed and where warps
 # stalled, from a second ncu run of one launch) and OUT/h200-gemm-profile.json
@@ -33,8 +34,13 @@ if [ -f "$WF" ]; then
 fi
 for spec in ${SHAPES:?set SHAPES}; do
   shape="${spec%%:*}"
-  IFS=x read -r m n k <<< "$shape"
-  sets=(--set "M=$m" --set "N=$n" --set "K=$k")
+  if [[ "$shape" == *=* ]]; then
+    # NAME=VALUE: a context sized by one input (the square case study's n=4096).
+    sets=(--set "$shape")
+  else
+    IFS=x read -r m n k <<< "$shape"
+    sets=(--set "M=$m" --set "N=$n" --set "K=$k")
+  fi
   for p in ${PARAMS:-}; do sets+=(--set "$p"); done
   run_ncu() { # $1: kernel regex, $2: file
     ncu --clock-control none -k "regex:$1" --launch-skip 1 --launch-count "${3:-1}" "${SECTIONS[@]}" \
