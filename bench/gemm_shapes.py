@@ -58,7 +58,8 @@ DTYPE = os.environ.get("DTYPE", "f32")
 HALF = DTYPE in ("bf16", "f16", "e4m3")
 BUNDLE = os.environ.get("BUNDLE", os.path.join(ROOT, "examples/workflows/gemm-nt-bias-cuda-deferred.bundle" if DTYPE == "f32"
                                                else f"examples/workflows/gemm-nt-bias-cuda-{DTYPE}-deferred.bundle"))
-# BRANCH: the bundle's branch to replay (its HEAD's when unset), e.g. ping-pong.
+# BRANCH: the bundle's branch to replay (its HEAD's when unset), e.g. ping-pong (16-bit) or
+# joint-staging (fp32).
 BRANCH = os.environ.get("BRANCH")
 RESULT = os.path.join(ROOT, "bench/results/h200-gemm-shapes.json")
 # The configuration the line was designed for: the fastest fp32 tile of the square case
@@ -348,7 +349,8 @@ def main(out):
     sanitize_at = [a for size in os.environ.get("SANITIZE_AT", "M=256 N=256 K=128").split() for a in ("--sanitize-at", size)]
     pins = [a for name, value in DESIGN.items() for a in ("--set", f"{name}={value}")] if pin else []
     sizes0 = ["--set", f"M={m0}", "--set", f"N={n0}", "--set", f"K={k0}"]
-    cmd = [peak, "replay", BUNDLE, "--into", wf, "--budget", budget, "--time", step_time, "--samples", "4" if pin else "16",
+    branch = ["--branch", BRANCH] if BRANCH else []
+    cmd = [peak, "replay", BUNDLE, *branch, "--into", wf, "--budget", budget, "--time", step_time, "--samples", "4" if pin else "16",
            "--sanitize-samples", samples, *sanitize_at, *sizes0, *pins]
     log_path = os.path.join(out, "replay.log")
     if os.path.exists(os.path.join(wf, "context")):
@@ -401,7 +403,7 @@ def main(out):
 
 
 def f32_command(shapes, pin, budget, step_time, retune_budget, retune_time, reps):
-    return f"bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} PIN={int(pin)} BUDGET={budget} STEP_TIME={step_time} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): peak replay {os.path.relpath(BUNDLE, ROOT)} --into WF at the first shape (each row's replay.command); per shape peak retune -w WF --set M= --set N= --set K= (the row's retune.space); peak baseline WF/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration at that shape>"
+    return f"{'BRANCH=' + BRANCH + ' ' if BRANCH else ''}bash bench/h200-gemm-shapes.sh run (SHAPES={' '.join(shapes)} PIN={int(pin)} BUDGET={budget} STEP_TIME={step_time} RETUNE_BUDGET={retune_budget} RETUNE_TIME={retune_time} REPS={reps}): peak replay {os.path.relpath(BUNDLE, ROOT)} --into WF at the first shape (each row's replay.command); per shape peak retune -w WF --set M= --set N= --set K= (the row's retune.space); peak baseline WF/context --against cublaslt --reps {reps} --set <inputs and the tip's best configuration at that shape>"
 
 
 if __name__ == "__main__":
