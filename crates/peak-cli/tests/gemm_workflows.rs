@@ -40,7 +40,7 @@ fn assert_gemm_vocabulary(source: &str) {
         // A tile wholly inside the matrix is loaded with no per-vector test: one test per
         // tile, uniform across the block; the entry's own check vanishes where NTHREADS
         // divides the tile.
-        "if ((row0) + (ROWS) <= (rows) && (col0) + (COLS) <= (cols)",
+        "(row0) + (ROWS) <= (rows) && (col0) + (COLS) <= (cols)",
         "if ((SHARE) * NTHREADS == (ROWS) * (COLS) / VEC || peak_v < (ROWS) * (COLS) / VEC) {",
         "if (peak_gr + VEC <= (rows) && peak_gc < (cols)",
         "#if K_SPLITS == 1\n                if (C_ROW(i) < GEMM_M && C_COL(j) < GEMM_N) C_AT(C_ROW(i), C_COL(j)) = EPILOGUE(acc[i][j], C_ROW(i), C_COL(j));",
@@ -220,6 +220,46 @@ fn gemm_nt_bias_cuda_twin_carries_the_same_chain_deferred() {
     assert!(source.contains("PEAK_VALIGNED(&AT((row0), (col0))) && PEAK_VALIGNED(&AT((row0) + 1, (col0)))"), "{source}");
     assert!(source.contains("PEAK_VALIGNED(&AT((row0), (col0))) && PEAK_VALIGNED(&AT((row0), (col0) + 1))"), "{source}");
     assert!(source.contains("extern __shared__ __align__(16) unsigned char smem_raw[];"), "{source}");
+}
+
+/// The branch joint-staging of the CUDA twin: Register-Staging, Offset and Block-Swizzle
+/// walked again from Pipelining with Register-Staging's text of one test per k-step (the
+/// compiler made a tile's load wait for the other tile's data when each had a branch of its
+/// own), then Launch-Bounds, each written by the agent with `--defer` and compile-checked.
+/// The k loop tests both tiles in one condition and issues their unchecked loads together;
+/// alignment is computed once per block, never in the loop.
+#[test]
+fn gemm_nt_bias_cuda_joint_staging_branch_loads_a_k_step_together() {
+    let env = Env::new();
+    let wf = env.path("cuda");
+    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let mut chain = vec![show("joint-staging")];
+    for _ in 0..4 {
+        let parent = show(chain.last().unwrap()["parents"][0].as_str().unwrap());
+        chain.push(parent);
+    }
+    let names: Vec<&str> = chain.iter().map(|c| c["meta"]["transformation"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Launch-Bounds", "Block-Swizzle", "Offset", "Register-Staging", "Pipelining"]);
+    let main_line = first_parent_chain(&env, &wf);
+    let pipelining = main_line.iter().find(|e| e["transformation"] == "Pipelining").unwrap();
+    assert_eq!(chain[4]["id"], pipelining["id"], "the branch starts at the main line's Pipelining");
+    for entry in &chain[..4] {
+        deferred_by_the_agent_and_compiled(entry);
+    }
+    let tip = chain[0]["files"]["kernel.cu"].as_str().unwrap().to_string();
+    assert_gemm_vocabulary(&tip);
+    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("const int stage").next().unwrap();
+    // One condition for both tiles, the unchecked loads one after the other inside it.
+    let joint = "if (STAGE_INSIDE_T(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K, a_aligned) &&\n                STAGE_INSIDE_COLMAJOR(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N, b_aligned)) {\n                STAGE_LOAD_INSIDE_T(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE_COLMAJOR(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
+    assert!(k_loop.contains(joint), "the k-step's two tiles are not loaded under one test:\n{k_loop}");
+    assert!(!k_loop.contains("PEAK_VALIGNED"), "alignment is tested once per block, not per k-step:\n{k_loop}");
+    for once in ["const bool a_aligned = PEAK_VALIGNED(&A_AT(tile_row0, K_BEGIN))", "const bool b_aligned = PEAK_VALIGNED(&B_AT(K_BEGIN, tile_col0))"] {
+        assert!(device.contains(once), "missing {once:?}:\n{device}");
+    }
+    // The tuned bound on every kernel of the device region.
+    assert_eq!(device.matches("__launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS)").count(), 2, "{device}");
 }
 
 /// The texts of the GEMM line speak its vocabulary, never the paper's square row-major
