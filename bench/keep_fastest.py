@@ -8,7 +8,7 @@ must neither overwrite a faster row nor be lost: the slower of the two goes to t
 `other_lines` (tip, %, times, commit, date, configuration), as the README table shows it.
 
     python3 bench/keep_fastest.py RUN.json ...     # the h200-gemm-shapes.json a call returned
-    python3 bench/keep_fastest.py --table          # the README table's 16/8-bit rows
+    python3 bench/keep_fastest.py --table          # the README table's NT rows
 """
 import json, os, sys
 
@@ -67,7 +67,7 @@ def merge(doc, run):
 
 def table(doc):
     for r in doc["rows"]:
-        if r["dtype"] == "f32" or r["layout"] != "NT":
+        if r["layout"] != "NT":
             continue
         others = "; ".join(f"{o['tip']}: {o['pct']:.1f}%" for o in sorted(r.get("other_lines", []), key=lambda o: -o["pct"]))
         params = " ".join(f"{k}={v}" for k, v in sorted(((r.get("tuned") or {}).get("params") or {}).items()) if k not in ("M", "N", "K"))
