@@ -67,6 +67,13 @@ fn pinned_replay<'a>(bundle: &'a str, replayed: &'a Path, sizes: &[&'a str], pin
     args
 }
 
+/// Where the OpenCL GEMM's lines replay in CI: smaller than the recording's sizes, still
+/// dividing no tile along M, N or K; every tuning parameter pinned, so the twelve steps take
+/// seconds, not half an hour.
+const NT_BIAS_SIZES: [&str; 3] = ["M=250", "N=199", "K=129"];
+const NT_BIAS_PINS: [&str; 12] =
+    ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
+
 /// The OpenCL kernel file of checkpoint `rev` of the workflow at `wf`.
 fn kernel_cl(env: &Env, wf: &Path, rev: &str) -> String {
     env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string()
@@ -81,11 +88,7 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
     let bundle = example("workflows/gemm-nt-bias-opencl-agent.bundle");
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     unbundle(&bundle, &recorded);
-    // Smaller than the recording's sizes, still dividing no tile along M, N or K; every
-    // tuning parameter pinned, so the twelve steps take seconds, not half an hour.
-    let pins =
-        ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
-    let args = pinned_replay(&bundle, &replayed, &["M=250", "N=199", "K=129"], &pins);
+    let args = pinned_replay(&bundle, &replayed, &NT_BIAS_SIZES, &NT_BIAS_PINS);
     // A name no step has is refused before anything runs.
     let mut misspelt = args.clone();
     misspelt.extend(["--set", "TRD_Z=2"]);
@@ -134,6 +137,38 @@ fn gemm_nt_bias_workflow_replays_on_opencl() {
             assert!(matches!(category, Some("passed" | "invalid-config")), "{sample}");
         }
     }
+}
+
+/// The OpenCL GEMM's branch joint-staging: Register-Staging, Offset and Block-Swizzle walked
+/// again by the agent from Pipelining with Register-Staging's text of one test per k-step,
+/// each validated and tuned on PoCL. Replayed pinned at sizes that divide no tile, it
+/// validates at every step and ends on the recorded code: both tiles under one condition,
+/// their unchecked loads together.
+#[test]
+fn gemm_nt_bias_opencl_joint_staging_branch_replays() {
+    if !opencl_present("gemm_nt_bias_opencl_joint_staging_branch_replays") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/gemm-nt-bias-opencl-agent.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    let mut args = pinned_replay(&bundle, &replayed, &NT_BIAS_SIZES, &NT_BIAS_PINS);
+    args.extend(["--branch", "joint-staging"]);
+    env.ok(&args);
+    let line = first_parent_chain(&env, &replayed);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).collect();
+    assert_eq!(steps, expected, "the branch walks the same steps from Pipelining on");
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
+    }
+    let tip = kernel_cl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_cl(&env, &recorded, "joint-staging"), "the replayed tip differs from the recording");
+    assert_gemm_vocabulary(&tip);
+    let joint = "if (STAGE_INSIDE_T(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K) &&\n                STAGE_INSIDE_COLMAJOR(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N)) {\n                STAGE_LOAD_INSIDE_T(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE_COLMAJOR(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
+    assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
 }
 
 /// A kernel the line was not written for: a strided batch of GEMMs with A transposed and
