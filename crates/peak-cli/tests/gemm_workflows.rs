@@ -171,6 +171,42 @@ fn gemm_nt_bias_opencl_joint_staging_branch_replays() {
     assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
 }
 
+/// Where the batched GEMM's lines replay in CI: smaller than the recording's sizes, dividing
+/// no tile; two k ranges per problem; a tile of A two rows high read in vectors of 4
+/// (Vectorize's fill must fall back to scalars).
+const BMM_SIZES: [&str; 4] = ["BATCH=3", "M=50", "N=41", "K=35"];
+const BMM_PINS: [&str; 12] =
+    ["BLOCK_X=16", "BLOCK_Y=1", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2", "CHUNK_X=2", "CHUNK_Y=2", "VEC=4", "GROUP_M=2", "OFFSET=1", "NUM_STAGES=2"];
+
+/// The batched GEMM's branch joint-staging: Register-Staging walked again by the agent from
+/// Pipelining with its text of one test per k-step (validated and tuned on PoCL), on a kernel
+/// whose A tile falls back to scalar entries. Replayed pinned, it validates and ends on the
+/// recorded code: both tiles under one condition, their unchecked loads together.
+#[test]
+fn batched_in_place_tn_gemm_joint_staging_branch_replays() {
+    if !opencl_present("batched_in_place_tn_gemm_joint_staging_branch_replays") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/bmm-tn-opencl-agent.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    let mut args = pinned_replay(&bundle, &replayed, &BMM_SIZES, &BMM_PINS);
+    args.extend(["--branch", "joint-staging"]);
+    env.ok(&args);
+    let line = first_parent_chain(&env, &replayed);
+    let last: Vec<&str> = line.iter().rev().take(2).map(|e| e["transformation"].as_str().unwrap()).collect();
+    assert_eq!(last, ["Register-Staging", "Pipelining"]);
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
+    }
+    let tip = kernel_cl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_cl(&env, &recorded, "joint-staging"), "the replayed tip differs from the recording");
+    let joint = "if (STAGE_INSIDE_T_COLMAJOR(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K) &&\n                STAGE_INSIDE(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N)) {\n                STAGE_LOAD_INSIDE_T_COLMAJOR(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
+    assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
+}
+
 /// A kernel the line was not written for: a strided batch of GEMMs with A transposed and
 /// C updated in place (`C = 0.75 A B + 0.5 C`: c is `output` and `inout`), walked by the
 /// agent on PoCL through the whole fp32 line (Split-K early, Block-Swizzle and Offset before
@@ -185,11 +221,7 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
     let bundle = example("workflows/bmm-tn-opencl-agent.bundle");
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     unbundle(&bundle, &recorded);
-    // Smaller than the recording's sizes, dividing no tile; two k ranges per problem; a tile
-    // of A two rows high read in vectors of 4 (Vectorize's fill must fall back to scalars).
-    let pins =
-        ["BLOCK_X=16", "BLOCK_Y=1", "TRD_X=2", "TRD_Y=2", "TILE_K=8", "K_SPLITS=2", "CHUNK_X=2", "CHUNK_Y=2", "VEC=4", "GROUP_M=2", "OFFSET=1", "NUM_STAGES=2"];
-    env.ok(&pinned_replay(&bundle, &replayed, &["BATCH=3", "M=50", "N=41", "K=35"], &pins));
+    env.ok(&pinned_replay(&bundle, &replayed, &BMM_SIZES, &BMM_PINS));
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
