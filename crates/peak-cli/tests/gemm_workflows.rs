@@ -74,6 +74,27 @@ const NT_BIAS_SIZES: [&str; 3] = ["M=250", "N=199", "K=129"];
 const NT_BIAS_PINS: [&str; 12] =
     ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
 
+/// `peak replay` of the branch joint-staging of `bundle` pinned (`sizes`, `pins`): every
+/// step passes and was written by the agent, and the replay ends on the recorded code. The
+/// line's step names and the tip's kernel file.
+fn replay_joint_staging(bundle: &str, sizes: &[&str], pins: &[&str]) -> (Vec<String>, String) {
+    let env = Env::new();
+    let bundle = example(bundle);
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    let mut args = pinned_replay(&bundle, &replayed, sizes, pins);
+    args.extend(["--branch", "joint-staging"]);
+    env.ok(&args);
+    let line = first_parent_chain(&env, &replayed);
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
+    }
+    let tip = kernel_cl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_cl(&env, &recorded, "joint-staging"), "the replayed tip differs from the recording");
+    (line.iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect(), tip)
+}
+
 /// The OpenCL kernel file of checkpoint `rev` of the workflow at `wf`.
 fn kernel_cl(env: &Env, wf: &Path, rev: &str) -> String {
     env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cl"].as_str().unwrap().to_string()
@@ -149,23 +170,9 @@ fn gemm_nt_bias_opencl_joint_staging_branch_replays() {
     if !opencl_present("gemm_nt_bias_opencl_joint_staging_branch_replays") {
         return;
     }
-    let env = Env::new();
-    let bundle = example("workflows/gemm-nt-bias-opencl-agent.bundle");
-    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
-    unbundle(&bundle, &recorded);
-    let mut args = pinned_replay(&bundle, &replayed, &NT_BIAS_SIZES, &NT_BIAS_PINS);
-    args.extend(["--branch", "joint-staging"]);
-    env.ok(&args);
-    let line = first_parent_chain(&env, &replayed);
-    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).collect();
+    let (steps, tip) = replay_joint_staging("workflows/gemm-nt-bias-opencl-agent.bundle", &NT_BIAS_SIZES, &NT_BIAS_PINS);
+    let expected: Vec<String> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).map(String::from).collect();
     assert_eq!(steps, expected, "the branch walks the same steps from Pipelining on");
-    for entry in &line[1..] {
-        assert_eq!(entry["verdict"], "passed", "{entry}");
-        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
-    }
-    let tip = kernel_cl(&env, &replayed, "HEAD");
-    assert_eq!(tip, kernel_cl(&env, &recorded, "joint-staging"), "the replayed tip differs from the recording");
     assert_gemm_vocabulary(&tip);
     let joint = "if (STAGE_INSIDE_T(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K) &&\n                STAGE_INSIDE_COLMAJOR(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N)) {\n                STAGE_LOAD_INSIDE_T(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE_COLMAJOR(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
     assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
@@ -187,22 +194,8 @@ fn batched_in_place_tn_gemm_joint_staging_branch_replays() {
     if !opencl_present("batched_in_place_tn_gemm_joint_staging_branch_replays") {
         return;
     }
-    let env = Env::new();
-    let bundle = example("workflows/bmm-tn-opencl-agent.bundle");
-    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
-    unbundle(&bundle, &recorded);
-    let mut args = pinned_replay(&bundle, &replayed, &BMM_SIZES, &BMM_PINS);
-    args.extend(["--branch", "joint-staging"]);
-    env.ok(&args);
-    let line = first_parent_chain(&env, &replayed);
-    let last: Vec<&str> = line.iter().rev().take(2).map(|e| e["transformation"].as_str().unwrap()).collect();
-    assert_eq!(last, ["Register-Staging", "Pipelining"]);
-    for entry in &line[1..] {
-        assert_eq!(entry["verdict"], "passed", "{entry}");
-        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
-    }
-    let tip = kernel_cl(&env, &replayed, "HEAD");
-    assert_eq!(tip, kernel_cl(&env, &recorded, "joint-staging"), "the replayed tip differs from the recording");
+    let (steps, tip) = replay_joint_staging("workflows/bmm-tn-opencl-agent.bundle", &BMM_SIZES, &BMM_PINS);
+    assert_eq!(steps[steps.len() - 2..], ["Pipelining", "Register-Staging"]);
     let joint = "if (STAGE_INSIDE_T_COLMAJOR(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K) &&\n                STAGE_INSIDE(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N)) {\n                STAGE_LOAD_INSIDE_T_COLMAJOR(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
     assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
 }
