@@ -336,3 +336,12 @@ static char *peak_read_text(const char *path) {
     fclose(f);
     return text;
 }
+
+/* The path of `file` in the folder of the program `argv0`. */
+static const char *peak_next_to(const char *argv0, const char *file) {
+    static char path[4096];
+    const char *slash = strrchr(argv0, '/');
+    if (!slash) return file;
+    snprintf(path, sizeof path, "%.*s/%s", (int)(slash - argv0), argv0, file);
+    return path;
+}

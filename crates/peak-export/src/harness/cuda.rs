@@ -483,15 +483,6 @@ static void peak_cu_check(CUresult r, const char *what) {
     if (r != CUDA_SUCCESS) { fprintf(stderr, "error: %s: CUresult %d\n", what, (int)r); exit(1); }
 }
 
-/* `file` in the harness's folder. */
-static const char *peak_next_to(const char *argv0, const char *file) {
-    static char path[4096];
-    const char *slash = strrchr(argv0, '/');
-    if (!slash) return file;
-    snprintf(path, sizeof path, "%.*s/%s", (int)(slash - argv0), argv0, file);
-    return path;
-}
-
 /* The kernel file built as peak builds it: NVRTC, peak's prelude and options, the tuning
    parameters `defines` (-DNAME=value), the device's architecture (sm_XY; sm_90a on 9.0, as
    peak's backend picks); loaded into the current context. Prints each kernel's resources. */

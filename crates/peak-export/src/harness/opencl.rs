@@ -151,15 +151,6 @@ static void peak_cl_check(cl_int err, const char *what) {
 }
 #define PEAK_CL(call) peak_cl_check((call), #call)
 
-/* The path of `file` in the folder of the program `argv0`. */
-static const char *peak_next_to(const char *argv0, const char *file) {
-    static char path[4096];
-    const char *slash = strrchr(argv0, '/');
-    if (!slash) return file;
-    snprintf(path, sizeof path, "%.*s/%s", (int)(slash - argv0), argv0, file);
-    return path;
-}
-
 /* The first GPU, else the first device; PEAK_OPENCL_DEVICE=P:D chooses. */
 static cl_device_id peak_pick_device(void) {
     cl_platform_id platforms[16];
