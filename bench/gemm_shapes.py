@@ -125,12 +125,16 @@ def neighbourhood(m, n, k):
     return space
 
 
-def replay_at(peak, wf, sizes, budget, step_time, samples, sanitize_samples, sanitize_at, pins, timeout, log_path):
-    """peak replay of BUNDLE into wf, tuned at `sizes`; the replay's record for a row."""
-    started = time.time()
+def replay_command(peak, wf, sizes, budget, step_time, samples, sanitize_samples, sanitize_at, pins):
+    """peak replay of BUNDLE (its BRANCH) into wf, tuned at `sizes`."""
     branch = ["--branch", BRANCH] if BRANCH else []
-    cmd = [peak, "replay", BUNDLE, *branch, "--into", wf, "--budget", budget, "--time", step_time, "--samples", samples,
-           "--sanitize-samples", sanitize_samples, *sanitize_at, *sizes, *pins]
+    return [peak, "replay", BUNDLE, *branch, "--into", wf, "--budget", budget, "--time", step_time, "--samples", samples,
+            "--sanitize-samples", sanitize_samples, *sanitize_at, *sizes, *pins]
+
+
+def replay_at(cmd, timeout, log_path):
+    """Run a replay_command; the replay's record for a row."""
+    started = time.time()
     try:
         with open(log_path, "w") as log_file:
             code = subprocess.run(cmd, stdout=log_file, stderr=subprocess.STDOUT, timeout=timeout).returncode
@@ -198,8 +202,8 @@ def main_half(out):
                 resume_from(os.environ["RESUME_FROM"], wf)
             # SAMPLES validation samples per step: a step whose samples the launch script all
             # prunes at the validation size (Persistent-Tiles' larger tiles) fails the replay.
-            replay = replay_at(peak, wf, sizes, budget, step_time, os.environ.get("SAMPLES", "4"), samples, sanitize_at, [], timeout,
-                               os.path.join(out, f"replay-{DTYPE}-{shape}.log"))
+            replay = replay_at(replay_command(peak, wf, sizes, budget, step_time, os.environ.get("SAMPLES", "4"), samples, sanitize_at, []),
+                               timeout, os.path.join(out, f"replay-{DTYPE}-{shape}.log"))
             replayed = replay
         entries = steps_of(peak, wf)
         row = {"dtype": DTYPE, "m": m, "n": n, "k": k, "layout": "NT", "epilogue": "bias", "replay": replay,
@@ -349,22 +353,15 @@ def main(out):
     sanitize_at = [a for size in os.environ.get("SANITIZE_AT", "M=256 N=256 K=128").split() for a in ("--sanitize-at", size)]
     pins = [a for name, value in DESIGN.items() for a in ("--set", f"{name}={value}")] if pin else []
     sizes0 = ["--set", f"M={m0}", "--set", f"N={n0}", "--set", f"K={k0}"]
-    branch = ["--branch", BRANCH] if BRANCH else []
-    cmd = [peak, "replay", BUNDLE, *branch, "--into", wf, "--budget", budget, "--time", step_time, "--samples", "4" if pin else "16",
-           "--sanitize-samples", samples, *sanitize_at, *sizes0, *pins]
-    log_path = os.path.join(out, "replay.log")
+    cmd = replay_command(peak, wf, sizes0, budget, step_time, "4" if pin else "16", samples, sanitize_at, pins)
     if os.path.exists(os.path.join(wf, "context")):
         # A workflow replayed by an earlier call (one device call holds ~600 s): its tip
         # is retuned at the remaining shapes.
-        replay = {"rc": 0, "log": "replayed by an earlier call into " + wf}
+        replay = {"rc": 0, "log": "replayed by an earlier call into " + wf,
+                  "seconds": round(time.time() - started, 1), "command": " ".join(cmd[1:])}
     else:
-        try:
-            with open(log_path, "w") as log_file:
-                code = subprocess.run(cmd, stdout=log_file, stderr=subprocess.STDOUT, timeout=timeout).returncode
-            replay = {"rc": code, "log": open(log_path).read()[-3000:]}
-        except subprocess.TimeoutExpired:
-            replay = {"rc": "timeout", "log": open(log_path).read()[-3000:]}
-    replay.update({"seconds": round(time.time() - started, 1), "command": " ".join(cmd[1:]), "pinned": DESIGN if pin else None})
+        replay = replay_at(cmd, timeout, os.path.join(out, "replay.log"))
+    replay["pinned"] = DESIGN if pin else None
     log = sh([peak, "log", "-w", wf, "--json"])
     entries = json.loads(log.stdout) if log.stdout.strip() else []
     for shape in shapes:
