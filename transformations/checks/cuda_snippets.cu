@@ -18,6 +18,7 @@
 
 #include "../snippets/async_copy.cu"
 #include "../snippets/mma_sync.cu"
+#include "../snippets/stmatrix.cu"
 #include "../snippets/tile_copy.cu"
 #include "../snippets/tile_copy_transposed.cu"
 #include "../snippets/tma.cu"
@@ -505,6 +506,39 @@ static void check_wgmma_e4m3() {
     cudaFree(db);
 }
 
+// ---- stmatrix: a warpgroup stages a 64 x 64 box of f16 from the wgmma accumulator layout,
+// four 8 x 8 blocks per instruction at Stmatrix-Staging's addresses, 128-byte swizzled; read back
+// through peak_swizzle_128b it must be the matrix the accumulators held ----
+__global__ void __launch_bounds__(128) stmatrix_box(float* out) {
+    __shared__ __align__(1024) unsigned char box[8192];
+    const int t = threadIdx.x, w = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
+    float acc[32];  // 8 groups j x (row half h, column pair): acc[4 j + 2 h + e]
+    for (int j = 0; j < 8; ++j)
+        for (int h = 0; h < 2; ++h)
+            for (int e = 0; e < 2; ++e) acc[4 * j + 2 * h + e] = float((16 * w + 8 * h + g) * 64 + 8 * j + 2 * q + e);
+    const int bi = lane / 8, rr = lane % 8;
+    for (int jj = 0; jj < 8; jj += 2) {
+        unsigned p[4];
+        for (int i = 0; i < 4; ++i) {
+            const int j = jj + i / 2, h = i % 2;
+            p[i] = peak_pack_16x2(__halves2half2(__float2half(acc[4 * j + 2 * h]), __float2half(acc[4 * j + 2 * h + 1])));
+        }
+        peak_stmatrix_x4(box + peak_swizzle_128b(16 * w + 8 * (bi % 2) + rr, 16 * ((jj + bi / 2) % 8)), p[0], p[1], p[2], p[3]);
+    }
+    __syncthreads();
+    for (int i = t; i < 64 * 64; i += 128)
+        out[i] = __half2float(*reinterpret_cast<const __half*>(box + peak_swizzle_128b(i / 64, (i % 64) * 2)));
+}
+
+static void check_stmatrix() {
+    float* out;
+    CUDA_OK(cudaMalloc(&out, 64 * 64 * sizeof(float)));
+    stmatrix_box<<<1, 128>>>(out);
+    // Values up to 4095 are whole numbers f16 holds exactly.
+    report_max_error("peak_stmatrix_x4 + peak_pack_16x2 (a 64 x 64 box, 128-byte swizzled)", from_device(out, 64 * 64), 64, 64,
+                     [](int r, int c) { return float(r * 64 + c); }, 0.5);
+}
+
 int main() {
     cudaDeviceProp prop;
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
@@ -517,6 +551,7 @@ int main() {
     if (prop.major >= 9) {
         check_tma();
         check_tma_store();
+        check_stmatrix();
         check_wgmma<64>();
         check_wgmma<128>();
         check_wgmma<256>();

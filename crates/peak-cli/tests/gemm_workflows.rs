@@ -253,6 +253,52 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
     assert!(tip.contains("#if VEC > 1 && (TILE_M % VEC) == 0"), "{tip}");
 }
 
+/// Where the TT GEMM's line replays in CI: smaller than the recording's sizes, dividing no
+/// tile; a tile of A eight rows high filled in vectors of 4 along m (A is stored K-major),
+/// B's tile in vectors of 4 along k, B's chunk of 4 columns read from shared memory as one vector.
+const TT_GELU_SIZES: [&str; 3] = ["M=50", "N=41", "K=35"];
+const TT_GELU_PINS: [&str; 8] = ["BLOCK_X=4", "BLOCK_Y=4", "TRD_X=4", "TRD_Y=2", "TILE_K=8", "CHUNK_X=4", "CHUNK_Y=2", "VEC=4"];
+
+/// A GEMM the line was not walked on before: both operands transposed (TT), every matrix
+/// padded (lda = M + 3, ldb = K + 5, ldc = N + 2), alpha = 1.5, a bias, GELU (tanh form)
+/// and a residual, `out = gelu_tanh(1.5 A . B + bias) + res`, walked by the agent on PoCL
+/// from Refactor to Vectorize (Split-K stopped at the launch script's argument limit; see
+/// examples/workflows/notes/gemm-tt-gelu-opencl.md). The padding after each row of out is
+/// never written, by the root or by any step: the validator matches it unwritten.
+#[test]
+fn padded_tt_gemm_with_gelu_replays_on_opencl() {
+    if !opencl_present("padded_tt_gemm_with_gelu_replays_on_opencl") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/gemm-tt-gelu-opencl-agent.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    env.ok(&pinned_replay(&bundle, &replayed, &TT_GELU_SIZES, &TT_GELU_PINS));
+
+    let line = first_parent_chain(&env, &replayed);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    assert_eq!(steps, std::iter::once("init").chain(GEMM_LINE[..7].iter().copied()).collect::<Vec<_>>());
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+        assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
+    }
+    let tip = kernel_cl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_cl(&env, &recorded, "HEAD"), "the replayed tip differs from the recording");
+    // Both operands through their leading dimensions, transposed; the epilogue whole in
+    // EPILOGUE (GELU of alpha times the sum plus the bias, then the residual at ldc).
+    for expected in [
+        "#define A_AT(r, c) a[(c) * (lda) + (r)]",
+        "#define B_AT(r, c) b[(c) * (ldb) + (r)]",
+        "#define C_AT(r, c) out[(r) * (ldc) + (c)]",
+        "#define EPILOGUE(acc, r, c) (GELU_TANH(alpha * (acc) + bias[(c)]) + res[(r) * (ldc) + (c)])",
+        "VEC_TILE_LOAD_T_COLMAJOR(AsT, A_AT,",
+        "VEC_TILE_LOAD_COLMAJOR(Bs, B_AT,",
+    ] {
+        assert!(tip.contains(expected), "missing {expected:?} in:\n{tip}");
+    }
+}
+
 #[test]
 fn gemm_nt_bias_cuda_twin_carries_the_same_chain_deferred() {
     let env = Env::new();
@@ -431,6 +477,10 @@ const HOPPER_CHAIN: [&str; 11] = [
     "TMA-Store",
 ];
 
+/// The steps after TMA-Store on the Hopper line's main branch, up to the tip the lead replays.
+const AFTER_TMA_STORE: [&str; 7] =
+    ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup", "Stmatrix-Staging"];
+
 /// The 16-bit twin `dtype` ("bf16" or "f16": its C type, its conversions and its wgmma
 /// kind) walked through HOPPER_CHAIN, as the bundle records it.
 fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float: &str) {
@@ -439,13 +489,9 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    // The eleven steps, then Persistent-Tiles, Consumer-Overlap, Epilogue-Hoist, Epilogue-Ring,
-    // Shared-Window and Uniform-Warpgroup on the same line (the tip the lead replays).
+    // The eleven steps, then the steps after TMA-Store on the same line (the tip the lead replays).
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(
-        &steps[HOPPER_CHAIN.len() + 1..],
-        ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup"]
-    );
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], AFTER_TMA_STORE);
     let file = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
     for pair in line.windows(2) {
         assert_ne!(file(pair[0]["id"].as_str().unwrap()), file(pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
@@ -467,7 +513,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     // TMA-Store's checkpoint, one block per tile.
-    let tip = file("HEAD~6");
+    let tip = file("HEAD~7");
     for expected in [
         "#define GEMM_M (M)".to_string(),
         "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
@@ -493,12 +539,13 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
     assert!(!device.contains(other), "no {other} in a {dtype} kernel");
-    persistent_tip_walks_the_tiles(&file("HEAD~5"), ty);
-    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~4"), dtype, ty);
-    epilogue_hoist_keeps_the_values(&file("HEAD~3"), &file("HEAD~4"));
-    epilogue_ring_stages_box_by_box(&file("HEAD~2"));
-    shared_window_changes_only_the_base(&file("HEAD~2"), &file("HEAD~1"));
-    uniform_warpgroup_changes_only_the_index(&file("HEAD~1"), &file("HEAD"));
+    persistent_tip_walks_the_tiles(&file("HEAD~6"), ty);
+    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~5"), dtype, ty);
+    epilogue_hoist_keeps_the_values(&file("HEAD~4"), &file("HEAD~5"));
+    epilogue_ring_stages_box_by_box(&file("HEAD~3"));
+    shared_window_changes_only_the_base(&file("HEAD~3"), &file("HEAD~2"));
+    uniform_warpgroup_changes_only_the_index(&file("HEAD~2"), &file("HEAD~1"));
+    stmatrix_staging_keeps_the_values(&file("HEAD~1"), &file("HEAD"));
 }
 
 /// The one line two checkpoints differ in, before and after; it fails unless exactly one
@@ -517,6 +564,36 @@ fn uniform_warpgroup_changes_only_the_index(parent: &str, tip: &str) {
     let (before, after) = the_one_changed_line(parent, tip, "Uniform-Warpgroup");
     assert_eq!(before.trim(), "const int wg = WG_ID - 1;");
     assert!(after.trim().starts_with("const int wg = __shfl_sync(0xffffffff, WG_ID - 1, 0);"), "{after:?}");
+}
+
+/// Stmatrix-Staging on a Hopper tip: every loop that staged accumulator pairs with one 4-byte
+/// store each now stages four 8 x 8 blocks per stmatrix, at the address the prompt gives
+/// (row rr of block bi = lane / 8, the block's group jj + bi / 2 and row half bi % 2); the
+/// pairs are made by the same expressions (every EPILOGUE line of the parent is still there,
+/// and each two-element vector it built is now packed for stmatrix); nothing outside the
+/// device region changed.
+fn stmatrix_staging_keeps_the_values(parent: &str, tip: &str) {
+    let region = |text: &str, name: &str| text.split(name).nth(1).unwrap().split("// @peak").next().unwrap().to_string();
+    for name in ["@peak macros", "@peak host"] {
+        assert_eq!(region(parent, name), region(tip, name), "Stmatrix-Staging changed the {name} region");
+    }
+    let (before, after) = (region(parent, "@peak device"), region(tip, "@peak device"));
+    let staging_stores: Vec<&str> = before.lines().filter(|l| l.contains("*>(box + peak_swizzle_128b(r, (c % 64) * 2)) = ")).collect();
+    assert!(!staging_stores.is_empty(), "the parent stages pairs with 4-byte stores");
+    assert!(!after.contains("*>(box + peak_swizzle_128b(r, (c % 64) * 2)) = "), "a 4-byte staging store is left");
+    assert!(after.contains("stmatrix.sync.aligned.m8n8.x4.shared.b16"), "the stmatrix snippet");
+    assert!(after.contains("const int bi = (WG_THREAD % 32) / 8, rr = WG_THREAD % 8;"));
+    let address = "const unsigned char* row = box + peak_swizzle_128b(16 * w + 8 * (bi % 2) + rr, 16 * ((jj + bi / 2) % 8));";
+    assert_eq!(after.matches(address).count(), staging_stores.len(), "one stmatrix loop per staging loop");
+    assert_eq!(after.matches("peak_stmatrix_x4(row, p[0], p[1], p[2], p[3]);").count(), staging_stores.len());
+    assert_eq!(after.matches("const int j = jj + t / 2, h = t % 2;").count(), staging_stores.len(), "block t is group jj + t / 2, half t % 2");
+    for store in staging_stores {
+        let pair = store.split(" = ").nth(1).unwrap().trim_end_matches(';');
+        assert!(after.contains(&format!("peak_pack_16x2({pair});")), "the pair {pair} is no longer packed");
+    }
+    for line in before.lines().filter(|l| l.contains("EPILOGUE")) {
+        assert!(after.contains(line.trim()), "the value line {:?} changed", line.trim());
+    }
 }
 
 /// Shared-Window on the Hopper tip: the dynamic base, rounded up to 1024 bytes, is the shared
@@ -539,13 +616,20 @@ fn epilogue_ring_carries_to_the_square_f16_kernel() {
     let wf = env.path("square");
     unbundle(&example("workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle"), &wf);
     let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-    let ring = show("HEAD");
+    let stmatrix = show("HEAD");
+    let ring = show(stmatrix["parents"][0].as_str().unwrap());
     let overlap = show(ring["parents"][0].as_str().unwrap());
-    assert_eq!((ring["meta"]["transformation"].as_str(), overlap["meta"]["transformation"].as_str()), (Some("Epilogue-Ring"), Some("Consumer-Overlap")));
+    assert_eq!(
+        (stmatrix["meta"]["transformation"].as_str(), ring["meta"]["transformation"].as_str(), overlap["meta"]["transformation"].as_str()),
+        (Some("Stmatrix-Staging"), Some("Epilogue-Ring"), Some("Consumer-Overlap"))
+    );
     deferred_by_the_agent_and_compiled(&ring);
+    deferred_by_the_agent_and_compiled(&stmatrix);
     let tip = ring["files"]["matmul.cu"].as_str().unwrap();
     epilogue_ring_stages_box_by_box(tip);
     assert!(tip.contains("__floats2half2_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1])"), "the plain conversion, as before");
+    // Stmatrix-Staging carried there too: the same conversion, packed for stmatrix.
+    stmatrix_staging_keeps_the_values(tip, stmatrix["files"]["matmul.cu"].as_str().unwrap());
 }
 
 /// Epilogue-Ring on any line: the staging buffer is a ring of EPI_BOXES boxes per consumer
@@ -766,10 +850,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     let line = first_parent_chain(&env, &wf);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     assert_eq!(&steps[1..=HOPPER_CHAIN.len()], HOPPER_CHAIN);
-    assert_eq!(
-        &steps[HOPPER_CHAIN.len() + 1..],
-        ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup"]
-    );
+    assert_eq!(&steps[HOPPER_CHAIN.len() + 1..], AFTER_TMA_STORE);
     for entry in &line[1..] {
         deferred_by_the_agent_and_compiled(&env.json(&["show", entry["id"].as_str().unwrap(), "-w", s(&wf), "--json"]));
     }
@@ -808,6 +889,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     epilogue_ring_stages_box_by_box(&file(HOPPER_CHAIN.len() + 4));
     shared_window_changes_only_the_base(&file(HOPPER_CHAIN.len() + 4), &file(HOPPER_CHAIN.len() + 5));
     uniform_warpgroup_changes_only_the_index(&file(HOPPER_CHAIN.len() + 5), &file(HOPPER_CHAIN.len() + 6));
+    stmatrix_staging_keeps_the_values(&file(HOPPER_CHAIN.len() + 6), &file(HOPPER_CHAIN.len() + 7));
     // The branch ping-pong: Ping-Pong, Epilogue-Hoist and Epilogue-Ring on the Consumer-Overlap tip.
     let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
     let ring = show("ping-pong");
@@ -854,9 +936,9 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     let turns = parent(&split);
     let overlap = parent(&turns);
     assert_eq!(
-        parent(&parent(&parent(&parent(&show("HEAD")))))["id"],
+        parent(&parent(&parent(&parent(&parent(&show("HEAD"))))))["id"],
         overlap["id"],
-        "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring, Shared-Window, Uniform-Warpgroup) follows the Consumer-Overlap checkpoint the branch starts from"
+        "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring, Shared-Window, Uniform-Warpgroup, Stmatrix-Staging) follows the Consumer-Overlap checkpoint the branch starts from"
     );
     for (entry, name) in [(&fixup, "Split-K-Fixup"), (&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);
@@ -865,16 +947,19 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
         deferred_by_the_agent_and_compiled(entry);
     }
     // The branch decode: Shared-Window and Uniform-Warpgroup on the Persistent-Split-K
-    // checkpoint (the decode rows' tip), one line each.
-    let uniform = show("decode");
+    // checkpoint (the decode rows' tip), one line each, then Stmatrix-Staging on its staging
+    // of the whole tile (the form TMA-Store wrote, which Epilogue-Ring never ringed here).
+    let stmatrix = show("decode");
+    let uniform = parent(&stmatrix);
     let window = parent(&uniform);
     assert_eq!(window["parents"][0], split["id"], "the decode branch starts at Persistent-Split-K");
-    for entry in [&uniform, &window] {
+    for entry in [&stmatrix, &uniform, &window] {
         deferred_by_the_agent_and_compiled(entry);
     }
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
     shared_window_changes_only_the_base(&source(&split), &source(&window));
     uniform_warpgroup_changes_only_the_index(&source(&window), &source(&uniform));
+    stmatrix_staging_keeps_the_values(&source(&uniform), &source(&stmatrix));
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
     epilogue_hoist_keeps_the_values(&source(&hoist), &source(&split));
     let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();

@@ -60,6 +60,7 @@ const SHIPPED: &[&str] = &[
     "Stream-Hints",
     "Shared-Window",
     "Uniform-Warpgroup",
+    "Stmatrix-Staging",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
