@@ -15,7 +15,8 @@
 # CARRY=DIR builds into (and runs from) DIR instead of carry/gpu-tests.
 # GPU_TESTS_JOBS=N runs N binaries side by side (default 1); h200-gpu-tests.json is
 # rewritten after each binary, so a run cut short leaves what it found ("complete": false).
-# `run` then runs bench/h200-export.sh (exported CUDA harness vs peak run; SKIP_EXPORT=1 skips).
+# `run` then runs the CUDA snippet checks (cuda-snippets.log) and bench/h200-export.sh
+# (exported CUDA harness vs peak run; SKIP_EXPORT=1 skips).
 #
 # Test binaries find the repository (examples, fixtures) and the peak binary through the
 # absolute paths they were built with; `run` makes those paths lead to this checkout.
@@ -68,6 +69,12 @@ run() {
   cp $CARRY/commit "$bin/commit"
   mkdir -p target/release && cp "$bin/peak" target/release/peak
   python3 bench/gpu_tests.py run "$bin" "$OUT" 2>&1 | tee "$OUT/gpu-tests.log"
+  # Every CUDA snippet run once on the GPU and compared with the host
+  # (transformations/checks/cuda_snippets.cu: it includes the snippet files, the text peak inserts).
+  if command -v nvcc >/dev/null 2>&1; then
+    nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o "$bin/cuda_snippets" transformations/checks/cuda_snippets.cu -lcuda \
+      && "$bin/cuda_snippets" 2>&1 | tee "$OUT/cuda-snippets.log" || echo "cuda_snippets: failed (see $OUT/cuda-snippets.log)" >&2
+  fi
   # peak export's round trip (issue 13): the exported CUDA harness, built with nvcc, against
   # peak run on the same configuration; writes $OUT/h200-export.json. Needs nvcc.
   if [ -z "${SKIP_EXPORT:-}" ]; then
