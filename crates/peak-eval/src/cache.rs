@@ -48,7 +48,9 @@ pub struct CacheIdentity {
 
 impl CacheIdentity {
     pub fn key(&self) -> String {
-        key(&["peak-results-v1", &self.source_hash, &self.device, &self.backend, &self.reference])
+        // v2: an output element the reference never wrote (a padded C's ldc - n) matches one
+        // the candidate left unwritten too; verdicts judged before that are not reused.
+        key(&["peak-results-v2", &self.source_hash, &self.device, &self.backend, &self.reference])
     }
 
     pub fn describe(&self) -> String {

@@ -87,7 +87,10 @@ impl Verdict {
                 message.lines().next().unwrap_or_default().to_string()
             }
             Verdict::WrongOutput(WrongOutput { array, comparison: c }) if c.non_finite > 0 => {
-                format!("{array}: {} non-finite elements (NaN, or never written), first bad at [{}]", c.non_finite, c.worst_index)
+                format!(
+                    "{array}: {} non-finite elements (NaN, never written, or written where the reference never writes), first bad at [{}]",
+                    c.non_finite, c.worst_index
+                )
             }
             Verdict::WrongOutput(WrongOutput { array, comparison: c }) => format!(
                 "{array}: relative error {:.2e} > tolerance {:.1e}; worst at [{}]: {} vs {} expected",

@@ -238,7 +238,8 @@ pub struct Comparison {
     pub worst_value: f64,
     #[serde(with = "crate::json_f64")]
     pub worst_expected: f64,
-    /// Elements that are NaN or infinite where the reference is finite (unwritten poison included).
+    /// Elements that are NaN or infinite where the reference is finite (unwritten poison
+    /// included), and elements written where the reference left its poison (padding).
     pub non_finite: usize,
     #[serde(default)]
     pub first_non_finite: Option<usize>,
@@ -258,26 +259,32 @@ pub fn compare(out: &HostArray, reference: &HostArray, tolerance: f64) -> Compar
 pub fn compare_bytes(dtype: DType, out: &[u8], reference: &[u8], tolerance: f64) -> Comparison {
     let size = dtype.size_bytes();
     assert_eq!(out.len() / size, reference.len() / size, "compare: lengths differ");
+    let poison = HostArray::poison_pattern(dtype);
     // One match on the type, then a loop specialised for it.
     match dtype {
-        DType::F32 => compare_decoded(out, reference, tolerance, |b: [u8; 4]| f64::from(f32::from_le_bytes(b))),
+        DType::F32 => compare_decoded(out, reference, &poison, tolerance, |b: [u8; 4]| f64::from(f32::from_le_bytes(b))),
         DType::F16 | DType::Bf16 => {
             let table = half_table(dtype);
-            compare_decoded(out, reference, tolerance, |b: [u8; 2]| table[usize::from(u16::from_le_bytes(b))])
+            compare_decoded(out, reference, &poison, tolerance, |b: [u8; 2]| table[usize::from(u16::from_le_bytes(b))])
         }
-        DType::I32 => compare_decoded(out, reference, tolerance, |b: [u8; 4]| f64::from(i32::from_le_bytes(b))),
-        DType::U32 => compare_decoded(out, reference, tolerance, |b: [u8; 4]| f64::from(u32::from_le_bytes(b))),
+        DType::I32 => compare_decoded(out, reference, &poison, tolerance, |b: [u8; 4]| f64::from(i32::from_le_bytes(b))),
+        DType::U32 => compare_decoded(out, reference, &poison, tolerance, |b: [u8; 4]| f64::from(u32::from_le_bytes(b))),
         DType::E4m3 | DType::E5m2 => {
             let format = if dtype == DType::E4m3 { E4M3 } else { E5M2 };
             let table: [f64; 256] = std::array::from_fn(|b| f64::from(format.to_f32(b as u8)));
-            compare_decoded(out, reference, tolerance, |b: [u8; 1]| table[usize::from(b[0])])
+            compare_decoded(out, reference, &poison, tolerance, |b: [u8; 1]| table[usize::from(b[0])])
         }
     }
 }
 
 /// The comparison over elements of `S` bytes each, read by `decode`. The sums run in
 /// element order, so the figures are the same to the bit whatever the caller.
-fn compare_decoded<const S: usize>(out: &[u8], reference: &[u8], tolerance: f64, decode: impl Fn([u8; S]) -> f64 + Copy) -> Comparison {
+///
+/// An element the reference never wrote (still `poison`, bit for bit: the padding after
+/// each row of a C with a leading dimension larger than its width, which a GEMM leaves
+/// alone) matches only an element the candidate never wrote either; anywhere else poison
+/// fails as any NaN does.
+fn compare_decoded<const S: usize>(out: &[u8], reference: &[u8], poison: &[u8], tolerance: f64, decode: impl Fn([u8; S]) -> f64 + Copy) -> Comparison {
     let n = out.len() / S;
     let (out, reference) = (&out[..n * S], &reference[..n * S]);
     let at = |bytes: &[u8], i: usize| decode(bytes[i * S..(i + 1) * S].try_into().expect("S bytes"));
@@ -290,7 +297,15 @@ fn compare_decoded<const S: usize>(out: &[u8], reference: &[u8], tolerance: f64,
     let scale = if n > 0 { (ref_sq / n as f64).sqrt().max(f64::MIN_POSITIVE) } else { 1.0 };
     let (mut diff_sq, mut sum_err, mut max_err, mut worst) = (0.0, 0.0, 0.0, 0usize);
     let (mut non_finite, mut first_non_finite) = (0usize, None);
+    let unwritten = |bytes: &[u8], i: usize| &bytes[i * S..(i + 1) * S] == poison;
     for (i, (o, r)) in elements(out, decode).zip(elements(reference, decode)).enumerate() {
+        if unwritten(reference, i) {
+            if !unwritten(out, i) {
+                non_finite += 1;
+                first_non_finite.get_or_insert(i);
+            }
+            continue;
+        }
         if !o.is_finite() && !(o == r) {
             non_finite += 1;
             first_non_finite.get_or_insert(i);
@@ -386,6 +401,27 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a.digest(), c.digest());
         assert!((0..64).all(|i| (-1.0..1.0).contains(&a.get_f64(i))));
+    }
+
+    #[test]
+    fn an_element_the_reference_never_wrote_passes_only_unwritten() {
+        for dtype in DType::ALL {
+            let size = dtype.size_bytes();
+            // Elements 3 and 7 are padding the reference leaves alone.
+            let mut reference = HostArray::init(dtype, 8, Values::Ones, 0);
+            for i in [3, 7] {
+                reference.bytes[i * size..(i + 1) * size].copy_from_slice(&HostArray::poison_pattern(dtype));
+            }
+            let cmp = compare(&reference.clone(), &reference, 1e-3);
+            assert!(cmp.passed && cmp.non_finite == 0 && cmp.relative_error == 0.0, "{dtype}: {cmp:?}");
+            // Written there, or left unwritten elsewhere: a failure.
+            let mut written = reference.clone();
+            written.bytes[3 * size..4 * size].copy_from_slice(&HostArray::filled(dtype, 1, 1.0).bytes);
+            assert!(!compare(&written, &reference, 1e-3).passed, "{dtype}: a write into the padding passed");
+            let mut lazy = reference.clone();
+            lazy.bytes[..size].copy_from_slice(&HostArray::poison_pattern(dtype));
+            assert!(!compare(&lazy, &reference, 1e-3).passed, "{dtype}: an unwritten element passed");
+        }
     }
 
     #[test]
