@@ -566,6 +566,49 @@ fn uniform_warpgroup_changes_only_the_index(parent: &str, tip: &str) {
     assert!(after.trim().starts_with("const int wg = __shfl_sync(0xffffffff, WG_ID - 1, 0);"), "{after:?}");
 }
 
+/// Cluster-Split-K on the decode tip: the K_SPLITS splits of a unit are blocks of one cluster
+/// (CLUSTER_M tile-rows x K_SPLITS splits, the split the block's, not the item's), multicast
+/// and stage releases stay among the blocks of one split, each warpgroup counts its splits in
+/// on two alternating barriers (release and acquire at cluster scope) and adds its share of
+/// the partial sums in split order from L2; the reduction kernel and its launch are gone; the
+/// unsplit epilogue is unchanged.
+fn cluster_split_k_reduces_in_the_cluster(parent: &str, tip: &str) {
+    let region = |text: &str, name: &str| text.split(name).nth(1).unwrap().split("// @peak").next().unwrap().to_string();
+    let unsplit = |text: &str| text.split("#if K_SPLITS == 1").nth(1).unwrap().split("#else").next().unwrap().to_string();
+    assert_eq!(unsplit(parent), unsplit(tip), "the K_SPLITS == 1 epilogue changed");
+    assert!(parent.contains("gemm_nt_bias_splitk_reduce"), "the parent reduces in a second kernel");
+    assert!(!tip.contains("gemm_nt_bias_splitk_reduce"), "the reduction kernel is still there");
+    let (device, host) = (region(tip, "@peak device"), region(tip, "@peak host"));
+    for expected in [
+        "__cluster_dims__(1, CLUSTER_M * K_SPLITS, 1)",
+        "const unsigned rank = crank % CLUSTER_M;",
+        "const int split = crank / CLUSTER_M;",
+        "clusters = gridDim.y / (CLUSTER_M * K_SPLITS)",
+        "(unsigned short)(((1 << CLUSTER_M) - 1) << (split * CLUSTER_M))",
+        "split * CLUSTER_M + r);",
+        "peak_mbar_init(&reduced[i][b], K_SPLITS);",
+        "peak_fence_cluster();",
+        "peak_mbar_arrive_release(&reduced[wg][done % 2], s * CLUSTER_M + rank);",
+        "peak_mbar_wait_acquire(&reduced[wg][done % 2], (done / 2) & 1);",
+        "sum += __ldcg(&PARTIAL_AT(s, gr, gc));",
+        "C_AT(gr, gc) = EPILOGUE(sum, gr, gc);",
+        "mbarrier.arrive.release.cluster.shared::cluster.b64",
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64",
+    ] {
+        assert!(device.contains(expected), "missing {expected:?} in the Cluster-Split-K device region");
+    }
+    assert!(!device.contains("u % units") && !device.contains("< work"), "the blocks still walk work items");
+    for expected in [
+        "if CLUSTER_M * K_SPLITS > 8 {",
+        "let most = COMPUTE_UNITS / (CLUSTER_M * K_SPLITS);",
+        "let clusters = ceil_div(units, TILES_PER_CTA);",
+        "[1, clusters * CLUSTER_M * K_SPLITS]",
+        "WG_M * 2 * 8 > MAX_SHARED_BYTES",
+    ] {
+        assert!(host.contains(expected), "missing {expected:?} in the Cluster-Split-K host region");
+    }
+}
+
 /// Stmatrix-Staging on a Hopper tip: every loop that staged accumulator pairs with one 4-byte
 /// store each now stages four 8 x 8 blocks per stmatrix, at the address the prompt gives
 /// (row rr of block bi = lane / 8, the block's group jj + bi / 2 and row half bi % 2); the
@@ -948,18 +991,21 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     }
     // The branch decode: Shared-Window and Uniform-Warpgroup on the Persistent-Split-K
     // checkpoint (the decode rows' tip), one line each, then Stmatrix-Staging on its staging
-    // of the whole tile (the form TMA-Store wrote, which Epilogue-Ring never ringed here).
-    let stmatrix = show("decode");
+    // of the whole tile (the form TMA-Store wrote, which Epilogue-Ring never ringed here),
+    // then Cluster-Split-K.
+    let cluster = show("decode");
+    let stmatrix = parent(&cluster);
     let uniform = parent(&stmatrix);
     let window = parent(&uniform);
     assert_eq!(window["parents"][0], split["id"], "the decode branch starts at Persistent-Split-K");
-    for entry in [&stmatrix, &uniform, &window] {
+    for entry in [&cluster, &stmatrix, &uniform, &window] {
         deferred_by_the_agent_and_compiled(entry);
     }
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
     shared_window_changes_only_the_base(&source(&split), &source(&window));
     uniform_warpgroup_changes_only_the_index(&source(&window), &source(&uniform));
     stmatrix_staging_keeps_the_values(&source(&uniform), &source(&stmatrix));
+    cluster_split_k_reduces_in_the_cluster(&source(&stmatrix), &source(&cluster));
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
     epilogue_hoist_keeps_the_values(&source(&hoist), &source(&split));
     let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();

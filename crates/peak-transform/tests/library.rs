@@ -61,6 +61,7 @@ const SHIPPED: &[&str] = &[
     "Shared-Window",
     "Uniform-Warpgroup",
     "Stmatrix-Staging",
+    "Cluster-Split-K",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
