@@ -19,6 +19,7 @@
 #include "../snippets/async_copy.cu"
 #include "../snippets/mma_sync.cu"
 #include "../snippets/stmatrix.cu"
+#include "../snippets/cluster_reduce.cu"
 #include "../snippets/tile_copy.cu"
 #include "../snippets/tile_copy_transposed.cu"
 #include "../snippets/tma.cu"
@@ -539,6 +540,43 @@ static void check_stmatrix() {
                      [](int r, int c) { return float(r * 64 + c); }, 0.5);
 }
 
+// ---- cluster_reduce: the two blocks of a cluster store 64 values each to global memory,
+// count in on both blocks' barriers (release, cluster scope), wait on their own (acquire) and
+// add the other block's values read through L2; three rounds on two alternating barriers,
+// as Cluster-Split-K uses them ----
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(64) cluster_exchange(float* part, float* out) {
+    __shared__ __align__(8) unsigned long long bar[2];
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    if (threadIdx.x == 0) {
+        for (int b = 0; b < 2; ++b)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(&bar[b]))) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+    for (int done = 0; done < 3; ++done) {
+        part[(done * 2 + rank) * 64 + threadIdx.x] = float(1000 * done + 100 * rank + threadIdx.x);
+        peak_fence_cluster();
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (unsigned r = 0; r < 2; ++r) peak_mbar_arrive_release(&bar[done % 2], r);
+        peak_mbar_wait_acquire(&bar[done % 2], (done / 2) & 1);
+        out[(done * 2 + rank) * 64 + threadIdx.x] = __ldcg(&part[(done * 2 + (1 - rank)) * 64 + threadIdx.x]);
+    }
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+static void check_cluster_reduce() {
+    float *part, *out;
+    CUDA_OK(cudaMalloc(&part, 6 * 64 * sizeof(float)));
+    CUDA_OK(cudaMalloc(&out, 6 * 64 * sizeof(float)));
+    cluster_exchange<<<2, 64>>>(part, out);
+    cudaFree(part);
+    // Block `rank` of round `done` read the other block's value of that round.
+    report_max_error("peak_mbar_arrive_release + peak_mbar_wait_acquire (two blocks of a cluster, three rounds)", from_device(out, 6 * 64), 6, 64,
+                     [](int row, int t) { return float(1000 * (row / 2) + 100 * (1 - row % 2) + t); }, 0.5);
+}
+
 int main() {
     cudaDeviceProp prop;
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
@@ -552,6 +590,7 @@ int main() {
         check_tma();
         check_tma_store();
         check_stmatrix();
+        check_cluster_reduce();
         check_wgmma<64>();
         check_wgmma<128>();
         check_wgmma<256>();
