@@ -6,7 +6,7 @@
 //!
 //! | function | effect |
 //! |---|---|
-//! | `launch(kernel, grid, block, shared_bytes, args...)` | enqueue a kernel; grid/block are an int or `[x, y, z]` |
+//! | `launch(kernel, grid, block, shared_bytes, args...)` | enqueue a kernel; grid/block are an int or `[x, y, z]`; more than 12 args go as one array `[a, b, ...]` |
 //! | `alloc(type, count)` | a scratch buffer (`"f32"`, `"f16"`, `"bf16"`, `"i32"`, `"u32"`) |
 //! | `fill(buffer, value)` / `copy(src, dst)` | device-side fill and copy, on every run |
 //! | `ceil_div(a, b)`, `min`, `max` | grid arithmetic |
@@ -34,8 +34,10 @@ use crate::plan::{BackendOp, BufRef, LaunchPlan, OpValue, PlanArg, ScratchSpec, 
 pub const MAX_OPERATIONS: u64 = 1_000_000;
 
 /// Launch arguments after the four fixed ones; Rhai functions have fixed arity, so
-/// `launch` is registered once per count up to this.
-const MAX_KERNEL_ARGS: usize = 32;
+/// `launch` is registered once per count up to this. Rhai matches a function whose untyped
+/// (`Dynamic`) parameters lie past its 16th only by exact type, never with a `Dynamic`
+/// value, so 4 + 12 is the most a call can reach; more arguments go as one array.
+const MAX_KERNEL_ARGS: usize = 12;
 /// The plan's lock is taken only to push a step or read the plan back; nothing panics
 /// while it is held, so it is never poisoned.
 const PLAN_LOCK: &str = "the plan's lock is never held across a panic";
@@ -147,6 +149,10 @@ fn to_script_error(file: &str, first_line: usize, err: &EvalAltResult) -> Script
             format!("the script ran past its limit of {MAX_OPERATIONS} operations and was stopped; does it loop forever?")
         }
         EvalAltResult::ErrorRuntime(value, _) => value.to_string(),
+        EvalAltResult::ErrorFunctionNotFound(signature, _) if signature.starts_with("launch (") => format!(
+            "no launch({}) here: launch takes (kernel name, grid, block, shared_bytes) and at most {MAX_KERNEL_ARGS} kernel arguments after them; pass more as one array, launch(kernel, grid, block, shared_bytes, [a, b, ...])",
+            signature.trim_start_matches("launch (").trim_end_matches(')')
+        ),
         other => strip_position(&other.to_string()),
     };
     ScriptError::Failed { file: file.to_string(), line: file_line(first_line, err.position()), message }
@@ -286,8 +292,14 @@ fn register_launch(engine: &mut Engine, plan: &Arc<Mutex<LaunchPlan>>, first_lin
             let block = dims(&ctx, "block", args[2])?;
             let shared = args[3].as_int().unwrap_or(0);
             let shared_bytes = u32::try_from(shared).or_else(|_| runtime_error(&ctx, format!("shared_bytes {shared} is out of range")))?;
-            let mut plan_args = Vec::with_capacity(args.len() - 4);
-            for (i, arg) in args[4..].iter().enumerate() {
+            // One array after the four: the kernel's arguments, however many (no kernel
+            // argument is itself an array).
+            let spread: Vec<Dynamic> = match args.get(4).and_then(|a| a.read_lock::<rhai::Array>().map(|array| array.to_vec())) {
+                Some(array) if args.len() == 5 => array,
+                _ => args[4..].iter().map(|a| (**a).clone()).collect(),
+            };
+            let mut plan_args = Vec::with_capacity(spread.len());
+            for (i, arg) in spread.iter().enumerate() {
                 plan_args.push(kernel_arg(&ctx, i, arg)?);
             }
             let line = file_line(first_line, ctx.call_position());

@@ -450,3 +450,32 @@ fn arrays_beyond_the_device_memory_are_refused_naming_them() {
     assert!(text.contains("the arrays take 6291456 bytes (6.3 MB: A 4.2 MB, C 2.1 MB), more than the 5.2 MB of memory of small"), "{text}");
     assert_eq!(backend.next.load(Ordering::Relaxed), 1, "nothing was allocated");
 }
+
+/// A kernel of many parameters (a GEMM with leading dimensions, alpha, a bias, a residual and
+/// a split's scratch has 13): inline arguments reach 12, which Rhai can match; more go as one
+/// array, and a call past 12 inline says so instead of "function not found".
+#[test]
+fn launch_takes_many_kernel_arguments_as_one_array() {
+    let device = device();
+    let arrays = script_arrays(4, 4);
+    let run = |source: &str| {
+        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays: &arrays, device: &device, extensions: &[] };
+        build_plan(&input)
+    };
+    let inline12 = run("launch(\"k\", 1, 1, 0, A, C, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);").unwrap();
+    assert!(matches!(&inline12.steps[0], peak_backend::plan::Step::Launch { args, .. } if args.len() == 12), "{inline12:?}");
+    let as_array = run("launch(\"k\", 1, 1, 0, [A, C, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1.5, 16]);").unwrap();
+    match &as_array.steps[0] {
+        peak_backend::plan::Step::Launch { args, .. } => {
+            assert_eq!(args.len(), 16);
+            assert!(matches!(args[14], peak_backend::plan::PlanArg::F32(v) if v == 1.5), "{args:?}");
+            assert!(matches!(args[15], peak_backend::plan::PlanArg::I32(16)), "{args:?}");
+        }
+        other => panic!("not a launch: {other:?}"),
+    }
+    let err = run("launch(\"k\", 1, 1, 0, A, C, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);").unwrap_err().to_string();
+    assert!(err.contains("at most 12 kernel arguments") && err.contains("[a, b, ...]") && err.contains("k.cu:1"), "{err}");
+    // An array inside the list is still no kernel argument.
+    let err = run("launch(\"k\", 1, 1, 0, [A, [1, 2]]);").unwrap_err().to_string();
+    assert!(err.contains("argument 1") && err.contains("cannot be passed"), "{err}");
+}
