@@ -478,8 +478,16 @@ const HOPPER_CHAIN: [&str; 11] = [
 ];
 
 /// The steps after TMA-Store on the Hopper line's main branch, up to the tip the lead replays.
-const AFTER_TMA_STORE: [&str; 7] =
-    ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup", "Stmatrix-Staging"];
+const AFTER_TMA_STORE: [&str; 8] = [
+    "Persistent-Tiles",
+    "Consumer-Overlap",
+    "Epilogue-Hoist",
+    "Epilogue-Ring",
+    "Shared-Window",
+    "Uniform-Warpgroup",
+    "Stmatrix-Staging",
+    "Pair-Round",
+];
 
 /// The 16-bit twin `dtype` ("bf16" or "f16": its C type, its conversions and its wgmma
 /// kind) walked through HOPPER_CHAIN, as the bundle records it.
@@ -513,7 +521,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
         assert!(manifest.contains(&expected), "missing {expected:?} in the manifest");
     }
     // TMA-Store's checkpoint, one block per tile.
-    let tip = file("HEAD~7");
+    let tip = file("HEAD~8");
     for expected in [
         "#define GEMM_M (M)".to_string(),
         "#define B_AT(r, c) weight[(c) * (K) + (r)]".into(),
@@ -539,13 +547,14 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
     assert!(!device.contains(other), "no {other} in a {dtype} kernel");
-    persistent_tip_walks_the_tiles(&file("HEAD~6"), ty);
-    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~5"), dtype, ty);
-    epilogue_hoist_keeps_the_values(&file("HEAD~4"), &file("HEAD~5"));
-    epilogue_ring_stages_box_by_box(&file("HEAD~3"));
-    shared_window_changes_only_the_base(&file("HEAD~3"), &file("HEAD~2"));
-    uniform_warpgroup_changes_only_the_index(&file("HEAD~2"), &file("HEAD~1"));
-    stmatrix_staging_keeps_the_values(&file("HEAD~1"), &file("HEAD"));
+    persistent_tip_walks_the_tiles(&file("HEAD~7"), ty);
+    consumer_overlap_tip_keeps_a_batch_in_flight(&file("HEAD~6"), dtype, ty);
+    epilogue_hoist_keeps_the_values(&file("HEAD~5"), &file("HEAD~6"));
+    epilogue_ring_stages_box_by_box(&file("HEAD~4"));
+    shared_window_changes_only_the_base(&file("HEAD~4"), &file("HEAD~3"));
+    uniform_warpgroup_changes_only_the_index(&file("HEAD~3"), &file("HEAD~2"));
+    stmatrix_staging_keeps_the_values(&file("HEAD~2"), &file("HEAD~1"));
+    pair_round_rounds_each_pair_once(&file("HEAD~1"), &file("HEAD"), dtype);
 }
 
 /// The one line two checkpoints differ in, before and after; it fails unless exactly one
@@ -606,6 +615,40 @@ fn cluster_split_k_reduces_in_the_cluster(parent: &str, tip: &str) {
         "WG_M * 2 * 8 > MAX_SHARED_BYTES",
     ] {
         assert!(host.contains(expected), "missing {expected:?} in the Cluster-Split-K host region");
+    }
+}
+
+/// Pair-Round on a Hopper tip of C's type `dtype` ("bf16" or "f16"): EPILOGUE_F32 and
+/// EPILOGUE_F32_WITH are EPILOGUE and EPILOGUE_WITH without their final rounding (the old
+/// macros kept), and every pair the staging rounded element by element and packed is
+/// rounded in one call from those f32 values, with the same guards and zero outside C.
+fn pair_round_rounds_each_pair_once(parent: &str, tip: &str, dtype: &str) {
+    let (round, pack, pair) = if dtype == "bf16" {
+        ("__float2bfloat16", "__halves2bfloat162(e0, e1)", "__floats2bfloat162_rn(f0, f1)")
+    } else {
+        ("__float2half", "__halves2half2(e0, e1)", "__floats2half2_rn(f0, f1)")
+    };
+    let define = |text: &str, name: &str| text.lines().find(|l| l.starts_with(&format!("#define {name}("))).map(|l| l.split("//").next().unwrap().trim().to_string());
+    for (old, new) in [("EPILOGUE", "EPILOGUE_F32"), ("EPILOGUE_WITH", "EPILOGUE_F32_WITH")] {
+        let before = define(parent, old).unwrap();
+        assert_eq!(define(tip, old).as_deref(), Some(before.as_str()), "{old} changed");
+        // `#define NAME(args) (ROUND(VALUE))` in the parent; `#define NEW(args) (VALUE)` in the tip.
+        let (head, body) = before.split_once(") (").unwrap();
+        let value = body.strip_prefix(&format!("{round}(")).and_then(|v| v.strip_suffix("))")).unwrap_or_else(|| panic!("{before}"));
+        let expected = format!("{}) ({value})", head.replacen(old, new, 1));
+        assert_eq!(define(tip, new).as_deref(), Some(expected.as_str()), "{new} is {old} without its rounding");
+    }
+    let device = |text: &str| text.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap().to_string();
+    let (before, after) = (device(parent), device(tip));
+    let packs = before.matches(pack).count();
+    assert!(packs > 0, "the parent packs rounded pairs");
+    assert!(!after.contains(pack), "a pair is still rounded element by element");
+    assert_eq!(after.matches(pair).count(), packs, "one paired rounding per pair the parent packed");
+    for line in before.lines().filter(|l| l.contains("EPILOGUE")) {
+        let line = line.trim();
+        let expected = line.replace("EPILOGUE_WITH(", "EPILOGUE_F32_WITH(").replace("EPILOGUE(", "EPILOGUE_F32(").replace(" : zero;", " : 0.0f;");
+        let expected = expected.replace(&format!("const {} e", if dtype == "bf16" { "__nv_bfloat16" } else { "__half" }), "const float f");
+        assert!(after.contains(&expected) || line.starts_with("//"), "the value {line:?} is not kept as {expected:?}");
     }
 }
 
@@ -933,6 +976,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     shared_window_changes_only_the_base(&file(HOPPER_CHAIN.len() + 4), &file(HOPPER_CHAIN.len() + 5));
     uniform_warpgroup_changes_only_the_index(&file(HOPPER_CHAIN.len() + 5), &file(HOPPER_CHAIN.len() + 6));
     stmatrix_staging_keeps_the_values(&file(HOPPER_CHAIN.len() + 6), &file(HOPPER_CHAIN.len() + 7));
+    pair_round_rounds_each_pair_once(&file(HOPPER_CHAIN.len() + 7), &file(HOPPER_CHAIN.len() + 8), "bf16");
     // The branch ping-pong: Ping-Pong, Epilogue-Hoist and Epilogue-Ring on the Consumer-Overlap tip.
     let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
     let ring = show("ping-pong");
@@ -979,9 +1023,9 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     let turns = parent(&split);
     let overlap = parent(&turns);
     assert_eq!(
-        parent(&parent(&parent(&parent(&parent(&show("HEAD"))))))["id"],
+        parent(&parent(&parent(&parent(&parent(&parent(&show("HEAD")))))))["id"],
         overlap["id"],
-        "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring, Shared-Window, Uniform-Warpgroup, Stmatrix-Staging) follows the Consumer-Overlap checkpoint the branch starts from"
+        "the bundle's HEAD (Epilogue-Hoist, Epilogue-Ring, Shared-Window, Uniform-Warpgroup, Stmatrix-Staging, Pair-Round) follows the Consumer-Overlap checkpoint the branch starts from"
     );
     for (entry, name) in [(&fixup, "Split-K-Fixup"), (&split, "Persistent-Split-K"), (&turns, "Ping-Pong"), (&overlap, "Consumer-Overlap")] {
         assert_eq!(entry["meta"]["transformation"].as_str(), Some(name), "{}", entry["meta"]);

@@ -62,6 +62,7 @@ const SHIPPED: &[&str] = &[
     "Uniform-Warpgroup",
     "Stmatrix-Staging",
     "Cluster-Split-K",
+    "Pair-Round",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
