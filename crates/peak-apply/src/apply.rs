@@ -321,6 +321,19 @@ fn run(
                 retry: tries.repairs,
                 ..base.clone()
             })?;
+            // A transformation that tells the executor to return the regions as they are
+            // where the kernel does not fit (its text says peak records it as "not carried
+            // out") has been answered, not failed: asking again would push the executor to
+            // change a kernel the transformation does not fit.
+            if offers_to_decline(&t) {
+                return give_up(
+                    &dir,
+                    &t,
+                    log.count,
+                    failed,
+                    &format!("not carried out: the executor returned every region as it was, as {} asks where the kernel does not fit its premise", t.name),
+                );
+            }
             if tries.repairs >= options.retries {
                 return give_up(&dir, &t, log.count, failed, &err.to_string());
             }
@@ -700,6 +713,13 @@ fn feedback_for(verdict: &Verdict) -> Feedback {
 enum Judged {
     Validated { report: ValidationReport, sanitized: Option<sanitize::Record> },
     Deferred(CompileCheck),
+}
+
+/// Whether `t`'s own text asks for every region back unchanged where the kernel does not
+/// fit (the phrase the library's transformations use: "not carried out").
+fn offers_to_decline(t: &Transformation) -> bool {
+    let says = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ").contains("not carried out");
+    t.overview.as_deref().is_some_and(says) || t.passes.iter().any(|p| says(&p.instructions))
 }
 
 fn give_up(dir: &Path, t: &Transformation, attempts: usize, outcome: AttemptOutcome, error: &str) -> Result<ApplyOutcome> {

@@ -257,6 +257,39 @@ fn a_reply_that_changes_nothing_is_not_a_checkpoint() {
     assert!(repair.contains("leave every region exactly as it was"), "{repair}");
 }
 
+/// A transformation that asks for the regions back unchanged where the kernel does not
+/// fit ("not carried out") is answered by an unchanged reply: the apply ends at once,
+/// nothing is asked again and no checkpoint is made.
+#[test]
+fn an_unchanged_reply_to_a_transformation_that_offers_to_decline_ends_the_apply() {
+    let Some(env) = setup() else { return };
+    let library = env.wf.with_file_name("library");
+    std::fs::create_dir_all(&library).unwrap();
+    std::fs::write(
+        library.join("rows.toml"),
+        "name = \"Rows\"\ndescription = \"rows only\"\npatterns = [\"gemm\"]\noverview = \"Fits a kernel of contiguous rows; for any other return the region exactly as it is (peak then records that the transformation was not carried out).\"\n[[passes]]\nregion = \"device\"\ntitle = \"rows\"\ninstructions = \"Add a comment above the kernel.\"\n",
+    )
+    .unwrap();
+    let device = std::fs::read_to_string(example("matmul-opencl-naive").join("kernel.cl")).unwrap();
+    let device = device.split("// @peak device\n").nth(1).unwrap().split("// @peak host").next().unwrap().to_string();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let unchanged = format!("```c\n{device}```\n");
+    let server = runtime.block_on(FakeLlmServer::start([Scripted::reply(unchanged.clone()), Scripted::reply(unchanged)])).unwrap();
+    let vars = llm_vars(&server);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let args = [&["apply", "rows", "--executor", "openai:fake-model", "-w", s(&env.wf), "--library", s(&library), "--json"][..], &FAST].concat();
+    let out = peak(&env, &args, &vars);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let result = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(result["last_outcome"], "unchanged");
+    assert!(result["last_error"].as_str().unwrap().contains("not carried out"), "{result}");
+    let outcomes: Vec<String> = attempts(&env).iter().map(|a| a["outcome"].as_str().unwrap().to_string()).collect();
+    assert_eq!(outcomes, ["unchanged"], "asked once");
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(json(&ok(&env, &["log", "-w", s(&env.wf), "--json"], &[])).as_array().unwrap().len(), 1, "no checkpoint was made");
+}
+
 #[test]
 fn a_key_the_server_quotes_back_reaches_nothing_peak_writes() {
     let Some(env) = setup() else { return };

@@ -128,9 +128,27 @@ pub fn infer(device: &str) -> Result<Inferred, String> {
     let kernels = kernel_names(&code);
     for name in &kernels {
         if let Some(pattern) = pattern_in_name(name) {
+            // A name that says GEMM over a loop folding elements into one value, with no
+            // product of two arrays anywhere (llm.c's `matmul_backward_bias`, a column
+            // sum), is a GEMM's helper, not a GEMM. Only that shape overrides the name: a
+            // tensor-core GEMM multiplies through intrinsics, not `acc += A[..] * B[..]`.
+            if pattern == Pattern::Gemm && !accumulates_product(&code) && words(&code).any(|w| w == "for" || w == "while") && folds_elements(&code) {
+                return Ok(Inferred {
+                    pattern: Pattern::Reduction,
+                    evidence: format!(
+                        "a loop folding array elements into one private value; the kernel's name `{name}` says GEMM, but no product of two arrays is accumulated"
+                    ),
+                });
+            }
             return Ok(Inferred { pattern, evidence: format!("the kernel's name `{name}`") });
         }
     }
+    infer_shape(&code, &kernels)
+}
+
+/// The pattern the shape of `code` (masked device code) shows, or why it shows none.
+fn infer_shape(code: &str, kernels: &[String]) -> Result<Inferred, String> {
+    let code = code.to_string();
     let has = |word: &str| words(&code).any(|w| w == word);
     let has_any = |list: &[&str]| list.iter().any(|w| has(w));
     let loops = has("for") || has("while");
@@ -153,6 +171,9 @@ pub fn infer(device: &str) -> Result<Inferred, String> {
     }
     if atomics {
         return found(Pattern::Reduction, "atomic accumulation into a few elements");
+    }
+    if loops && folds_elements(&code) {
+        return found(Pattern::Reduction, "a loop folding array elements into one private value");
     }
     if neighbour_offsets(&code) {
         return found(Pattern::Stencil, "reads of neighbouring elements (index plus or minus an offset)");
@@ -223,6 +244,37 @@ fn accumulates_product(code: &str) -> bool {
         let accumulates = s.contains("+=") || s.contains("fma") || s.contains("mad(");
         let indexed: Vec<&str> = s.split('[').skip(1).collect();
         accumulates && indexed.len() >= 2 && (s.contains('*') || s.contains("fma") || s.contains("mad("))
+    })
+}
+
+/// Whether some `s += x[..]` (or `s = s + x[..]`, `m = fmax(m, x[..])`) folds elements of
+/// an array into a private value (a plain name, not an element): a sum or a maximum.
+fn folds_elements(code: &str) -> bool {
+    code.split([';', '{', '}']).any(|statement| {
+        let s = statement.trim();
+        let Some((target, value)) = s.split_once("+=").or_else(|| s.split_once('=')) else { return false };
+        // A loop header's step (`i += stride) y[i] = x[i]`) ends at its unmatched `)`.
+        let mut depth = 0i32;
+        let end = value
+            .char_indices()
+            .find(|&(_, c)| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                depth < 0
+            })
+            .map_or(value.len(), |(i, _)| i);
+        let value = &value[..end];
+        let target = target.trim().rsplit(|c: char| c.is_whitespace() || c == '(' || c == ')').next().unwrap_or("");
+        let plain = !target.is_empty() && target.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let folds = s.contains("+=")
+            || ["fmax", "fmaxf", "max", "fmin", "fminf", "min"]
+                .iter()
+                .any(|f| value.contains(&format!("{f}({target}")) || value.contains(&format!("{f}({target},")))
+            || value.trim_start().starts_with(&format!("{target} +"));
+        plain && folds && value.contains('[')
     })
 }
 
@@ -300,6 +352,30 @@ mod tests {
         assert_eq!(inferred(blur), Pattern::Stencil);
         let map = "__global__ void k(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }";
         assert_eq!(inferred(map), Pattern::Elementwise);
+    }
+
+    #[test]
+    fn a_gemm_name_over_code_without_a_product_goes_by_the_code() {
+        // llm.c's bias gradient: named after the matmul it belongs to, a column sum.
+        let bias = "__kernel void matmul_backward_bias(__global float* dbias, __global const float* dout, int BT, int OC) { int c = get_global_id(0); if (c < OC) { float sum = 0.0f; for (int r = 0; r < BT; r++) { sum += dout[r * OC + c]; } dbias[c] = sum; } }";
+        let found = infer(bias).unwrap();
+        assert_eq!(found.pattern, Pattern::Reduction);
+        assert!(found.evidence.contains("says GEMM") && found.evidence.contains("folding"), "{}", found.evidence);
+        // A GEMM by name whose code says nothing else stays a GEMM.
+        assert_eq!(inferred("__global__ void matmul_wgmma(float* C) { for (int k = 0; k < 8; k++) asm volatile(\"wgmma\"); }"), Pattern::Gemm);
+        let gemm = "__global__ void sgemm(float* C, const float* A, const float* B, int n) { float acc = 0; for (int i = 0; i < n; ++i) acc += A[r * n + i] * B[i * n + c]; C[r*n+c] = acc; }";
+        assert_eq!(inferred(gemm), Pattern::Gemm);
+    }
+
+    #[test]
+    fn a_loop_folding_elements_into_one_value_is_a_reduction() {
+        let chunks = "__kernel void block_sum(__global const float* X, __global float* P, int n, int chunk) { int b = get_global_id(0); float acc = 0.0f; for (int i = 0; i < chunk; ++i) { acc += X[b * chunk + i]; } P[b] = acc; }";
+        assert_eq!(inferred(chunks), Pattern::Reduction);
+        let maxima = "__global__ void k(float* out, const float* x, int n) { float m = x[0]; for (int i = 1; i < n; i++) m = fmaxf(m, x[i]); out[0] = m; }";
+        assert_eq!(inferred(maxima), Pattern::Reduction);
+        // A loop that writes elements folds nothing.
+        let copy = "__global__ void k(float* y, const float* x, int n) { for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = x[i]; }";
+        assert!(infer(copy).is_err());
     }
 
     #[test]

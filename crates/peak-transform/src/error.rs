@@ -48,7 +48,7 @@ pub enum PromptError {
     )]
     RoleClash { transformation: String, role: String, name: String },
 
-    #[error("'{transformation}' is written for {patterns} kernels, and this context's kernel is {} ({pattern}: [kernel] pattern in peak.toml); {}", pattern.meaning(), Fitting(fitting))]
+    #[error("'{transformation}' is written for {patterns} kernels, and this context's kernel is {} ({pattern}, declared, implied by its domain or read off its code; if that is wrong, declare it in peak.toml: [kernel] pattern = \"...\"); {}", pattern.meaning(), Fitting(fitting))]
     WrongPattern { transformation: String, pattern: Pattern, patterns: String, fitting: Vec<String> },
 
     #[error(

@@ -171,7 +171,10 @@ fn prompts_refuse_what_cannot_work() {
     let conv = PromptContext { kernel: KernelBrief { pattern: Some(peak_spec::Pattern::Stencil), description: "" }, ..ctx };
     let err = library.pass_prompt(library.get("Refactor").unwrap(), 1, &conv).unwrap_err();
     assert!(matches!(err, PromptError::WrongPattern { pattern: peak_spec::Pattern::Stencil, .. }), "{err}");
-    assert!(err.to_string().contains("Register-Window"), "the error lists what fits a stencil: {err}");
+    assert!(
+        err.to_string().contains("Register-Window") && err.to_string().contains("read off its code"),
+        "the error lists what fits a stencil and says where the pattern came from: {err}"
+    );
     let unknown = PromptContext { kernel: KernelBrief::default(), ..ctx };
     let err = library.pass_prompt(library.get("Refactor").unwrap(), 1, &unknown).unwrap_err();
     assert!(matches!(err, PromptError::UnknownPattern { .. }) && err.to_string().contains("[kernel] pattern"), "{err}");
