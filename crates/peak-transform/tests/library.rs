@@ -46,6 +46,7 @@ const SHIPPED: &[&str] = &[
     "WGMMA",
     // Kernel-agnostic (issue 14): reductions, softmax, attention, transposes, stencils.
     "Block-Reduce",
+    "Column-Split",
     "KV-Tile",
     "Online-Softmax",
     "Query-Tile",
