@@ -369,3 +369,46 @@ fn permute_inner_vector_holds_any_run_length() {
         assert_eq!(report["outcome"], "passed", "D={d}: {report}");
     }
 }
+
+/// A column reduction (llm.c's bias gradient: dbias[c] sums column c of dout down its
+/// rows), recorded by the agent: Block-Reduce, Vector-Body and Grid-Accumulate return it
+/// unchanged (its segments are strided with adjacent columns on consecutive work-items;
+/// a walk of one column per work-group would undo the coalescing), Column-Split splits
+/// each column's rows over SPLIT work-items along y, then Unroll-Accumulators. The tip is
+/// checked against the naive root at sizes no block divides, one row and one column
+/// included, with the fewest and the most work-items per column.
+#[test]
+fn dbias_column_reduction_workflow_replays() {
+    let Some(log) = replay("dbias", &["BT=129", "OC=45"], &["Column-Split", "Unroll-Accumulators"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Unroll-Accumulators"));
+    let env = Env::new();
+    let (_, candidate, naive) = recorded_and_root(&env, "dbias-opencl-agent.bundle", "HEAD");
+    for (bt, oc, block, split, unroll) in
+        [("1", "130", "32", "32", "8"), ("3", "1", "64", "2", "4"), ("1000", "33", "256", "1", "1"), ("67", "45", "32", "16", "2")]
+    {
+        let sets = [format!("BT={bt}"), format!("OC={oc}"), format!("BLOCK_X={block}"), format!("SPLIT={split}"), format!("UNROLL={unroll}")];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let report = validate_against(&env, &candidate, &naive, "1", &sets);
+        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
+    }
+}
+
+/// llm.c's fused classifier (the loss half: logsumexp of a row of logits minus the
+/// target's logit, gathered through an int array), rows of GPT-2's 50,257 at validation:
+/// Block-Reduce, Online-Softmax (one walk for the maximum and the sum), Vector-Body (rows
+/// start unaligned) and Rows-Per-Block. Replayed at rows of 1001 to keep it short; the tip
+/// is checked against the naive root at rows of 1, 5 and 50,257 with ROWS no row count
+/// divides.
+#[test]
+fn fused_classifier_workflow_replays() {
+    let Some(log) = replay("fused-classifier", &["BT=7", "V=1001"], &["Block-Reduce", "Online-Softmax", "Vector-Body", "Rows-Per-Block"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Rows-Per-Block"));
+    let env = Env::new();
+    let (_, candidate, naive) = recorded_and_root(&env, "fused-classifier-opencl-agent.bundle", "HEAD");
+    for (bt, v, block, rows) in [("3", "1", "16", "8"), ("5", "5", "128", "8"), ("3", "50257", "16", "2")] {
+        let sets = [format!("BT={bt}"), format!("V={v}"), format!("BLOCK_X={block}"), format!("ROWS={rows}"), "VEC_BYTES=4,8,16".to_string()];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let report = validate_against(&env, &candidate, &naive, "3", &sets);
+        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
+    }
+}
