@@ -478,16 +478,8 @@ const HOPPER_CHAIN: [&str; 11] = [
 ];
 
 /// The steps after TMA-Store on the Hopper line's main branch, up to the tip the lead replays.
-const AFTER_TMA_STORE: [&str; 8] = [
-    "Persistent-Tiles",
-    "Consumer-Overlap",
-    "Epilogue-Hoist",
-    "Epilogue-Ring",
-    "Shared-Window",
-    "Uniform-Warpgroup",
-    "Stmatrix-Staging",
-    "Pair-Round",
-];
+const AFTER_TMA_STORE: [&str; 8] =
+    ["Persistent-Tiles", "Consumer-Overlap", "Epilogue-Hoist", "Epilogue-Ring", "Shared-Window", "Uniform-Warpgroup", "Stmatrix-Staging", "Pair-Round"];
 
 /// The 16-bit twin `dtype` ("bf16" or "f16": its C type, its conversions and its wgmma
 /// kind) walked through HOPPER_CHAIN, as the bundle records it.
@@ -628,7 +620,8 @@ fn pair_round_rounds_each_pair_once(parent: &str, tip: &str, dtype: &str) {
     } else {
         ("__float2half", "__halves2half2(e0, e1)", "__floats2half2_rn(f0, f1)")
     };
-    let define = |text: &str, name: &str| text.lines().find(|l| l.starts_with(&format!("#define {name}("))).map(|l| l.split("//").next().unwrap().trim().to_string());
+    let define =
+        |text: &str, name: &str| text.lines().find(|l| l.starts_with(&format!("#define {name}("))).map(|l| l.split("//").next().unwrap().trim().to_string());
     for (old, new) in [("EPILOGUE", "EPILOGUE_F32"), ("EPILOGUE_WITH", "EPILOGUE_F32_WITH")] {
         let before = define(parent, old).unwrap();
         assert_eq!(define(tip, old).as_deref(), Some(before.as_str()), "{old} changed");
