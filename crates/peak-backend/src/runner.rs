@@ -292,6 +292,7 @@ pub fn plan(backend: &dyn Backend, ctx: &Context, params: &ExecParams, arrays: &
         first_line: ctx.regions.first_line(Region::Host),
         params,
         arrays: &script_arrays,
+        scalars: &ctx.manifest.scalars.iter().map(|(n, v)| (n.clone(), *v)).collect::<Vec<_>>(),
         device: backend.device(),
         extensions: &extensions,
     })?)

@@ -84,6 +84,8 @@ pub struct ScriptInput<'a> {
     pub first_line: usize,
     pub params: &'a ExecParams,
     pub arrays: &'a [ScriptArray],
+    /// The manifest's `[scalars]`: float values seen by name (passed to a kernel as f32).
+    pub scalars: &'a [(String, f64)],
     pub device: &'a DeviceInfo,
     pub extensions: &'a [ScriptFunction],
 }
@@ -97,6 +99,9 @@ pub fn build_plan(input: &ScriptInput) -> Result<LaunchPlan, ScriptError> {
     let mut scope = Scope::new();
     for (name, value) in input.params.iter() {
         scope.push_constant(name.to_string(), value);
+    }
+    for (name, value) in input.scalars {
+        scope.push_constant(name.clone(), *value);
     }
     for (i, array) in input.arrays.iter().enumerate() {
         scope.push_constant(array.name.clone(), ScriptBuffer { buffer: BufRef::Array(i), dtype: array.dtype, count: array.count });

@@ -260,7 +260,7 @@ fn script_arrays(a: usize, c: usize) -> Vec<ScriptArray> {
 fn run_script(source: &str, params: &ExecParams, arrays: &[ScriptArray]) -> Result<(), TestCaseError> {
     let device = device();
     let extensions = extensions();
-    let input = ScriptInput { file: "k.cu", source, first_line: 7, params, arrays, device: &device, extensions: &extensions };
+    let input = ScriptInput { file: "k.cu", source, first_line: 7, params, arrays, scalars: &[], device: &device, extensions: &extensions };
     match build_plan(&input) {
         Ok(plan) => {
             prop_assert!(plan.launches() > 0);
@@ -386,7 +386,7 @@ fn huge_array_sizes_are_errors() {
 fn huge_scratch_and_copies_are_errors() {
     let run = |source: &str, arrays: &[ScriptArray]| {
         let device = device();
-        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays, device: &device, extensions: &[] };
+        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays, scalars: &[], device: &device, extensions: &[] };
         build_plan(&input)
     };
     let huge = script_arrays(usize::MAX / 2, usize::MAX);
@@ -409,7 +409,7 @@ fn padding_an_array_past_the_limit_is_an_error() {
         "let x = [0].pad(9223372036854775807, [[1], [2]]); launch(\"k\", 1, 1, 0);",
         "let x = [0].pad(5000, [1, 2, 3]); launch(\"k\", 1, 1, 0);",
     ] {
-        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays: &[], device: &device, extensions: &[] };
+        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays: &[], scalars: &[], device: &device, extensions: &[] };
         let err = build_plan(&input).unwrap_err();
         assert!(err.to_string().contains("too large"), "{source}: {err}");
     }
@@ -419,6 +419,7 @@ fn padding_an_array_past_the_limit_is_an_error() {
         first_line: 1,
         params: &params(4, 1),
         arrays: &[],
+        scalars: &[],
         device: &device,
         extensions: &[],
     };
@@ -430,7 +431,8 @@ fn padding_an_array_past_the_limit_is_an_error() {
 fn endless_loop_stops_quickly() {
     let start = std::time::Instant::now();
     let device = device();
-    let input = ScriptInput { file: "k.cu", source: "loop { }", first_line: 1, params: &params(4, 1), arrays: &[], device: &device, extensions: &[] };
+    let input =
+        ScriptInput { file: "k.cu", source: "loop { }", first_line: 1, params: &params(4, 1), arrays: &[], scalars: &[], device: &device, extensions: &[] };
     let err = build_plan(&input).unwrap_err();
     assert!(err.to_string().contains("operations"), "{err}");
     assert!(start.elapsed().as_secs() < 10);
@@ -459,7 +461,7 @@ fn launch_takes_many_kernel_arguments_as_one_array() {
     let device = device();
     let arrays = script_arrays(4, 4);
     let run = |source: &str| {
-        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays: &arrays, device: &device, extensions: &[] };
+        let input = ScriptInput { file: "k.cu", source, first_line: 1, params: &params(4, 1), arrays: &arrays, scalars: &[], device: &device, extensions: &[] };
         build_plan(&input)
     };
     let inline12 = run("launch(\"k\", 1, 1, 0, A, C, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);").unwrap();

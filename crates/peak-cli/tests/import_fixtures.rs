@@ -82,7 +82,7 @@ fn training_kernels_import_and_compile_with_nvrtc() {
     );
     assert_eq!(
         launch_line(&layernorm),
-        "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, 1.0e-5);"
+        "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, eps);"
     );
     let notes = layernorm["notes"].to_string();
     assert!(
@@ -174,7 +174,7 @@ fn a_gemm_header_takes_its_floats_from_flags_and_compiles() {
     );
     assert_eq!(
         launch_line(&made),
-        "launch(\"gemm_naive_alpha_beta\", [ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, M, N, K, 1.0, 0.5);"
+        "launch(\"gemm_naive_alpha_beta\", [ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, M, N, K, alpha, beta);"
     );
     assert!(made["launch"].as_str().unwrap().contains("copy(C_in, C);"), "{made}");
     if nvrtc_present("a_gemm_header_takes_its_floats_from_flags_and_compiles") {
@@ -202,7 +202,10 @@ fn axpy_and_reference(env: &Env, name: &str, value: &str, factor: &str) -> (Stri
 fn an_opencl_kernel_runs_on_pocl_with_its_float_as_f32() {
     let env = Env::new();
     let made = new(&env, "axpy.cl", "axpy", &["--size", "xs=4096", "--size", "ys=4096", "--scalar", "alpha=2"]);
-    assert_eq!(launch_line(&made), "launch(\"axpy_inplace\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, 2.0, xs, ys);");
+    assert_eq!(launch_line(&made), "launch(\"axpy_inplace\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, alpha, xs, ys);");
+    // The value is the manifest's, `[scalars]`, which the launch passes by name as an f32.
+    let toml = std::fs::read_to_string(env.path("axpy").join("peak.toml")).unwrap();
+    assert!(toml.contains("[scalars]\nalpha = 2.0"), "{toml}");
     assert_eq!(made["constraints"]["tuning"][0], "4096 % BLOCK_X == 0", "axpy checks no bound: {made}");
     if !opencl_present("an_opencl_kernel_runs_on_pocl_with_its_float_as_f32") {
         return;

@@ -143,6 +143,7 @@ pub fn sequence(ctx: &Context, params: &ExecParams, target: &Target) -> Result<L
         first_line: ctx.regions.first_line(Region::Host),
         params,
         arrays: &script_arrays,
+        scalars: &ctx.manifest.scalars.iter().map(|(n, v)| (n.clone(), *v)).collect::<Vec<_>>(),
         device: &target.device,
         extensions: &target.functions,
     })

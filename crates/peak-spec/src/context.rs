@@ -186,7 +186,7 @@ impl Manifest {
                 return Err(field_err(field, format!("{what} name '{name}' is not an identifier (letters, digits, _; not starting with a digit)")));
             }
             if declared.contains(&name) {
-                return Err(field_err(field, format!("'{name}' is declared twice (inputs, arrays and tuning parameters share one namespace)")));
+                return Err(field_err(field, format!("'{name}' is declared twice (inputs, scalars, arrays and tuning parameters share one namespace)")));
             }
             declared.push(name);
             Ok(())
@@ -196,6 +196,12 @@ impl Manifest {
             domain.expand().map_err(|m| field_err(format!("inputs.{name}"), m))?;
         }
         crate::shapes::check(self).map_err(|(field, message)| field_err(field, message))?;
+        for (name, value) in &self.scalars {
+            declare(format!("scalars.{name}"), "scalar", name)?;
+            if !value.is_finite() {
+                return Err(field_err(format!("scalars.{name}"), format!("{value} is not a finite number")));
+            }
+        }
         for (name, domain) in &self.tuning {
             declare(format!("tuning.{name}"), "tuning parameter", name)?;
             domain.expand().map_err(|m| field_err(format!("tuning.{name}"), m))?;

@@ -228,7 +228,10 @@ pub fn scaffold(source: &str, backend: Language, file_name: &str, read: ReadHead
         arrays.push(input);
     }
     for (array, keys) in &choices.shaping {
-        let spec = arrays.iter_mut().find(|a| &a.name == array).expect("check_choices named an array");
+        // An output that starts each run from an input of its own is drawn through that
+        // input: its own init is overwritten by the copy before the kernel reads it.
+        let drawn = starts.iter().find(|(a, _)| a == array).map_or(array, |(_, from)| from);
+        let spec = arrays.iter_mut().find(|a| &a.name == drawn).expect("check_choices named an array");
         *spec = flags::shaped(spec, keys).map_err(|e| format!("--init {array}: {e}"))?;
     }
     let first_output = arrays.iter().find(|a| a.output).ok_or("no array is an output: name the result with --output")?;
@@ -268,7 +271,13 @@ pub fn scaffold(source: &str, backend: Language, file_name: &str, read: ReadHead
             roles: IndexMap::new(),
             library: choices.library.clone(),
         },
-        inputs: inputs.iter().map(|s| (s.to_string(), Domain::values(choices.inputs[*s].clone()))).collect(),
+        inputs: inputs
+            .iter()
+            .copied()
+            .chain(choices.inputs.keys().map(String::as_str).filter(|name| sizing_only(&params, choices, name)))
+            .map(|s| (s.to_string(), Domain::values(choices.inputs[s].clone())))
+            .collect(),
+        scalars: params.iter().filter(|p| matches!(p, Param::Float { .. })).map(|p| (p.name().to_string(), choices.scalars[p.name()])).collect(),
         shapes: Vec::new(),
         inputs_from_shapes: false,
         arrays,
@@ -313,7 +322,15 @@ fn check_choices(kernel: &str, params: &[Param], choices: &ImportChoices) -> Res
     ];
     for (flag, names, allowed, what) in given {
         for name in names {
+            if matches!(flag, "--input" | "--validate") && sizing_only(params, choices, name) {
+                continue;
+            }
             if !params.iter().any(|p| p.name() == name) {
+                if matches!(flag, "--input" | "--validate") {
+                    return Err(format!(
+                        "kernel `{kernel}` has no parameter `{name}`, and no --size or --init names it: an input that is no parameter (a vocabulary size) must size an array or bound its values"
+                    ));
+                }
                 return Err(format!("kernel `{kernel}` has no parameter `{name}`"));
             }
             if !allowed.contains(&name.as_str()) {
@@ -345,6 +362,15 @@ fn check_choices(kernel: &str, params: &[Param], choices: &ImportChoices) -> Res
     if missing.is_empty() { Ok(()) } else { Err(format!("the signature of `{kernel}` does not say {}", missing.join("; nor "))) }
 }
 
+/// Whether `name` is an input that is no parameter of the kernel but sizes an array or
+/// bounds its values (a gather's table of V rows: `--size wte=V*C`, `--init inp=range = [0,
+/// "V"]`): the launch never passes it, the manifest needs it.
+fn sizing_only(params: &[Param], choices: &ImportChoices, name: &str) -> bool {
+    let names = |text: &str| text.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_')).any(|word| word == name);
+    !params.iter().any(|p| p.name() == name)
+        && (choices.sizes.values().any(|size| names(size)) || choices.shaping.values().any(|keys| names(&keys.to_string())))
+}
+
 /// What kind of parameter `name` is, for an error that names the right flag.
 fn describe(params: &[Param], name: &str) -> &'static str {
     match params.iter().find(|p| p.name() == name) {
@@ -362,7 +388,7 @@ fn host_region(kernel: &str, code: &str, params: &[Param], choices: &ImportChoic
     let floats: Vec<String> =
         params.iter().filter(|p| matches!(p, Param::Float { .. })).map(|p| format!("{} = {}", p.name(), float_literal(choices.scalars[p.name()]))).collect();
     if !floats.is_empty() {
-        lines.push(format!("// Float parameters, fixed at the values given with --scalar: {}.", floats.join(", ")));
+        lines.push(format!("// Float parameters, passed by name from [scalars] in peak.toml (given with --scalar): {}.", floats.join(", ")));
     }
     for (array, from) in starts {
         lines.push(format!("// The kernel reads {array} as well as writing it: each run starts it from {from}, a random input."));
@@ -371,9 +397,8 @@ fn host_region(kernel: &str, code: &str, params: &[Param], choices: &ImportChoic
     let args: Vec<String> = params
         .iter()
         .map(|p| match p {
-            Param::Array { name, .. } | Param::Scalar { name, wide: false } => name.clone(),
+            Param::Array { name, .. } | Param::Scalar { name, wide: false } | Param::Float { name } => name.clone(),
             Param::Scalar { name, wide: true } => format!("i64({name})"),
-            Param::Float { name } => float_literal(choices.scalars[name]),
         })
         .collect();
     let threads = proposal.block.trim_matches(['[', ']']).replace(", ", " * ");

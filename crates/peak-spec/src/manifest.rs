@@ -24,6 +24,9 @@
 //! [inputs]
 //! n = { values = [256, 512, 1024] }
 //!
+//! [scalars]                         # optional: float values the launch script sees by name
+//! # eps = 1e-5                      # (`launch(..., eps)` passes an f32 kernel argument)
+//!
 //! # Or, instead of the product of the inputs' values, the shapes to tune at, one table
 //! # each (see `crate::shapes`): `[inputs]` may then be left out.
 //! # [[shapes]]
@@ -105,6 +108,11 @@ pub struct Manifest {
     /// order, rather than the product of the inputs' values ([`crate::shapes`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shapes: Vec<IndexMap<String, i64>>,
+    /// Float values the launch script sees by name (`[scalars]`, `eps = 1e-5`): a kernel's
+    /// float parameters (a learning rate, an epsilon), fixed, not tuned; the script passes
+    /// one as an f32 argument. Part of the inputs' namespace.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub scalars: IndexMap<String, f64>,
     /// Whether `inputs` was derived from `shapes` (no `[inputs]` written): then it is not
     /// written back either, so a saved context reads as the user wrote it.
     #[serde(skip)]
@@ -217,6 +225,13 @@ impl Manifest {
         if !self.inputs.is_empty() {
             let inputs: Vec<&str> = self.inputs.keys().map(String::as_str).collect();
             text.push_str(&format!("\nScalar inputs: {}.", inputs.join(", ")));
+        }
+        if !self.scalars.is_empty() {
+            let scalars: Vec<String> = self.scalars.iter().map(|(name, value)| format!("{name} = {value:?}")).collect();
+            text.push_str(&format!(
+                "\nFloat scalars ([scalars], fixed; host-script variables of these names, passed to the kernel as f32): {}.",
+                scalars.join(", ")
+            ));
         }
         if !self.shapes.is_empty() {
             let shapes: Vec<String> = self.shapes.iter().map(describe_shape).collect();

@@ -173,6 +173,26 @@ fn bad_domains_and_duplicates_are_rejected() {
 }
 
 #[test]
+fn scalars_are_named_floats_in_the_inputs_namespace() {
+    let with = |table: &str| MANIFEST.replace("[inputs]\n", &format!("[scalars]\n{table}\n\n[inputs]\n"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("peak.toml"), with("eps = 1e-5\nlr = 3")).unwrap();
+    std::fs::write(dir.path().join("kernel.cl"), SOURCE).unwrap();
+    let ctx = Context::load(dir.path()).unwrap();
+    assert_eq!(ctx.manifest.scalars.iter().map(|(n, v)| (n.as_str(), *v)).collect::<Vec<_>>(), [("eps", 1e-5), ("lr", 3.0)]);
+    assert!(
+        ctx.manifest
+            .describe_kernel()
+            .contains("Float scalars ([scalars], fixed; host-script variables of these names, passed to the kernel as f32): eps = 1e-5, lr = 3.0.")
+    );
+    let err = load_err(&with("n = 0.5"), SOURCE);
+    assert!(err.contains("scalars.n") || err.contains("inputs.n"), "{err}");
+    assert!(err.contains("declared twice"), "{err}");
+    let err = load_err(&with("eps = \"small\""), SOURCE);
+    assert!(err.contains("eps") || err.contains("scalars"), "{err}");
+}
+
+#[test]
 fn manifest_round_trips_through_text() {
     let m = Manifest::parse("peak.toml", MANIFEST).unwrap();
     let again = Manifest::parse("peak.toml", &m.to_toml()).unwrap();

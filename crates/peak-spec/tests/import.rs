@@ -96,12 +96,12 @@ fn layernorm_gets_one_thread_per_row_and_its_eps_from_a_flag() {
     assert!(notes.iter().any(|n| n.starts_with("pattern row-reduction read off the code (the kernel's name `layernorm_rows_forward`)")), "{notes:?}");
     assert_eq!(
         launch_line(&ctx),
-        "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, 1.0e-5);"
+        "launch(\"layernorm_rows_forward\", ceil_div(rows, BLOCK_X), BLOCK_X, 0, out, mean, rstd, inp, scale, shift, rows, width, eps);"
     );
     let host = ctx.region(Region::Host);
     assert!(host.contains("row = blockIdx.x * blockDim.x + threadIdx.x, guarded by `row < rows`"), "{host}");
     assert!(host.contains("out has rows * width elements: each thread handles several"), "{host}");
-    assert!(host.contains("fixed at the values given with --scalar: eps = 1.0e-5."), "{host}");
+    assert!(host.contains("passed by name from [scalars] in peak.toml (given with --scalar): eps = 1.0e-5."), "{host}");
     assert!(!host.contains("copy("), "out is written through an alias, never read: {host}");
     let roles: Vec<(&str, bool)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output)).collect();
     assert_eq!(roles, [("out", true), ("mean", true), ("rstd", true), ("inp", false), ("scale", false), ("shift", false)]);
@@ -217,7 +217,7 @@ fn a_gemm_header_takes_alpha_and_beta_and_starts_c_from_an_input() {
     let (ctx, notes, _dir) = import("realistic/sgemm_alpha_beta.cuh", choices);
     assert_eq!(
         launch_line(&ctx),
-        "launch(\"gemm_naive_alpha_beta\", [ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, M, N, K, 1.0, 0.5);"
+        "launch(\"gemm_naive_alpha_beta\", [ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y)], [BLOCK_X, BLOCK_Y], 0, A, B, C, M, N, K, alpha, beta);"
     );
     let host = ctx.region(Region::Host);
     assert!(host.contains("copy(C_in, C);") && host.contains("alpha = 1.0, beta = 0.5"), "C = alpha A B + beta C reads C: {host}");
@@ -247,7 +247,7 @@ fn an_opencl_axpy_without_a_bound_keeps_blocks_inside_the_array() {
         ..ImportChoices::default()
     };
     let (ctx, _, _dir) = import("realistic/axpy.cl", choices);
-    assert_eq!(launch_line(&ctx), "launch(\"axpy_inplace\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, 2.0, xs, ys);");
+    assert_eq!(launch_line(&ctx), "launch(\"axpy_inplace\", ceil_div(4096, BLOCK_X), BLOCK_X, 0, alpha, xs, ys);");
     assert_eq!(ctx.manifest.constraints.tuning, ["4096 % BLOCK_X == 0"]);
     let roles: Vec<(&str, bool)> = ctx.manifest.arrays.iter().map(|a| (a.name.as_str(), a.output)).collect();
     assert_eq!(roles, [("xs", false), ("ys", true), ("ys_in", false)], "xs is not const, but the kernel only reads it");

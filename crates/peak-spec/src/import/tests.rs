@@ -104,11 +104,21 @@ fn float_parameters_take_values_written_into_the_launch() {
     c.scalars.insert("a".into(), 2.0);
     let made = scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap();
     let host = made.regions.get(Region::Host);
-    assert!(host.contains("launch(\"saxpy\", ceil_div(n, BLOCK_X), BLOCK_X, 0, n, 2.0, x, y);"), "{host}");
+    // The float is named in the launch and given its value in [scalars].
+    assert!(host.contains("launch(\"saxpy\", ceil_div(n, BLOCK_X), BLOCK_X, 0, n, a, x, y);"), "{host}");
+    assert_eq!(made.manifest.scalars.get("a"), Some(&2.0));
+    let written = made.manifest.to_toml();
+    assert!(written.contains("[scalars]\na = 2.0"), "{written}");
+    assert_eq!(crate::Manifest::parse("peak.toml", &written).unwrap().scalars, made.manifest.scalars);
     // y is read before it is written: it starts from an input of its own on every run.
     assert!(host.contains("copy(y_in, y);"), "{host}");
     let y_in = made.manifest.arrays.iter().find(|a| a.name == "y_in").expect("y_in");
     assert_eq!((y_in.init, y_in.output, y_in.size.as_str()), (Init::Random, false, "n"));
+    // --init y shapes what y starts from, y_in (y's own init is overwritten by the copy).
+    c.shaping.insert("y".into(), crate::import::array_shaping("uniform").unwrap());
+    let shaped = scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap();
+    let init = |name: &str| shaped.manifest.arrays.iter().find(|a| a.name == name).expect("an array").init.kind();
+    assert_eq!((init("y_in"), init("y")), (crate::init::InitKind::Uniform, crate::init::InitKind::Zeros));
     c.scalars.insert("a".into(), f64::NAN);
     assert!(scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err().contains("finite"));
 }
@@ -235,4 +245,27 @@ fn a_missing_local_header_is_named() {
     let source = "#include \"helpers.h\"\n__global__ void k(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }\n";
     let made = scaffold(source, Language::Cuda, "k.cu", &no_headers, &choices(&[("y", "n")], &[("n", &[64])])).unwrap();
     assert!(made.notes[0].contains("left out #include \"helpers.h\": it is not next to k.cu"), "{:?}", made.notes);
+}
+
+const GATHER: &str = "__kernel void gather(__global float* out, __global const int* ids, __global const float* table, int N, int C) {\n    int i = get_global_id(0);\n    if (i < N * C) out[i] = table[ids[i / C] * C + i % C];\n}\n";
+
+#[test]
+fn an_input_that_only_sizes_an_array_is_no_kernel_argument() {
+    // The table's row count V is no parameter: the ids index it.
+    let mut c = choices(&[("out", "N*C"), ("ids", "N"), ("table", "V*C")], &[("N", &[5]), ("C", &[7]), ("V", &[11])]);
+    c.validation.insert("V".into(), vec![3]);
+    let made = scaffold(GATHER, Language::Opencl, "gather.cl", &no_headers, &c).unwrap();
+    assert_eq!(made.manifest.inputs.keys().collect::<Vec<_>>(), ["N", "C", "V"]);
+    assert!(made.manifest.validation.inputs.contains_key("V"));
+    let host = made.regions.get(Region::Host);
+    assert!(host.contains("0, out, ids, table, N, C);"), "V is not passed: {host}");
+    crate::Manifest::parse("peak.toml", &made.manifest.to_toml()).unwrap();
+    // Named only by an --init range, it is still an input.
+    let mut c = choices(&[("out", "N*C"), ("ids", "N"), ("table", "64*C")], &[("N", &[5]), ("C", &[7]), ("V", &[11])]);
+    c.shaping.insert("ids".into(), crate::import::array_shaping("range = [0, \"V\"]").unwrap());
+    assert!(scaffold(GATHER, Language::Opencl, "gather.cl", &no_headers, &c).unwrap().manifest.inputs.contains_key("V"));
+    // Named by nothing, it is a typo.
+    let c = choices(&[("out", "N*C"), ("ids", "N"), ("table", "64*C")], &[("N", &[5]), ("C", &[7]), ("W", &[11])]);
+    let err = scaffold(GATHER, Language::Opencl, "gather.cl", &no_headers, &c).unwrap_err();
+    assert!(err.contains("no parameter `W`") && err.contains("--size"), "{err}");
 }
