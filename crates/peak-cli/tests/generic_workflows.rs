@@ -393,6 +393,35 @@ fn dbias_column_reduction_workflow_replays() {
     }
 }
 
+/// llm.c's AdamW update (adamw_kernel2): params, m and v updated in place, seven float
+/// hyperparameters named in `[scalars]`, brought in with `peak new`. Grid-Stride,
+/// Vector-Body (four arrays at the same indices, the head taken from one and the scalar
+/// path where another is aligned differently) and Stream-Hints (only the gradient's loads
+/// streamed: the other arrays are written back). Replayed at 1001 parameters; the tip is
+/// checked against the naive root at one parameter, a few, and a million and three.
+#[test]
+fn adamw_in_place_workflow_replays() {
+    let Some(log) = replay("adamw", &["num_parameters=1001"], &["Grid-Stride", "Vector-Body", "Stream-Hints"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
+    let env = Env::new();
+    let (_, candidate, naive) = recorded_and_root(&env, "adamw-opencl-agent.bundle", "HEAD");
+    for (n, block, items, waves, vec, stream) in
+        [("1", "32", "4", "1", "16", "2"), ("7", "32", "1", "1", "16", "0"), ("4099", "1024", "2", "128", "4", "2"), ("1000003", "64", "4", "2", "8", "1")]
+    {
+        let sets = [
+            format!("num_parameters={n}"),
+            format!("BLOCK_X={block}"),
+            format!("ITEMS={items}"),
+            format!("WAVES={waves}"),
+            format!("VEC_BYTES={vec}"),
+            format!("STREAM={stream}"),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let report = validate_against(&env, &candidate, &naive, "1", &sets);
+        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
+    }
+}
+
 /// llm.c's fused classifier (the loss half: logsumexp of a row of logits minus the
 /// target's logit, gathered through an int array), rows of GPT-2's 50,257 at validation:
 /// Block-Reduce, Online-Softmax (one walk for the maximum and the sum), Vector-Body (rows
