@@ -255,14 +255,17 @@ fn batched_in_place_tn_gemm_replays_on_opencl() {
 
 /// Where the TT GEMM's line replays in CI: smaller than the recording's sizes, dividing no
 /// tile; a tile of A eight rows high filled in vectors of 4 along m (A is stored K-major),
-/// B's tile in vectors of 4 along k, B's chunk of 4 columns read from shared memory as one vector.
+/// B's tile in vectors of 4 along k, B's chunk of 4 columns read from shared memory as one
+/// vector; k in two splits of 24 and 11 (five k-steps of 8), two stages, rows padded by one
+/// vector, bands of two tile-rows (seven tile-rows: the last band is one row high).
 const TT_GELU_SIZES: [&str; 3] = ["M=50", "N=41", "K=35"];
-const TT_GELU_PINS: [&str; 8] = ["BLOCK_X=4", "BLOCK_Y=4", "TRD_X=4", "TRD_Y=2", "TILE_K=8", "CHUNK_X=4", "CHUNK_Y=2", "VEC=4"];
+const TT_GELU_PINS: [&str; 12] =
+    ["BLOCK_X=4", "BLOCK_Y=4", "TRD_X=4", "TRD_Y=2", "TILE_K=8", "CHUNK_X=4", "CHUNK_Y=2", "VEC=4", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=2"];
 
 /// A GEMM the line was not walked on before: both operands transposed (TT), every matrix
 /// padded (lda = M + 3, ldb = K + 5, ldc = N + 2), alpha = 1.5, a bias, GELU (tanh form)
 /// and a residual, `out = gelu_tanh(1.5 A . B + bias) + res`, walked by the agent on PoCL
-/// from Refactor to Vectorize (Split-K stopped at the launch script's argument limit; see
+/// through the whole line, Refactor to Block-Swizzle (see
 /// examples/workflows/notes/gemm-tt-gelu-opencl.md). The padding after each row of out is
 /// never written, by the root or by any step: the validator matches it unwritten.
 #[test]
@@ -278,7 +281,7 @@ fn padded_tt_gemm_with_gelu_replays_on_opencl() {
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
-    assert_eq!(steps, std::iter::once("init").chain(GEMM_LINE[..7].iter().copied()).collect::<Vec<_>>());
+    assert_eq!(steps, std::iter::once("init").chain(GEMM_LINE.iter().copied()).collect::<Vec<_>>());
     for entry in &line[1..] {
         assert_eq!(entry["verdict"], "passed", "{entry}");
         assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
@@ -292,11 +295,25 @@ fn padded_tt_gemm_with_gelu_replays_on_opencl() {
         "#define B_AT(r, c) b[(c) * (ldb) + (r)]",
         "#define C_AT(r, c) out[(r) * (ldc) + (c)]",
         "#define EPILOGUE(acc, r, c) (GELU_TANH(alpha * (acc) + bias[(c)]) + res[(r) * (ldc) + (c)])",
-        "VEC_TILE_LOAD_T_COLMAJOR(AsT, A_AT,",
-        "VEC_TILE_LOAD_COLMAJOR(Bs, B_AT,",
+        // Split-K: the splits store raw sums; the reduction adds them and applies the
+        // nonlinear epilogue once, to the whole sum. Thirteen kernel arguments, one array.
+        "PARTIAL_AT(SPLIT, C_ROW(i), C_COL(j)) = acc[i][j];",
+        "C_AT(pr, pc) = EPILOGUE(sum, pr, pc);",
+        "[a, b, bias, res, out, M, N, K, M + 3, K + 5, N + 2, 1.5, partial]);",
+        // Staged tiles read along their contiguous direction, A's in vectors only where
+        // TILE_M splits into them (else its staging falls back to elements); rows padded.
+        "STAGE_LOAD_T_COLMAJOR(a_stage, A_SHARE, A_AT, tile_row0, stg_k0, TILE_M, TILE_K, GEMM_M, GEMM_K);",
+        "STAGE_LOAD_COLMAJOR(b_stage, B_SHARE, B_AT, stg_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N);",
+        "#if VEC > 1 && TILE_M % VEC == 0",
+        "SHARED float AsT[NUM_STAGES][TILE_K][TILE_M + OFFSET * VEC];",
+        "#define GRID_M (((GEMM_M) + TILE_M - 1) / TILE_M)",
     ] {
         assert!(tip.contains(expected), "missing {expected:?} in:\n{tip}");
     }
+    let device = tip.split("@peak device").nth(1).unwrap();
+    assert!(!device.contains("bias[") && !device.contains("GELU_TANH("), "the epilogue lives in EPILOGUE only:\n{device}");
+    let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("BARRIER();\n    }").next().unwrap();
+    assert!(!k_loop.contains("BY") && !k_loop.contains("BX"), "the k loop reads the block's place, never BX or BY:\n{k_loop}");
 }
 
 #[test]
