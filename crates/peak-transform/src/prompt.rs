@@ -96,6 +96,12 @@ impl PassPrompt {
     /// pass's snippets inserted at its top.
     pub fn accept(&self, reply: &str, current: &Regions) -> Result<String, ReplyError> {
         let code = parse_reply(reply, current, self.region)?;
+        // A region returned exactly as it was declines the pass (a transformation that does
+        // not fit the kernel): the snippets serve code the pass writes, and inserted into a
+        // region left alone they alone would count as a change, and the decline as a step.
+        if code.trim_end() == current.get(self.region).trim_end() {
+            return Ok(current.get(self.region).to_string());
+        }
         let mut out = String::new();
         for snippet in &self.snippets {
             // An agent or model may have kept the snippet despite being told not to;

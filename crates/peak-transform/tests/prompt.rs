@@ -95,6 +95,26 @@ fn introduced_parameters_and_snippets_are_shown_and_snippets_inserted_once() {
     assert_eq!(kept, "#define TILE_M BLOCK_Y\n");
 }
 
+/// A pass answered with its region exactly as it was (a transformation declining a kernel it
+/// does not fit, such as Fast-Math on a kernel with no transcendental call) gets no snippet:
+/// the insertion alone would turn the decline into a change, validated and recorded as a step.
+#[test]
+fn a_region_returned_as_it_was_gets_no_snippet() {
+    let library = Library::builtin().unwrap();
+    let fast_math = library.get("Fast-Math").unwrap();
+    let regions = naive();
+    let tuning = block_params();
+    let ctx = PromptContext { kernel: GEMM, regions: &regions, backend: Language::Opencl, tuning: &tuning, inputs: INPUTS, constraints: &[] };
+    let elementwise = KernelBrief { pattern: Some(peak_spec::Pattern::Elementwise), description: "" };
+    let prompt = library.pass_prompt(fast_math, 1, &PromptContext { kernel: elementwise, ..ctx }).unwrap();
+    assert!(prompt.text.contains("## Snippets"), "{}", prompt.text);
+    let device = regions.get(Region::Device);
+    assert_eq!(prompt.accept(&format!("```c\n{device}```"), &regions).unwrap(), device);
+    // Any change at all, and the snippet goes in.
+    let changed = prompt.accept(&format!("```c\n// changed\n{device}```"), &regions).unwrap();
+    assert!(changed.len() > device.len() + "// changed\n".len(), "{changed}");
+}
+
 #[test]
 fn replies_that_cannot_be_used_are_typed_outcomes() {
     let library = Library::builtin().unwrap();
