@@ -130,9 +130,19 @@ fn a_context_without_a_pattern_has_it_read_off_its_code_or_is_asked_for_it() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("this context's kernel is a stencil"), "{}", stderr(&out));
 
-    // Code whose shape says nothing peak recognises: asked, not guessed.
+    // A loop folding a row's elements into one value (no product): a reduction, so the GEMM
+    // line is refused.
     let env = Env::new();
-    let ctx = context(&env, "scatter", |t| unnamed_kernel(t, "scatter", "acc = acc + A[row * n + k];"));
+    let ctx = context(&env, "rowsum", |t| unnamed_kernel(t, "rowsum", "acc = acc + A[row * n + k];"));
+    let wf = init(&env, &ctx);
+    let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("this context's kernel is a reduction"), "{}", stderr(&out));
+
+    // Code whose shape says nothing peak recognises (a loop that keeps the last element it
+    // reads: no fold, no product, no neighbour): asked, not guessed.
+    let env = Env::new();
+    let ctx = context(&env, "scatter", |t| unnamed_kernel(t, "scatter", "acc = A[row * n + k];"));
     let wf = init(&env, &ctx);
     let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
     assert!(!out.status.success());
