@@ -323,10 +323,12 @@ fn an_agent_imports_a_kernel_file_as_a_context() -> Result<(), Failed> {
         "import_kernel",
         json!({ "file": s(&file), "context": s(&ctx), "sizes": ["x=n", "y=n"], "inputs": ["n=1024"], "scalars": ["k=2"], "domain": "elementwise" }),
     );
-    assert!(text.contains("launch(\"scale\", ceil_div(n, BLOCK_X), BLOCK_X, 0, x, y, n, 2.0);"), "{text}");
+    // The float parameter is named in [scalars] and passed by name.
+    assert!(text.contains("launch(\"scale\", ceil_div(n, BLOCK_X), BLOCK_X, 0, x, y, n, k);"), "{text}");
     assert!(text.contains("left out #include <stdio.h>"), "what the import left out is said: {text}");
     let loaded = peak_spec::Context::load(&ctx).expect("the imported context loads");
     assert_eq!(loaded.manifest.kernel.domain(), Some("elementwise"));
+    assert_eq!(loaded.manifest.scalars.get("k"), Some(&2.0));
     assert!(loaded.regions.get(peak_spec::Region::Device).starts_with("extern \"C\" __global__ void scale("));
     Ok(())
 }
