@@ -372,7 +372,7 @@ fn gemm_nt_bias_cuda_joint_staging_branch_loads_a_k_step_together() {
     }
     let tip = chain[0]["files"]["kernel.cu"].as_str().unwrap().to_string();
     assert_gemm_vocabulary(&tip);
-    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    let device = region(&tip, "device");
     let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("const int stage").next().unwrap();
     // One condition for both tiles, the unchecked loads one after the other inside it.
     let joint = "if (STAGE_INSIDE_T(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K, a_aligned) &&\n                STAGE_INSIDE_COLMAJOR(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N, b_aligned)) {\n                STAGE_LOAD_INSIDE_T(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE_COLMAJOR(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
@@ -551,7 +551,7 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     ] {
         assert!(tip.contains(&expected), "missing {expected:?} in the tip:\n{tip}");
     }
-    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    let device = region(&tip, "device");
     assert!(!device.contains("bias["), "the bias lives in EPILOGUE only");
     assert!(device.contains(&format!("const {ty} zero")), "the staged tile is of C's type {ty}");
     let other = if dtype == "bf16" { "__half" } else { "__nv_bfloat16" };
@@ -564,6 +564,12 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
     uniform_warpgroup_changes_only_the_index(&file("HEAD~3"), &file("HEAD~2"));
     stmatrix_staging_keeps_the_values(&file("HEAD~2"), &file("HEAD~1"));
     pair_round_rounds_each_pair_once(&file("HEAD~1"), &file("HEAD"), dtype);
+}
+
+/// The text of region `name` ("macros", "device" or "host") of a kernel file: from its
+/// `// @peak NAME` marker to the next marker or the end.
+fn region<'a>(source: &'a str, name: &str) -> &'a str {
+    source.split(&format!("@peak {name}")).nth(1).unwrap_or_else(|| panic!("no {name} region")).split("// @peak").next().unwrap()
 }
 
 /// The one line two checkpoints differ in, before and after; it fails unless exactly one
@@ -591,12 +597,11 @@ fn uniform_warpgroup_changes_only_the_index(parent: &str, tip: &str) {
 /// the partial sums in split order from L2; the reduction kernel and its launch are gone; the
 /// unsplit epilogue is unchanged.
 fn cluster_split_k_reduces_in_the_cluster(parent: &str, tip: &str) {
-    let region = |text: &str, name: &str| text.split(name).nth(1).unwrap().split("// @peak").next().unwrap().to_string();
     let unsplit = |text: &str| text.split("#if K_SPLITS == 1").nth(1).unwrap().split("#else").next().unwrap().to_string();
     assert_eq!(unsplit(parent), unsplit(tip), "the K_SPLITS == 1 epilogue changed");
     assert!(parent.contains("gemm_nt_bias_splitk_reduce"), "the parent reduces in a second kernel");
     assert!(!tip.contains("gemm_nt_bias_splitk_reduce"), "the reduction kernel is still there");
-    let (device, host) = (region(tip, "@peak device"), region(tip, "@peak host"));
+    let (device, host) = (region(tip, "device"), region(tip, "host"));
     for expected in [
         "__cluster_dims__(1, CLUSTER_M * K_SPLITS, 1)",
         "const unsigned rank = crank % CLUSTER_M;",
@@ -648,7 +653,7 @@ fn pair_round_rounds_each_pair_once(parent: &str, tip: &str, dtype: &str) {
         let expected = format!("{}) ({value})", head.replacen(old, new, 1));
         assert_eq!(define(tip, new).as_deref(), Some(expected.as_str()), "{new} is {old} without its rounding");
     }
-    let device = |text: &str| text.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap().to_string();
+    let device = |text: &str| region(text, "device").to_string();
     let (before, after) = (device(parent), device(tip));
     let packs = before.matches(pack).count();
     assert!(packs > 0, "the parent packs rounded pairs");
@@ -669,11 +674,10 @@ fn pair_round_rounds_each_pair_once(parent: &str, tip: &str, dtype: &str) {
 /// and each two-element vector it built is now packed for stmatrix); nothing outside the
 /// device region changed.
 fn stmatrix_staging_keeps_the_values(parent: &str, tip: &str) {
-    let region = |text: &str, name: &str| text.split(name).nth(1).unwrap().split("// @peak").next().unwrap().to_string();
-    for name in ["@peak macros", "@peak host"] {
+    for name in ["macros", "host"] {
         assert_eq!(region(parent, name), region(tip, name), "Stmatrix-Staging changed the {name} region");
     }
-    let (before, after) = (region(parent, "@peak device"), region(tip, "@peak device"));
+    let (before, after) = (region(parent, "device"), region(tip, "device"));
     let staging_stores: Vec<&str> = before.lines().filter(|l| l.contains("*>(box + peak_swizzle_128b(r, (c % 64) * 2)) = ")).collect();
     assert!(!staging_stores.is_empty(), "the parent stages pairs with 4-byte stores");
     assert!(!after.contains("*>(box + peak_swizzle_128b(r, (c % 64) * 2)) = "), "a 4-byte staging store is left");
@@ -734,9 +738,8 @@ fn epilogue_ring_carries_to_the_square_f16_kernel() {
 /// group per box, the slot counted across tiles, the final wait before the block exits, and
 /// the host sizing the ring instead of the tile.
 fn epilogue_ring_stages_box_by_box(tip: &str) {
-    let region = |name: &str, next: &str| tip.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
-    let device = region("@peak device", "@peak host");
-    let host = tip.split("@peak host").nth(1).unwrap();
+    let device = region(tip, "device");
+    let host = region(tip, "host");
     for expected in [
         "int boxes = 0;",
         "staging + (wg * EPI_BOXES + ",
@@ -762,12 +765,11 @@ fn epilogue_ring_stages_box_by_box(tip: &str) {
 /// read; the staging loop twice, the interior copy without a bounds check, the other with the
 /// guard it had; EPILOGUE no longer called per element; the stores and barriers unchanged.
 fn epilogue_hoist_keeps_the_values(after: &str, before: &str) {
-    let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
-    let macros = region(after, "@peak macros", "@peak device");
+    let macros = region(after, "macros");
     for expected in ["#define EPILOGUE(acc, r, c)", "#define EPILOGUE_COL(c) (", "bias[(c)]", "#define EPILOGUE_WITH(acc, col, r, c) ("] {
         assert!(macros.contains(expected), "missing {expected:?} in Epilogue-Hoist's macros");
     }
-    let device = region(after, "@peak device", "@peak host");
+    let device = region(after, "device");
     let load = device.find("colv[j][e] = (gc < GEMM_N) ? EPILOGUE_COL(gc) : 0.0f;").expect("the per-column values are loaded");
     let wait = device[load..].find("peak_wgmma_wait<0>();").expect("before the accumulators are read");
     assert!(!device[load..load + wait].contains("PEAK_WGMMA("), "loaded after the k-loop's last wgmma");
@@ -777,7 +779,7 @@ fn epilogue_hoist_keeps_the_values(after: &str, before: &str) {
     assert!(device[otherwise..].contains("(gr < GEMM_M && gc + 1 < GEMM_N) ? EPILOGUE_WITH("), "the edge copy keeps the guard");
     assert!(!device.contains("EPILOGUE(acc["), "no per-element EPILOGUE left");
     let count = |text: &str, what: &str| text.matches(what).count();
-    let before_device = region(before, "@peak device", "@peak host");
+    let before_device = region(before, "device");
     for unchanged in ["peak_tma_store_2d(", "peak_bar_sync(", "peak_fence_proxy_async();"] {
         assert_eq!(count(&device, unchanged), count(&before_device, unchanged), "{unchanged} as before");
     }
@@ -791,8 +793,8 @@ fn epilogue_hoist_keeps_the_values(after: &str, before: &str) {
 /// fewer blocks than tiles, so the sampled configurations with it run the tile loop more
 /// than once per block; at the tuned sizes it is declared invalid where the SMs cap the grid.
 fn persistent_tip_walks_the_tiles(tip: &str, ty: &str) {
-    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
-    let host = tip.split("@peak host").nth(1).unwrap();
+    let device = region(tip, "device");
+    let host = region(tip, "host");
     for expected in [
         "const int cluster = blockIdx.y / CLUSTER_M, clusters = gridDim.y / CLUSTER_M;",
         "unsigned char* staging = base + NUM_STAGES * (A_STAGE_BYTES + B_STAGE_BYTES);",
@@ -839,9 +841,9 @@ fn persistent_tip_walks_the_tiles(tip: &str, ty: &str) {
 /// of 64-row boxes and its own wait for their reads. WGMMA_N = 192 has its instruction, and
 /// the host stores C in boxes of [64, 64] with the staging buffer still the whole tile.
 fn consumer_overlap_tip_keeps_a_batch_in_flight(tip: &str, dtype: &str, ty: &str) {
-    let macros = tip.split("@peak macros").nth(1).unwrap().split("@peak device").next().unwrap();
-    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
-    let host = tip.split("@peak host").nth(1).unwrap();
+    let macros = region(tip, "macros");
+    let device = region(tip, "device");
+    let host = region(tip, "host");
     for expected in [
         "#define TILE_M (64 * FRAG_M * WG_M)".to_string(),
         format!("#elif WGMMA_N == 192\n#define PEAK_WGMMA peak_wgmma_{dtype}_m64n192k16<0>\n#else"),
@@ -978,7 +980,7 @@ fn gemm_nt_bias_e4m3_walks_the_hopper_line_deferred() {
     ] {
         assert!(tip.contains(expected), "missing {expected:?} in the tip");
     }
-    let device = tip.split("@peak device").nth(1).unwrap().split("@peak host").next().unwrap();
+    let device = region(&tip, "device");
     assert!(!device.contains("peak_wgmma_bf16") && !device.contains("k16<"), "8-bit wgmma only");
     consumer_overlap_tip_keeps_a_batch_in_flight_fp8(device);
     epilogue_hoist_keeps_the_values(&file(HOPPER_CHAIN.len() + 3), &tip);
@@ -1062,8 +1064,7 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     cluster_split_k_reduces_in_the_cluster(&source(&stmatrix), &source(&cluster));
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
     epilogue_hoist_keeps_the_values(&source(&hoist), &source(&split));
-    let region = |text: &str, name: &str, next: &str| text.split(name).nth(1).unwrap().split(next).next().unwrap().to_string();
-    let turns_device = region(&ping_pong, "@peak device", "@peak host");
+    let turns_device = region(&ping_pong, "device");
     for expected in [
         "peak_mbar_init(&empty[s], CLUSTER_M);",
         "if (wg == 1) peak_bar_arrive(3, 256);",
@@ -1077,12 +1078,12 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     // The turn: the other warpgroup is let in after the last issue, before the drain.
     let handoff = turns_device.find("peak_bar_arrive(3 + (1 - wg), 256);").unwrap();
     assert!(handoff < turns_device.find("peak_wgmma_wait<0>();").unwrap(), "{turns_device}");
-    assert!(region(&ping_pong, "@peak macros", "@peak device").contains("#define TILE_M (64 * FRAG_M)"));
-    assert!(ping_pong.split("@peak host").nth(1).unwrap().contains("WG_M * tile_m * WGMMA_N * 2"));
+    assert!(region(&ping_pong, "macros").contains("#define TILE_M (64 * FRAG_M)"));
+    assert!(region(&ping_pong, "host").contains("WG_M * tile_m * WGMMA_N * 2"));
 
-    let device = region(&tip, "@peak device", "@peak host");
-    let host = tip.split("@peak host").nth(1).unwrap();
-    assert!(region(&tip, "@peak macros", "@peak device").contains("#define PARTIAL_AT(s, r, c) partial[((size_t)(s) * (GEMM_M) + (r)) * (GEMM_N) + (c)]"));
+    let device = region(&tip, "device");
+    let host = region(&tip, "host");
+    assert!(region(&tip, "macros").contains("#define PARTIAL_AT(s, r, c) partial[((size_t)(s) * (GEMM_M) + (r)) * (GEMM_N) + (c)]"));
     for expected in [
         format!("{ty}* out, int M, int N, int K, float* partial)"),
         "const int KT = (((GEMM_K) + TILE_K - 1) / TILE_K + K_SPLITS - 1) / K_SPLITS;".into(),
@@ -1119,7 +1120,7 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
         assert_eq!(cooperative["meta"]["transformation"].as_str(), Some("Persistent-Split-K"), "{}", cooperative["meta"]);
         assert_eq!(cooperative["parents"][0], overlap["id"]);
         let code = source(&cooperative);
-        let device = region(&code, "@peak device", "@peak host");
+        let device = region(&code, "device");
         assert_eq!(device.matches("for (int u = cluster; u < work; u += clusters)").count(), 2, "{device}");
         assert_eq!(device.matches("int it = 0;").count(), 2, "both running counters stay: {device}");
         assert!(
@@ -1128,8 +1129,8 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
         );
     }
 
-    let device = region(&last, "@peak device", "@peak host");
-    let host = last.split("@peak host").nth(1).unwrap();
+    let device = region(&last, "device");
+    let host = region(&last, "host");
     assert!(device.contains("float* partial, int* arrivals)") && !device.contains("_splitk_reduce"), "{device}");
     let split_build = device.split_once("#else").unwrap().1.split("#endif").next().unwrap();
     let order = [
