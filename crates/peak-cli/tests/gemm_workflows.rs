@@ -781,7 +781,7 @@ fn epilogue_hoist_keeps_the_values(after: &str, before: &str) {
     let count = |text: &str, what: &str| text.matches(what).count();
     let before_device = region(before, "device");
     for unchanged in ["peak_tma_store_2d(", "peak_bar_sync(", "peak_fence_proxy_async();"] {
-        assert_eq!(count(&device, unchanged), count(&before_device, unchanged), "{unchanged} as before");
+        assert_eq!(count(device, unchanged), count(before_device, unchanged), "{unchanged} as before");
     }
 }
 
