@@ -123,33 +123,33 @@ fn a_context_without_a_pattern_has_it_read_off_its_code_or_is_asked_for_it() {
     );
 
     // The same code renamed and written as a neighbourhood sum: a stencil, so the GEMM line is refused.
-    let env = Env::new();
-    let ctx = context(&env, "smooth", |t| unnamed_kernel(t, "smooth", "acc += A[row * n + k] * B[k * n + col + 1];"));
-    let wf = init(&env, &ctx);
-    let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("this context's kernel is a stencil"), "{}", stderr(&out));
+    let (_env, _wf, err) = refactor_refused("smooth", "acc += A[row * n + k] * B[k * n + col + 1];");
+    assert!(err.contains("this context's kernel is a stencil"), "{err}");
 
     // A loop folding a row's elements into one value (no product): a reduction, so the GEMM
     // line is refused.
-    let env = Env::new();
-    let ctx = context(&env, "rowsum", |t| unnamed_kernel(t, "rowsum", "acc = acc + A[row * n + k];"));
-    let wf = init(&env, &ctx);
-    let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("this context's kernel is a reduction"), "{}", stderr(&out));
+    let (_env, _wf, err) = refactor_refused("rowsum", "acc = acc + A[row * n + k];");
+    assert!(err.contains("this context's kernel is a reduction"), "{err}");
 
     // Code whose shape says nothing peak recognises (a loop that keeps the last element it
     // reads: no fold, no product, no neighbour): asked, not guessed.
-    let env = Env::new();
-    let ctx = context(&env, "scatter", |t| unnamed_kernel(t, "scatter", "acc = A[row * n + k];"));
-    let wf = init(&env, &ctx);
-    let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
-    assert!(!out.status.success());
-    let err = stderr(&out);
+    let (_env, wf, err) = refactor_refused("scatter", "acc = A[row * n + k];");
     assert!(err.contains("peak cannot tell what this context's kernel does") && err.contains("[kernel] pattern"), "{err}");
     let attempts = std::fs::read_to_string(Path::new(&wf).join(".git/peak/attempts.jsonl")).unwrap_or_default();
     assert!(!attempts.contains("Refactor"), "a refusal is not an attempt: {attempts}");
+}
+
+/// The naive matmul renamed `name`, its inner statement replaced by `statement`, in a new
+/// workflow where Refactor is asked for and refused: the workflow (kept alive by its Env),
+/// its folder and peak's error.
+fn refactor_refused(name: &str, statement: &str) -> (Env, String, String) {
+    let env = Env::new();
+    let ctx = context(&env, name, |t| unnamed_kernel(t, name, statement));
+    let wf = init(&env, &ctx);
+    let out = env.peak(&["apply", "refactor", "-w", &wf, "--executor", "agent"]);
+    assert!(!out.status.success(), "{name}: Refactor was not refused");
+    let err = stderr(&out);
+    (env, wf, err)
 }
 
 #[test]
