@@ -613,8 +613,12 @@ fn cluster_split_k_reduces_in_the_cluster(parent: &str, tip: &str) {
         "peak_fence_cluster();",
         "peak_mbar_arrive_release(&reduced[wg][done % 2], s * CLUSTER_M + rank);",
         "peak_mbar_wait_acquire(&reduced[wg][done % 2], (done / 2) & 1);",
-        "sum += __ldcg(&PARTIAL_AT(s, gr, gc));",
-        "C_AT(gr, gc) = EPILOGUE(sum, gr, gc);",
+        // The share: rows inside C only, column pairs, every load of a batch before its first add.
+        "const int rows = min(64 * FRAG_M, GEMM_M - row0);",
+        "part[b][s] = __ldcg(reinterpret_cast<const float2*>(&PARTIAL_AT(s, gr, gc)));",
+        "for (int s = 0; s < K_SPLITS; ++s) { sum.x += part[b][s].x; sum.y += part[b][s].y; }",
+        "C_AT(gr, gc) = EPILOGUE(sum.x, gr, gc);",
+        "C_AT(gr, gc + 1) = EPILOGUE(sum.y, gr, gc + 1);",
         "mbarrier.arrive.release.cluster.shared::cluster.b64",
         "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64",
     ] {
