@@ -194,3 +194,50 @@ instructions = "Keep each row in registers."
     let waiting = env.json(&["apply", "row-in-registers", "-w", &wf, "--executor", "agent", "--library", &lib, "--set", "n=256", "--json"]);
     assert_eq!(waiting["status"], "waiting", "{waiting}");
 }
+
+#[test]
+fn a_step_its_constraints_reduce_to_its_identity_is_refused_before_the_executor_writes() {
+    if !opencl_present("a_step_its_constraints_reduce_to_its_identity_is_refused_before_the_executor_writes") {
+        return;
+    }
+    let env = Env::new();
+    let library = env.path("library");
+    std::fs::create_dir_all(&library).unwrap();
+    // Vector accesses of VEC elements need rows that VEC divides; VEC = 1 is the scalar kernel.
+    std::fs::write(
+        library.join("vectors.toml"),
+        r#"
+name = "Vector-Rows"
+description = "read rows as vectors"
+requires = ["n"]
+[tuning]
+VEC = { values = [1, 2, 4], identity = 1 }
+[constraints]
+tuning = ["n % VEC == 0"]
+[[passes]]
+region = "device"
+title = "vectors"
+instructions = "Read each row as vectors of VEC elements."
+"#,
+    )
+    .unwrap();
+    let lib = s(&library).to_string();
+    let apply = |env: &Env, wf: &str, set: &[&str]| {
+        let mut args = vec!["apply", "vector-rows", "-w", wf, "--executor", "agent", "--library", &lib];
+        args.extend(set.iter().flat_map(|v| ["--set", *v]));
+        env.peak(&args)
+    };
+    // Odd rows at every size it is tuned at: only the identity is left.
+    let ctx = context(&env, "odd", |t| t.replace("n = { values = [256, 512, 1024] }", "n = { values = [255, 1023] }"));
+    let wf = env.arg("wf");
+    env.ok(&["init", &wf, "--from", &ctx, "--no-measure", "--samples", "2"]);
+    let out = apply(&env, &wf, &[]);
+    assert!(!out.status.success(), "a step that can change nothing was asked for");
+    let err = stderr(&out);
+    assert!(err.contains("'Vector-Rows' would change nothing on this kernel"), "{err}");
+    assert!(err.contains("n=255") && err.contains("n=1023") && err.contains("only VEC = 1"), "the refusal names the sizes and the identity: {err}");
+    assert!(err.contains("`n % VEC == 0`") && err.contains("Nothing was asked of the executor"), "{err}");
+    // One size where a vector fits is enough to ask.
+    let waiting = env.json(&["apply", "vector-rows", "-w", &wf, "--executor", "agent", "--library", &lib, "--set", "n=255,256", "--json"]);
+    assert_eq!(waiting["status"], "waiting", "{waiting}");
+}

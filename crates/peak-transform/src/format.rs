@@ -14,7 +14,7 @@
 //! overview = "Why and what, shown in every pass prompt."
 //!
 //! [tuning]
-//! OFFSET = { values = [0, 1, 2, 4], description = "elements of padding per row" }
+//! OFFSET = { values = [0, 1, 2, 4], identity = 0, description = "elements of padding per row" }
 //!
 //! [constraints]
 //! tuning = ["OFFSET < TILE_K"]
@@ -30,7 +30,11 @@
 //! ```
 //!
 //! Tuning domains use the manifest's syntax (`values`, `range` + `step`, `pow2`), plus an
-//! optional `description` the prompt shows the model. Parsing is strict
+//! optional `description` the prompt shows the model and an optional `identity`: the value
+//! at which the new code does what the old code did (no padding, scalar accesses, one
+//! split). A step whose every parameter has one, and whose constraints leave only those
+//! values at the sizes a kernel is tuned at, would change nothing there, and is refused
+//! before anything is asked. Parsing is strict
 //! (`deny_unknown_fields`) because a misspelt key in a prompt recipe silently changes what
 //! the model is asked to do; every error names the file and the field path. Checks that
 //! need the rest of the library (snippets exist, `{{placeholders}}` are defined for every
@@ -97,6 +101,8 @@ pub struct TuningParam {
     pub domain: Domain,
     /// What the parameter means, for the model and for `show`.
     pub description: Option<String>,
+    /// The value at which the transformation leaves the kernel doing what it did.
+    pub identity: Option<i64>,
 }
 
 /// One step of a transformation: one region, one set of instructions.
@@ -406,6 +412,7 @@ struct RawDomain {
     step: Option<i64>,
     pow2: Option<[i64; 2]>,
     description: Option<String>,
+    identity: Option<i64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -525,7 +532,13 @@ impl RawTransformation {
             if raw.description.as_deref().is_some_and(|d| d.trim().is_empty()) {
                 return Err(invalid(format!("{field}.description"), "is empty; leave it out instead".into()));
             }
-            tuning.push(TuningParam { name: name.clone(), domain, description: raw.description.clone() });
+            if let Some(identity) = raw.identity {
+                let values = domain.expand().map_err(|m| invalid(field.clone(), m))?;
+                if !values.contains(&identity) {
+                    return Err(invalid(format!("{field}.identity"), format!("{identity} is not one of the values {values:?}")));
+                }
+            }
+            tuning.push(TuningParam { name: name.clone(), domain, description: raw.description.clone(), identity: raw.identity });
         }
         Ok(tuning)
     }
@@ -638,6 +651,15 @@ instructions = "Pad each {{shared}} tile."
         assert_eq!(t.tuning[0].domain.expand().unwrap(), vec![0, 1, 2]);
         assert_eq!(t.passes[0].region, Region::Device);
         assert_eq!(t.placeholders(), vec![("passes[0].instructions".to_string(), "shared".to_string())]);
+    }
+
+    #[test]
+    fn an_identity_must_be_one_of_the_parameters_values() {
+        let t = parse(&MINIMAL.replace("OFFSET = { values = [0, 1, 2] }", "OFFSET = { values = [0, 1, 2], identity = 0 }")).unwrap();
+        assert_eq!(t.tuning[0].identity, Some(0));
+        assert_eq!(parse(MINIMAL).unwrap().tuning[0].identity, None, "an identity is optional");
+        let err = parse(&MINIMAL.replace("OFFSET = { values = [0, 1, 2] }", "OFFSET = { values = [0, 1, 2], identity = 3 }")).unwrap_err();
+        assert!(err.to_string().contains("tuning.OFFSET.identity") && err.to_string().contains("3 is not one of the values [0, 1, 2]"), "{err}");
     }
 
     #[test]
