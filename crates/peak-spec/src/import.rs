@@ -200,8 +200,10 @@ pub fn scaffold(source: &str, backend: Language, file_name: &str, read: ReadHead
 
     let mut seed = 0;
     let mut arrays = Vec::new();
-    // Outputs the kernel also reads start each run from a random input of their own.
-    let mut starts = Vec::new();
+    // Outputs the kernel also reads are in place (output and inout): each run starts them
+    // from a random init of their own, as the reference's run does, and nothing is copied
+    // inside the timed run.
+    let mut in_place = Vec::new();
     // Not `const` is not written: OpenCL code rarely says `const`. Where the body shows no
     // write at all (it writes through a macro peak does not expand), every array not
     // declared `const` may be written.
@@ -214,31 +216,24 @@ pub fn scaffold(source: &str, backend: Language, file_name: &str, read: ReadHead
         seed += u64::from(!output);
         arrays.push(array_spec(array, *dtype, &choices.sizes[array], output, !output && written, seed));
         if output && launch::reads(code, array) {
-            let mut from = format!("{array}_in");
-            while params.iter().any(|q| q.name() == from) {
-                from.push('_');
-            }
-            starts.push((array.clone(), from));
+            in_place.push(array.clone());
         }
     }
-    for (array, from) in &starts {
-        let spec = arrays.iter().find(|a| &a.name == array).expect("an array of the kernel");
+    // Their seeds follow the inputs', so that an input's seed does not depend on them.
+    for array in &in_place {
         seed += 1;
-        let input = array_spec(from, spec.dtype, &spec.size, false, false, seed);
-        arrays.push(input);
+        let spec = arrays.iter_mut().find(|a| &a.name == array).expect("an array of the kernel");
+        *spec = ArraySpec { init: Init::Random, seed: Some(seed), inout: true, ..spec.clone() };
     }
     for (array, keys) in &choices.shaping {
-        // An output that starts each run from an input of its own is drawn through that
-        // input: its own init is overwritten by the copy before the kernel reads it.
-        let drawn = starts.iter().find(|(a, _)| a == array).map_or(array, |(_, from)| from);
-        let spec = arrays.iter_mut().find(|a| &a.name == drawn).expect("check_choices named an array");
+        let spec = arrays.iter_mut().find(|a| &a.name == array).expect("check_choices named an array");
         *spec = flags::shaped(spec, keys).map_err(|e| format!("--init {array}: {e}"))?;
     }
     let first_output = arrays.iter().find(|a| a.output).ok_or("no array is an output: name the result with --output")?;
     let inputs: Vec<&str> = params.iter().filter(|p| matches!(p, Param::Scalar { .. })).map(Param::name).collect();
     let proposal = launch::propose(code, backend, name, &inputs, launch::Covered { name: &first_output.name, size: &first_output.size });
     let selection = select::select(&parsed.pre, &parsed.decls, at, backend, file_name);
-    let host = host_region(name, code, &params, choices, &proposal, &starts);
+    let host = host_region(name, code, &params, choices, &proposal, &in_place);
     let mut notes = selection.notes;
     // The pattern is written down where the kind given does not imply one, so the user
     // reads (and can correct) what transformations will be offered for.
@@ -382,17 +377,18 @@ fn describe(params: &[Param], name: &str) -> &'static str {
 }
 
 /// The proposed launch script for the kernel whose masked code is `code`: what it was
-/// read from, the float values, the outputs that start from an input, the launch.
-fn host_region(kernel: &str, code: &str, params: &[Param], choices: &ImportChoices, proposal: &launch::Proposal, starts: &[(String, String)]) -> String {
+/// read from, the float values, the outputs the kernel updates in place, the launch.
+fn host_region(kernel: &str, code: &str, params: &[Param], choices: &ImportChoices, proposal: &launch::Proposal, in_place: &[String]) -> String {
     let mut lines: Vec<String> = proposal.comment.iter().map(|c| format!("// {c}")).collect();
     let floats: Vec<String> =
         params.iter().filter(|p| matches!(p, Param::Float { .. })).map(|p| format!("{} = {}", p.name(), float_literal(choices.scalars[p.name()]))).collect();
     if !floats.is_empty() {
         lines.push(format!("// Float parameters, passed by name from [scalars] in peak.toml (given with --scalar): {}.", floats.join(", ")));
     }
-    for (array, from) in starts {
-        lines.push(format!("// The kernel reads {array} as well as writing it: each run starts it from {from}, a random input."));
-        lines.push(format!("copy({from}, {array});"));
+    for array in in_place {
+        lines.push(format!(
+            "// The kernel reads {array} as well as writing it: in place (output and inout in peak.toml), every run starts it from its random init."
+        ));
     }
     let args: Vec<String> = params
         .iter()

@@ -110,15 +110,18 @@ fn float_parameters_take_values_written_into_the_launch() {
     let written = made.manifest.to_toml();
     assert!(written.contains("[scalars]\na = 2.0"), "{written}");
     assert_eq!(crate::Manifest::parse("peak.toml", &written).unwrap().scalars, made.manifest.scalars);
-    // y is read before it is written: it starts from an input of its own on every run.
-    assert!(host.contains("copy(y_in, y);"), "{host}");
-    let y_in = made.manifest.arrays.iter().find(|a| a.name == "y_in").expect("y_in");
-    assert_eq!((y_in.init, y_in.output, y_in.size.as_str()), (Init::Random, false, "n"));
-    // --init y shapes what y starts from, y_in (y's own init is overwritten by the copy).
+    // y is read before it is written: in place (output and inout), every run starts it from
+    // its own random init; nothing is copied inside the timed run.
+    assert!(!host.contains("copy("), "{host}");
+    let y = made.manifest.arrays.iter().find(|a| a.name == "y").expect("y");
+    assert_eq!((y.init, y.output, y.inout, y.size.as_str()), (Init::Random, true, true, "n"));
+    assert!(y.seed.is_some_and(|seed| made.manifest.arrays.iter().all(|a| a.name == "y" || a.seed != Some(seed))), "a seed of its own");
+    assert!(!made.manifest.arrays.iter().any(|a| a.name == "y_in"), "no second array");
+    // --init y shapes what y starts from.
     c.shaping.insert("y".into(), crate::import::array_shaping("uniform").unwrap());
     let shaped = scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap();
     let init = |name: &str| shaped.manifest.arrays.iter().find(|a| a.name == name).expect("an array").init.kind();
-    assert_eq!((init("y_in"), init("y")), (crate::init::InitKind::Uniform, crate::init::InitKind::Zeros));
+    assert_eq!(init("y"), crate::init::InitKind::Uniform);
     c.scalars.insert("a".into(), f64::NAN);
     assert!(scaffold(SAXPY, Language::Cuda, "saxpy.cu", &no_headers, &c).unwrap_err().contains("finite"));
 }
