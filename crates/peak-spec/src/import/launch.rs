@@ -100,7 +100,7 @@ fn along(intro: &str, indices: &[&Index], covered: Covered) -> Proposal {
     let grid: Vec<String> = bounds.iter().zip(blocks).map(|(b, k)| format!("ceil_div({b}, {k})")).collect();
     if let [bound] = bounds[..] {
         comment.push(format!("so one thread per `{}` below {bound}, BLOCK_X threads per block.", indices[0].var));
-        if scan::squash(bound) != scan::squash(covered.size) {
+        if !same_expression(bound, covered.size) {
             comment.push(format!("{} has {} elements: each thread handles several.", covered.name, covered.size));
         }
         return Proposal { comment, grid: grid[0].clone(), block: "BLOCK_X".into(), tuning: one_dimension(), constraints: vec![] };
@@ -413,12 +413,44 @@ fn subscript_len(tokens: &[String], open: usize) -> usize {
         .map_or(tokens.len() - open, |c| c + 1)
 }
 
+/// Whether two size expressions are written the same, spaces and enclosing parentheses
+/// aside: a bound `(B * T * C)`, read through a local `N = B * T * C`, covers `B*T*C`.
+fn same_expression(a: &str, b: &str) -> bool {
+    fn bare(text: &str) -> String {
+        let mut t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        while t.starts_with('(') && closing_paren(&t) == Some(t.len() - 1) {
+            t = t[1..t.len() - 1].to_string();
+        }
+        t
+    }
+    /// The index of the parenthesis closing the one `t` opens with.
+    fn closing_paren(t: &str) -> Option<usize> {
+        let mut depth = 0;
+        for (i, c) in t.char_indices() {
+            depth += i32::from(c == '(') - i32::from(c == ')');
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+        None
+    }
+    bare(a) == bare(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn propose_for(code: &str, backend: Language, inputs: &[&str]) -> Proposal {
         propose(&scan::mask(code), backend, "k", inputs, Covered { name: "out", size: "n" })
+    }
+
+    #[test]
+    fn a_bound_written_otherwise_is_the_same_size() {
+        assert!(same_expression("(B * T * C)", "B*T*C"));
+        assert!(same_expression("((n))", " n "));
+        assert!(!same_expression("(a + b) * (c)", "a + b * c"), "parentheses that are not around the whole stay");
+        assert!(!same_expression("N", "n"));
     }
 
     #[test]
