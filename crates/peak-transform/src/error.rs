@@ -57,8 +57,8 @@ pub enum PromptError {
     )]
     UnknownPattern { transformation: String, patterns: String },
 
-    #[error("'{transformation}' introduces tuning parameter '{name}', but the kernel context already has one of that name; was it applied already?")]
-    ParameterExists { transformation: String, name: String },
+    #[error("'{transformation}' introduces tuning parameter '{name}', but the kernel context already has one of that name: {}", Introducers(introducers))]
+    ParameterExists { transformation: String, name: String, introducers: Vec<String> },
 }
 
 struct Line(Option<usize>);
@@ -80,6 +80,24 @@ impl fmt::Display for Fitting<'_> {
         match self.0 {
             [] => write!(f, "no transformation in the library fits it yet"),
             names => write!(f, "the transformations that fit it: {}", names.join(", ")),
+        }
+    }
+}
+
+/// Which earlier step may have introduced a parameter: the library's other transformations
+/// that introduce one of that name.
+struct Introducers<'a>(&'a [String]);
+
+impl fmt::Display for Introducers<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [] => write!(f, "was it applied already?"),
+            names => write!(
+                f,
+                "was it applied already, or did {} (which introduce{} it too) come first? Two steps cannot both tune one name; choose one of them",
+                names.join(" or "),
+                if names.len() == 1 { "s" } else { "" }
+            ),
         }
     }
 }

@@ -220,7 +220,13 @@ impl Library {
         }
         let mut introduced = t.tuning.iter().filter(|p| !t.redefines.contains(&p.name));
         if let Some(p) = introduced.find(|p| ctx.tuning.iter().any(|c| c.name == p.name)) {
-            return Err(PromptError::ParameterExists { transformation: t.name.clone(), name: p.name.clone() });
+            let introducers = self
+                .list()
+                .iter()
+                .filter(|o| o.name != t.name && o.tuning.iter().any(|q| q.name == p.name && !o.redefines.contains(&q.name)))
+                .map(|o| o.name.clone())
+                .collect();
+            return Err(PromptError::ParameterExists { transformation: t.name.clone(), name: p.name.clone(), introducers });
         }
         Ok(())
     }

@@ -207,6 +207,16 @@ fn prompts_refuse_what_cannot_work() {
     let ctx2 = PromptContext { tuning: &with_tile_k, ..ctx };
     let err = library.pass_prompt(library.get("TB-Tiling").unwrap(), 1, &ctx2).unwrap_err();
     assert!(matches!(err, PromptError::ParameterExists { .. }), "{err}");
+    // Only TB-Tiling introduces TILE_K: it was applied already.
+    assert!(err.to_string().ends_with("of that name: was it applied already?"), "{err}");
+    // VEC is introduced by several: the error names the others, one of which may have come first.
+    let mut with_vec = with_tile_k.clone();
+    with_vec.push(ContextParam::new("VEC", "1, 2, 4"));
+    let ctx_vec = PromptContext { tuning: &with_vec, ..ctx };
+    let err = library.pass_prompt(library.get("Vectorize").unwrap(), 1, &ctx_vec).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("did ") && text.contains("Vectorize-Access") && text.contains("Two steps cannot both tune one name"), "{text}");
+    assert!(!text.contains("did Vectorize ") && !text.contains("or Vectorize "), "not itself: {text}");
 
     let tb = library.get("TB-Tiling").unwrap();
     for pass in [0, tb.passes.len() + 1] {
