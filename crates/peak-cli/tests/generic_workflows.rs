@@ -442,7 +442,45 @@ fn encoder_gather_workflow_replays() {
     let env = Env::new();
     let (_, candidate, naive) = recorded_and_root(&env, "encoder-opencl-agent.bundle", "HEAD");
     for (b, t, c, v) in [("1", "3", "1", "5"), ("3", "5", "7", "11"), ("2", "4", "768", "50")] {
-        let sets = [format!("B={b}"), format!("T={t}"), format!("C={c}"), format!("V={v}"), "VEC_BYTES=4,8,16".to_string(), "ITEMS=1,4".to_string(), "STREAM=0,2".to_string(), "BLOCK_X=32".to_string()];
+        let sets = [
+            format!("B={b}"),
+            format!("T={t}"),
+            format!("C={c}"),
+            format!("V={v}"),
+            "VEC_BYTES=4,8,16".to_string(),
+            "ITEMS=1,4".to_string(),
+            "STREAM=0,2".to_string(),
+            "BLOCK_X=32".to_string(),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let report = validate_against(&env, &candidate, &naive, "4", &sets);
+        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
+    }
+}
+
+/// llm.c's encoder backward: a scatter-add of dout's rows into the token and position
+/// gradients, atomic (a compare-and-swap helper: OpenCL C has no float atomic add), the
+/// gradients in place (`peak new` follows the pointers derived from them to the atomic
+/// helper). Inner-Vector (dout's pieces loaded as vectors, every element's atomic updates kept)
+/// and Stream-Hints (dout's loads streamed). The tip is checked against the root where few
+/// tokens repeat often and where rows leave pieces unaligned.
+#[test]
+fn encoder_backward_scatter_add_workflow_replays() {
+    let Some(log) = replay("encoder-backward", &["B=2", "T=5", "C=7", "V=3"], &["Inner-Vector", "Stream-Hints"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
+    let env = Env::new();
+    let (_, candidate, naive) = recorded_and_root(&env, "encoder-backward-opencl-agent.bundle", "HEAD");
+    for (b, t, c, v) in [("1", "3", "1", "2"), ("3", "5", "7", "2"), ("2", "4", "768", "3")] {
+        let sets = [
+            format!("B={b}"),
+            format!("T={t}"),
+            format!("C={c}"),
+            format!("V={v}"),
+            "VEC_BYTES=4,8,16".to_string(),
+            "ITEMS=1,4".to_string(),
+            "STREAM=0,1".to_string(),
+            "BLOCK_X=32".to_string(),
+        ];
         let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
         let report = validate_against(&env, &candidate, &naive, "4", &sets);
         assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");

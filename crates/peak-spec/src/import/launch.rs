@@ -379,7 +379,12 @@ pub(super) fn writes(code: &str, name: &str) -> bool {
 /// array itself the target of an atomic read-modify-write (`atomicAdd(name, v)`,
 /// `atomic_add(name + k, v)`: a block's partial added into a total its caller zeroed).
 pub(super) fn reads(code: &str, name: &str) -> bool {
-    let tokens = scan::tokens(body(code));
+    reads_through(&scan::tokens(body(code)), name, 0)
+}
+
+/// [`reads`] over the body's tokens, following pointers derived from `name`
+/// (`float* row = C + i;`, then `atomicAdd(row, v)`) a few levels deep.
+fn reads_through(tokens: &[String], name: &str, depth: usize) -> bool {
     tokens.iter().enumerate().filter(|(_, t)| *t == name).any(|(i, _)| {
         if i > 0 && tokens[i - 1] == "&" {
             return true;
@@ -388,9 +393,12 @@ pub(super) fn reads(code: &str, name: &str) -> bool {
             return true;
         }
         if tokens.get(i + 1).is_none_or(|t| t != "[") {
-            return false; // pointer arithmetic or a call: what the alias does is not read here
+            // Pointer arithmetic or a call. A pointer initialised from it (`row = C + i`) is
+            // read where that alias is; what a call does with it is not seen here.
+            let alias = (i > 1 && tokens[i - 1] == "=").then(|| &tokens[i - 2]).filter(|a| a.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+            return depth < 3 && alias.is_some_and(|alias| alias != name && reads_through(tokens, alias, depth + 1));
         }
-        tokens.get(i + 1 + subscript_len(&tokens, i + 1)).is_none_or(|after| after != "=")
+        tokens.get(i + 1 + subscript_len(tokens, i + 1)).is_none_or(|after| after != "=")
     })
 }
 
@@ -559,6 +567,11 @@ mod tests {
         assert!(!reads(&code("atomicAdd(D, C2); helper(C, i);"), "C"), "another array's atomic, a call");
         assert!(!reads(&code("C[i * n + j] = 1; D[i] = C2;"), "C"));
         assert!(!reads(&code("float* row = C + i; row[0] = 1;"), "C"));
+        // llm.c's encoder backward adds into rows through pointers derived from the arrays.
+        assert!(reads(&code("float* dwte_ix = dwte + ix * C + c; atomicAdd(dwte_ix, d);"), "dwte"));
+        assert!(reads(&code("__global float* p = out + i; atomic_add_float(p, v);"), "out"), "a helper named as an atomic");
+        assert!(reads(&code("float* row = C + i; float* e = row + 1; s += e[0];"), "C"), "an alias of an alias");
+        assert!(!reads(&code("float* row = C + i; float* e = row + 1; e[0] = s;"), "C"));
     }
 
     #[test]
