@@ -140,10 +140,50 @@ pub fn infer(device: &str) -> Result<Inferred, String> {
                     ),
                 });
             }
+            // A name that says a reduction (or a GEMM) over straight-line code in which each
+            // work-item writes its own elements, with no loop, no atomic and nothing shared
+            // between work-items (llm.c's `crossentropy_softmax_backward_kernel1`, one
+            // gradient element per work-item), names the computation the kernel belongs to,
+            // not its shape: it is elementwise.
+            if matches!(pattern, Pattern::RowReduction | Pattern::Reduction | Pattern::Gemm) && maps_elements_alone(&code) {
+                return Ok(Inferred {
+                    pattern: Pattern::Elementwise,
+                    evidence: format!(
+                        "straight-line code, each work-item writing its own elements with no loop, atomic or shared data; the kernel's name `{name}` says {pattern}, the code an elementwise map"
+                    ),
+                });
+            }
             return Ok(Inferred { pattern, evidence: format!("the kernel's name `{name}`") });
         }
     }
     infer_shape(&code, &kernels)
+}
+
+/// Whether `code` (masked device code) writes array elements from straight-line code alone:
+/// no loop, no atomic, no barrier, shared memory or warp shuffle, and at least one store
+/// through a subscript or a pointer. An empty or unreadable body says nothing.
+fn maps_elements_alone(code: &str) -> bool {
+    let cooperates = words(code).any(|w| {
+        matches!(w, "for" | "while" | "__syncthreads" | "barrier" | "__shared__" | "__local" | "groupshared" | "GroupMemoryBarrierWithGroupSync")
+            || w.starts_with("atomic")
+            || w.starts_with("atom_")
+            || w.starts_with("__shfl")
+            || w.starts_with("sub_group")
+            || w.starts_with("work_group")
+            || w.starts_with("Interlocked")
+            || w.starts_with("Wave")
+    });
+    let stores = code.split([';', '{', '}']).any(|statement| {
+        let s = statement.trim();
+        // `lhs = value` or `lhs += value`, not `==`, `<=`, `>=` or `!=`: a subscript or a
+        // dereference on the left is a store.
+        let at = s.char_indices().find(|&(i, c)| c == '=' && !s[i + 1..].starts_with('=') && !s[..i].ends_with(['=', '<', '>', '!']));
+        at.is_some_and(|(i, _)| {
+            let lhs = s[..i].trim_end_matches(['+', '-', '*', '/']).trim();
+            lhs.ends_with(']') || lhs.starts_with('*')
+        })
+    });
+    !cooperates && stores
 }
 
 /// The pattern the shape of `code` (masked device code) shows, or why it shows none.
@@ -365,6 +405,25 @@ mod tests {
         assert_eq!(inferred("__global__ void matmul_wgmma(float* C) { for (int k = 0; k < 8; k++) asm volatile(\"wgmma\"); }"), Pattern::Gemm);
         let gemm = "__global__ void sgemm(float* C, const float* A, const float* B, int n) { float acc = 0; for (int i = 0; i < n; ++i) acc += A[r * n + i] * B[i * n + c]; C[r*n+c] = acc; }";
         assert_eq!(inferred(gemm), Pattern::Gemm);
+    }
+
+    #[test]
+    fn a_reduction_name_over_an_elementwise_body_goes_by_the_code() {
+        // llm.c's softmax + cross-entropy backward: named after the loss, one gradient per work-item.
+        let backward = "__kernel void crossentropy_softmax_backward_kernel1(__global float* dlogits, __global const float* dlosses, __global const float* probs, __global const int* targets, int B, int T, int V) { int i = get_global_id(0); if (i < B * T * V) { int v = i % V; __global float* d = dlogits + (i / V) * V; float p = probs[i]; float ind = v == targets[i / V] ? 1.0f : 0.0f; d[v] += (p - ind) * dlosses[i / V]; } }";
+        let found = infer(backward).unwrap();
+        assert_eq!(found.pattern, Pattern::Elementwise, "{}", found.evidence);
+        assert!(found.evidence.contains("says row-reduction"), "{}", found.evidence);
+        // A row reduction by name that loops, shares or adds atomically stays one.
+        let rows = "__global__ void softmax_forward(float* y, const float* x, int C) { int r = blockIdx.x; float m = -1e30f; for (int j = 0; j < C; j++) m = fmaxf(m, x[r * C + j]); y[r * C] = m; }";
+        assert_eq!(inferred(rows), Pattern::RowReduction);
+        let shared = "__global__ void softmax_block(float* y, const float* x) { __shared__ float s[256]; s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); y[threadIdx.x] = s[0]; }";
+        assert_eq!(inferred(shared), Pattern::RowReduction);
+        let total =
+            "__global__ void reduce_sum(float* out, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) atomicAdd(out, x[i]); }";
+        assert_eq!(inferred(total), Pattern::Reduction);
+        // An empty body says nothing against the name.
+        assert_eq!(inferred("__global__ void layernorm_forward_kernel1(float* out, const float* inp, int N, int C) {}"), Pattern::RowReduction);
     }
 
     #[test]

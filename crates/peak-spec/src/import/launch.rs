@@ -103,10 +103,8 @@ fn along(intro: &str, indices: &[&Index], covered: Covered) -> Proposal {
         if !same_expression(bound, covered.size) {
             // A row per thread, or a scatter (an embedding's gradient, written where an index
             // array says): either way the output is not one element per thread.
-            comment.push(format!(
-                "{} has {} elements: each thread handles several, or writes where the kernel computes (a scatter).",
-                covered.name, covered.size
-            ));
+            comment
+                .push(format!("{} has {} elements: each thread handles several, or writes where the kernel computes (a scatter).", covered.name, covered.size));
         }
         return Proposal { comment, grid: grid[0].clone(), block: "BLOCK_X".into(), tuning: one_dimension(), constraints: vec![] };
     }
