@@ -487,6 +487,34 @@ fn encoder_backward_scatter_add_workflow_replays() {
     }
 }
 
+/// llm.c's softmax + cross-entropy backward (crossentropy_softmax_backward_kernel1): one
+/// gradient element per work-item, updated in place from the probabilities, the row's loss
+/// gradient and an indicator of the row's target. Named after the loss, read off its code as
+/// elementwise. Inner-Vector (rows of V, unaligned when V is odd) and Stream-Hints (the
+/// probabilities' loads and the gradient's stores streamed). The tip is checked against the
+/// root at rows of 1, 37 and GPT-2's 50,257.
+#[test]
+fn crossentropy_backward_workflow_replays() {
+    let Some(log) = replay("crossentropy-backward", &["B=2", "T=3", "V=37"], &["Inner-Vector", "Stream-Hints"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
+    let env = Env::new();
+    let (_, candidate, naive) = recorded_and_root(&env, "crossentropy-backward-opencl-agent.bundle", "HEAD");
+    for (b, t, v) in [("1", "3", "1"), ("2", "3", "37"), ("1", "2", "50257")] {
+        let sets = [
+            format!("B={b}"),
+            format!("T={t}"),
+            format!("V={v}"),
+            "VEC_BYTES=4,8,16".to_string(),
+            "ITEMS=1,4".to_string(),
+            "STREAM=0,2".to_string(),
+            "BLOCK_X=64".to_string(),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let report = validate_against(&env, &candidate, &naive, "4", &sets);
+        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
+    }
+}
+
 /// llm.c's fused classifier (the loss half: logsumexp of a row of logits minus the
 /// target's logit, gathered through an int array), rows of GPT-2's 50,257 at validation:
 /// Block-Reduce, Online-Softmax (one walk for the maximum and the sum), Vector-Body (rows
