@@ -515,6 +515,24 @@ fn crossentropy_backward_workflow_replays() {
     }
 }
 
+/// llm.c's GELU backward (gelu_backward1): one element per work-item, tanh and cosh. Vector-Body
+/// declines (no loop over a run), Inner-Vector cuts the one run into pieces, Fast-Math routes
+/// tanh through its helper (cosh is not in its list and stays). The tip is checked against
+/// the root at 1, 7 and 1001 elements with both FAST_MATH values.
+#[test]
+fn gelu_backward_workflow_replays() {
+    let Some(log) = replay("gelu-backward", &["N=1001"], &["Inner-Vector", "Fast-Math"]) else { return };
+    assert!(log[0]["summary"].as_str().unwrap().contains("Fast-Math"));
+    let env = Env::new();
+    let (_, candidate, naive) = recorded_and_root(&env, "gelu-backward-opencl-agent.bundle", "HEAD");
+    for n in ["1", "7", "1001"] {
+        let sets = [format!("N={n}"), "VEC_BYTES=4,8,16".to_string(), "ITEMS=1,4".to_string(), "FAST_MATH=0,1".to_string(), "BLOCK_X=32".to_string()];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let report = validate_against(&env, &candidate, &naive, "4", &sets);
+        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
+    }
+}
+
 /// llm.c's fused classifier (the loss half: logsumexp of a row of logits minus the
 /// target's logit, gathered through an int array), rows of GPT-2's 50,257 at validation:
 /// Block-Reduce, Online-Softmax (one walk for the maximum and the sum), Vector-Body (rows
