@@ -1,29 +1,8 @@
-# Hand experiment (not a recorded step), deeper pipelines (NUM_STAGES to 12): the bf16 decode tip (Cluster-Split-K, replayed) against a
-# scratch copy whose A box holds only the rows of inp that exist when M < one tile (16 of 64 at a
-# decode step; the expect-tx bytes to match), each tuned exhaustively over the same split-K
-# subspace at 16 x 4096 x 4096, then both bests timed against cuBLASLt alternately in one call.
-# Deeper pipelines: NUM_STAGES up to 12 in both copies (a decode stage of WGMMA_N = 64 is 16 KB).
+# Hand experiment (not a recorded step), not yet run: row-box-run.sh with deeper pipelines,
+# NUM_STAGES up to 12 in both copies (a decode stage of WGMMA_N = 64 is 16 KB), over a
+# subspace of those stages, the copy validated at the new stage counts under memcheck.
+cd "$(dirname "$0")/../.."
 for c in orig mod; do sed -i 's/^values = \[2, 3, 4, 5, 6\]$/values = [2, 3, 4, 5, 6, 8, 10, 12]/' carry/exp/rowbox/$c/peak.toml; done
-mkdir -p /tmp/pk && python3 -c 'import tarfile;tarfile.open("carry/gpu-tests/binaries.tar.xz").extract("./peak","/tmp/pk")'
-P=/tmp/pk/peak; D=carry/exp/rowbox; export PATH=/usr/local/cuda/bin:$PATH
-SP="--set K_SPLITS=2,4 --set WGMMA_N=64,128,192 --set NUM_STAGES=4,6,8,10,12 --set CLUSTER_M=1 --set FRAG_M=1 --set TILES_PER_CTA=1"
-timeout 120 $P validate $D/mod --against examples/gemm-nt-bias-cuda-bf16 --set M=16,40,200 --set N=136 --set K=424 --set K_SPLITS=2,4 --set NUM_STAGES=8,10,12 --set CLUSTER_M=1 --samples 6 --sanitize memcheck --sanitize-samples 1 --json > $OUT/validate.json 2> $OUT/validate.log; echo validate rc=$?
-for c in orig mod; do timeout 120 $P tune $D/$c --strategy exhaustive --set M=16 --set N=4096 --set K=4096 $SP --top-out /tmp/top-$c.json --json > $OUT/tune-$c.json 2> $OUT/tune-$c.log; echo tune $c rc=$?; done
-python3 - "$P" "$D" "$OUT" <<'PY'
-import json, subprocess, sys
-peak, d, out = sys.argv[1:]
-best = {c: json.load(open(f"/tmp/top-{c}.json"))[0]["entries"][:3] for c in ("orig", "mod")}
-rows = []
-for rnd in range(3):
-    for c in ("orig", "mod"):
-        cfg = best[c][0]["tuning"]
-        sets = [a for k, v in {"M": 16, "N": 4096, "K": 4096, **cfg}.items() for a in ("--set", f"{k}={v}")]
-        r = subprocess.run([peak, "baseline", f"{d}/{c}", "--against", "cublaslt", "--reps", "30", "--json", *sets], capture_output=True, text=True)
-        try:
-            rep = json.loads(r.stdout)
-            row = {"case": c, "round": rnd, "params": cfg, "peak_ms": rep["kernel_timing"]["median_ms"], "cublaslt_ms": rep["cublas_timing"]["median_ms"], "pct": rep["percent_of_cublas"], "matches": rep["validation"]["passed"]}
-        except Exception:
-            row = {"case": c, "round": rnd, "error": r.stderr[-1500:]}
-        print(json.dumps({k: row.get(k) for k in ("case", "round", "peak_ms", "cublaslt_ms", "pct", "matches")}), flush=True); rows.append(row)
-json.dump({"top3": best, "rows": rows}, open(f"{out}/rowbox-stages-compare.json", "w"), indent=1)
-PY
+SP="--set K_SPLITS=2,4 --set WGMMA_N=64,128,192 --set NUM_STAGES=4,6,8,10,12 --set CLUSTER_M=1 --set FRAG_M=1 --set TILES_PER_CTA=1" \
+VALIDATE="--set K_SPLITS=2,4 --set NUM_STAGES=8,10,12 --set CLUSTER_M=1 --samples 6 --sanitize memcheck --sanitize-samples 1" \
+NAME=rowbox-stages-compare exec bash bench/hand/row-box-run.sh

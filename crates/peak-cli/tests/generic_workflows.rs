@@ -93,6 +93,18 @@ fn recorded_and_root(env: &Env, bundle: &str, rev: &str) -> (PathBuf, PathBuf, P
     (recorded, candidate, naive)
 }
 
+/// The recorded tip of `bundle` validated against its naive root at each of `sizes`, with
+/// `settings` beside every one (`--set`s each), on `samples` samples: every case must pass.
+fn tip_passes_at(bundle: &str, samples: &str, sizes: &[&[&str]], settings: &[&str]) {
+    let env = Env::new();
+    let (_, candidate, naive) = recorded_and_root(&env, bundle, "HEAD");
+    for size in sizes {
+        let sets: Vec<&str> = size.iter().chain(settings).copied().collect();
+        let report = validate_against(&env, &candidate, &naive, samples, &sets);
+        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
+    }
+}
+
 /// `peak validate` of `candidate` against `naive` on `samples` samples, the sanitizer off,
 /// with each of `sets` given as a `--set`.
 fn validate_against(env: &Env, candidate: &Path, naive: &Path, samples: &str, sets: &[&str]) -> Value {
@@ -439,23 +451,12 @@ fn adamw_in_place_workflow_replays() {
 fn encoder_gather_workflow_replays() {
     let Some(log) = replay("encoder", &["B=2", "T=5", "C=7", "V=11"], &["Inner-Vector", "Stream-Hints"]) else { return };
     assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
-    let env = Env::new();
-    let (_, candidate, naive) = recorded_and_root(&env, "encoder-opencl-agent.bundle", "HEAD");
-    for (b, t, c, v) in [("1", "3", "1", "5"), ("3", "5", "7", "11"), ("2", "4", "768", "50")] {
-        let sets = [
-            format!("B={b}"),
-            format!("T={t}"),
-            format!("C={c}"),
-            format!("V={v}"),
-            "VEC_BYTES=4,8,16".to_string(),
-            "ITEMS=1,4".to_string(),
-            "STREAM=0,2".to_string(),
-            "BLOCK_X=32".to_string(),
-        ];
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let report = validate_against(&env, &candidate, &naive, "4", &sets);
-        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
-    }
+    tip_passes_at(
+        "encoder-opencl-agent.bundle",
+        "4",
+        &[&["B=1", "T=3", "C=1", "V=5"], &["B=3", "T=5", "C=7", "V=11"], &["B=2", "T=4", "C=768", "V=50"]],
+        &["VEC_BYTES=4,8,16", "ITEMS=1,4", "STREAM=0,2", "BLOCK_X=32"],
+    );
 }
 
 /// llm.c's encoder backward: a scatter-add of dout's rows into the token and position
@@ -468,23 +469,12 @@ fn encoder_gather_workflow_replays() {
 fn encoder_backward_scatter_add_workflow_replays() {
     let Some(log) = replay("encoder-backward", &["B=2", "T=5", "C=7", "V=3"], &["Inner-Vector", "Stream-Hints"]) else { return };
     assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
-    let env = Env::new();
-    let (_, candidate, naive) = recorded_and_root(&env, "encoder-backward-opencl-agent.bundle", "HEAD");
-    for (b, t, c, v) in [("1", "3", "1", "2"), ("3", "5", "7", "2"), ("2", "4", "768", "3")] {
-        let sets = [
-            format!("B={b}"),
-            format!("T={t}"),
-            format!("C={c}"),
-            format!("V={v}"),
-            "VEC_BYTES=4,8,16".to_string(),
-            "ITEMS=1,4".to_string(),
-            "STREAM=0,1".to_string(),
-            "BLOCK_X=32".to_string(),
-        ];
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let report = validate_against(&env, &candidate, &naive, "4", &sets);
-        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
-    }
+    tip_passes_at(
+        "encoder-backward-opencl-agent.bundle",
+        "4",
+        &[&["B=1", "T=3", "C=1", "V=2"], &["B=3", "T=5", "C=7", "V=2"], &["B=2", "T=4", "C=768", "V=3"]],
+        &["VEC_BYTES=4,8,16", "ITEMS=1,4", "STREAM=0,1", "BLOCK_X=32"],
+    );
 }
 
 /// llm.c's softmax + cross-entropy backward (crossentropy_softmax_backward_kernel1): one
@@ -497,22 +487,12 @@ fn encoder_backward_scatter_add_workflow_replays() {
 fn crossentropy_backward_workflow_replays() {
     let Some(log) = replay("crossentropy-backward", &["B=2", "T=3", "V=37"], &["Inner-Vector", "Stream-Hints"]) else { return };
     assert!(log[0]["summary"].as_str().unwrap().contains("Stream-Hints"));
-    let env = Env::new();
-    let (_, candidate, naive) = recorded_and_root(&env, "crossentropy-backward-opencl-agent.bundle", "HEAD");
-    for (b, t, v) in [("1", "3", "1"), ("2", "3", "37"), ("1", "2", "50257")] {
-        let sets = [
-            format!("B={b}"),
-            format!("T={t}"),
-            format!("V={v}"),
-            "VEC_BYTES=4,8,16".to_string(),
-            "ITEMS=1,4".to_string(),
-            "STREAM=0,2".to_string(),
-            "BLOCK_X=64".to_string(),
-        ];
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let report = validate_against(&env, &candidate, &naive, "4", &sets);
-        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
-    }
+    tip_passes_at(
+        "crossentropy-backward-opencl-agent.bundle",
+        "4",
+        &[&["B=1", "T=3", "V=1"], &["B=2", "T=3", "V=37"], &["B=1", "T=2", "V=50257"]],
+        &["VEC_BYTES=4,8,16", "ITEMS=1,4", "STREAM=0,2", "BLOCK_X=64"],
+    );
 }
 
 /// llm.c's GELU backward (gelu_backward1): one element per work-item, tanh and cosh. Vector-Body
@@ -523,14 +503,12 @@ fn crossentropy_backward_workflow_replays() {
 fn gelu_backward_workflow_replays() {
     let Some(log) = replay("gelu-backward", &["N=1001"], &["Inner-Vector", "Fast-Math"]) else { return };
     assert!(log[0]["summary"].as_str().unwrap().contains("Fast-Math"));
-    let env = Env::new();
-    let (_, candidate, naive) = recorded_and_root(&env, "gelu-backward-opencl-agent.bundle", "HEAD");
-    for n in ["1", "7", "1001"] {
-        let sets = [format!("N={n}"), "VEC_BYTES=4,8,16".to_string(), "ITEMS=1,4".to_string(), "FAST_MATH=0,1".to_string(), "BLOCK_X=32".to_string()];
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let report = validate_against(&env, &candidate, &naive, "4", &sets);
-        assert_eq!(report["outcome"], "passed", "{sets:?}: {report}");
-    }
+    tip_passes_at(
+        "gelu-backward-opencl-agent.bundle",
+        "4",
+        &[&["N=1"], &["N=7"], &["N=1001"]],
+        &["VEC_BYTES=4,8,16", "ITEMS=1,4", "FAST_MATH=0,1", "BLOCK_X=32"],
+    );
 }
 
 /// llm.c's fused classifier (the loss half: logsumexp of a row of logits minus the
