@@ -1,4 +1,4 @@
-# Hand experiment (not a recorded step), not yet run: row-box-run.sh with deeper pipelines,
+# Hand experiment (not a recorded step; bench/results/h200-compare-rowbox-stages-hand.json): row-box-run.sh with deeper pipelines,
 # NUM_STAGES up to 12 in both copies (a decode stage of WGMMA_N = 64 is 16 KB), over a
 # subspace of those stages, the copy validated at the new stage counts under memcheck.
 cd "$(dirname "$0")/../.."

@@ -64,6 +64,7 @@ const SHIPPED: &[&str] = &[
     "Stmatrix-Staging",
     "Cluster-Split-K",
     "Pair-Round",
+    "Row-Box",
     "Thread-Coarsen",
     "Tile-Pad",
     "Tile-Staging",
