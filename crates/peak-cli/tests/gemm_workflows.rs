@@ -590,6 +590,26 @@ fn uniform_warpgroup_changes_only_the_index(parent: &str, tip: &str) {
     assert!(after.trim().starts_with("const int wg = __shfl_sync(0xffffffff, WG_ID - 1, 0);"), "{after:?}");
 }
 
+/// Row-Box on the decode tip (C's type `dtype`): A's rows per box (GEMM_M rounded up to 8
+/// below one tile) defined once, the stage barrier expecting those rows and B's full bytes,
+/// and inp's tensor-map box of the same rows; nothing else in the kernel changed, and
+/// NUM_STAGES may now reach 12.
+fn row_box_expects_the_rows_that_exist(parent: &str, tip: &str, manifest: &str, dtype: &str) {
+    let (device_before, device_after) = (region(parent, "device"), region(tip, "device"));
+    let define = "#define A_BOX_ROWS (GEMM_M < TILE_M ? (GEMM_M + 7) / 8 * 8 : TILE_M)";
+    assert!(device_after.contains(define), "missing {define:?}");
+    let block = format!("// A's box covers the rows that exist (GEMM_M rounded up to 8) when GEMM_M is smaller than it.\n{define}\n\n");
+    let without_define = device_after.replacen(&block, "", 1);
+    let (before, after) = the_one_changed_line(device_before, &without_define, "Row-Box's device pass");
+    assert_eq!(before.trim(), "peak_mbar_arrive_expect_tx(&full[s], STAGE_BYTES);");
+    assert!(after.trim().starts_with("peak_mbar_arrive_expect_tx(&full[s], A_BOX_ROWS * 64 * 2 + B_STAGE_BYTES);"), "{after:?}");
+    let host = region(tip, "host");
+    let map = format!("cuda_tensor_map(inp, \"{dtype}\", [K, M], [K * 2], [64, if M < tile_m {{ ceil_div(M, 8) * 8 }} else {{ tile_m }}], \"128b\")");
+    assert!(host.contains(&map), "missing {map:?} in Row-Box's host region");
+    assert_eq!(region(parent, "macros"), region(tip, "macros"), "Row-Box changed the macros");
+    assert!(manifest.contains("values = [2, 3, 4, 5, 6, 8, 10, 12]"), "NUM_STAGES is not widened to 12:\n{manifest}");
+}
+
 /// Cluster-Split-K on the decode tip: the K_SPLITS splits of a unit are blocks of one cluster
 /// (CLUSTER_M tile-rows x K_SPLITS splits, the split the block's, not the item's), multicast
 /// and stage releases stay among the blocks of one split, each warpgroup counts its splits in
@@ -1052,13 +1072,14 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     // The branch decode: Shared-Window and Uniform-Warpgroup on the Persistent-Split-K
     // checkpoint (the decode rows' tip), one line each, then Stmatrix-Staging on its staging
     // of the whole tile (the form TMA-Store wrote, which Epilogue-Ring never ringed here),
-    // then Cluster-Split-K.
-    let cluster = show("decode");
+    // then Cluster-Split-K and Row-Box.
+    let row_box = show("decode");
+    let cluster = parent(&row_box);
     let stmatrix = parent(&cluster);
     let uniform = parent(&stmatrix);
     let window = parent(&uniform);
     assert_eq!(window["parents"][0], split["id"], "the decode branch starts at Persistent-Split-K");
-    for entry in [&cluster, &stmatrix, &uniform, &window] {
+    for entry in [&row_box, &cluster, &stmatrix, &uniform, &window] {
         deferred_by_the_agent_and_compiled(entry);
     }
     let source = |entry: &serde_json::Value| entry["files"]["kernel.cu"].as_str().unwrap().to_string();
@@ -1066,6 +1087,7 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     uniform_warpgroup_changes_only_the_index(&source(&window), &source(&uniform));
     stmatrix_staging_keeps_the_values(&source(&uniform), &source(&stmatrix));
     cluster_split_k_reduces_in_the_cluster(&source(&stmatrix), &source(&cluster));
+    row_box_expects_the_rows_that_exist(&source(&cluster), &source(&row_box), row_box["files"]["peak.toml"].as_str().unwrap(), dtype);
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
     epilogue_hoist_keeps_the_values(&source(&hoist), &source(&split));
     let turns_device = region(&ping_pong, "device");
