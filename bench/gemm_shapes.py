@@ -27,7 +27,8 @@ validated at the manifest's [validation.inputs] (200 x 136 x 88), sanitized once
 (SANITIZE_SAMPLES, default 1) at SANITIZE_AT (default M=256 N=256 K=128) and tuned at the
 shape (--samples 4, BUDGET default 12 evaluations and STEP_TIME default 12 s per step, so
 one replay stays near 200 s); the tip is retuned over its whole (small) space at the shape
-(RETUNE_BUDGET default 90, RETUNE_TIME default 90 s) and timed at its best configuration
+(RETUNE_BUDGET default 90, RETUNE_TIME default 90 s; RETUNE_WIDEN="NAME=V1,V2 ..." narrows or
+widens it, each name's values replaced) and timed at its best configuration
 against cuBLASLt in one `peak baseline --against cublaslt` call (bf16 in, bf16 out, f32
 accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f32 rows.
 RESUME_FROM=<a returned h200-replayed-*.bundle> starts the first shape's workflow from that
@@ -236,8 +237,12 @@ def main_half(out):
         if replay["rc"] == 0 and int(retune_budget) > 0:
             started = time.time()
             try:
-                r = sh([peak, "retune", "-w", wf, "--budget", retune_budget, "--time", retune_time, "--no-sanitize-winner", *sizes], timeout=timeout)
-                row["retune"] = {"rc": r.returncode, "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
+                # RETUNE_WIDEN="K_SPLITS=2,4 NUM_STAGES=8,10,12": the retune's space, each NAME=V1,V2
+                # replacing that parameter's values (a subspace the budget can exhaust).
+                space = [a for item in os.environ.get("RETUNE_WIDEN", "").split() for a in ("--set", item)]
+                r = sh([peak, "retune", "-w", wf, "--budget", retune_budget, "--time", retune_time, "--no-sanitize-winner", *sizes, *space], timeout=timeout)
+                row["retune"] = {"rc": r.returncode, "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1),
+                                 "space": os.environ.get("RETUNE_WIDEN") or "the manifest's"}
             except subprocess.TimeoutExpired:
                 row["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
         best = tip_best(peak, wf) if entries else None
