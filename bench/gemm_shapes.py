@@ -78,9 +78,9 @@ def sh(args, timeout=None):
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
 
 
-def baseline(peak, ctx, inputs, tuning, reps):
+def baseline(peak, ctx, inputs, tuning, reps, extra=()):
     sets = [a for k, v in {**inputs, **tuning}.items() for a in ("--set", f"{k}={v}")]
-    r = sh([peak, "baseline", ctx, "--against", "cublaslt", "--reps", str(reps), "--json", *sets])
+    r = sh([peak, "baseline", ctx, "--against", "cublaslt", "--reps", str(reps), "--json", *sets, *extra])
     if not r.stdout.strip():
         return {"error": r.stderr[-2000:]}
     rep = json.loads(r.stdout)

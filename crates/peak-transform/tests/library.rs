@@ -52,6 +52,7 @@ const SHIPPED: &[&str] = &[
     "Query-Tile",
     "Grid-Stride",
     "Fast-Math",
+    "Fragment-Prefetch",
     "Grid-Accumulate",
     "Inner-Vector",
     "Register-Row",
