@@ -44,6 +44,42 @@ pub struct SearchSpace {
     pub pruned: Vec<ConstraintCount>,
 }
 
+/// A tuning constraint, evaluated once per combination of the parameters it names: a space
+/// checks each constraint at every one of up to millions of points, while a constraint
+/// such as `BLOCK_X * BLOCK_Y <= 1024` sees a hundred distinct pairs, and a Rhai evaluation
+/// costs microseconds where a lookup costs nanoseconds.
+struct Memoized {
+    expr: Expr,
+    /// Positions, among the tuning parameters, of those the expression reads.
+    slots: Vec<usize>,
+    verdicts: HashMap<Vec<i64>, bool>,
+    key: Vec<i64>,
+}
+
+impl Memoized {
+    fn new(expr: Expr, names: &[String]) -> Memoized {
+        let used = expr.identifiers();
+        let slots = names.iter().enumerate().filter(|(_, n)| used.contains(&n.as_str())).map(|(i, _)| i).collect();
+        Memoized { expr, slots, verdicts: HashMap::new(), key: Vec::new() }
+    }
+
+    /// Whether the constraint holds at `point` (values of `names`); the inputs are already
+    /// in `scope`, and stay fixed for the space.
+    fn holds(&mut self, point: &[i64], names: &[String], engine: &rhai::Engine, scope: &mut Scope) -> bool {
+        self.key.clear();
+        self.key.extend(self.slots.iter().map(|&s| point[s]));
+        if let Some(&verdict) = self.verdicts.get(self.key.as_slice()) {
+            return verdict;
+        }
+        for &s in &self.slots {
+            scope.set_value(names[s].clone(), point[s]);
+        }
+        let verdict = self.expr.eval_bool(engine, scope).unwrap_or(false);
+        self.verdicts.insert(self.key.clone(), verdict);
+        verdict
+    }
+}
+
 /// Which constraints emptied a space, for its error: a user whose input no configuration
 /// fits (a head dimension a kernel is not compiled for) learns which rule to look at.
 fn rejections(pruned: &[ConstraintCount]) -> String {
@@ -79,12 +115,12 @@ impl SearchSpace {
                 return Err(err(format!("the inputs {} violate the input constraint `{c}`", crate::hash::canonical(inputs))));
             }
         }
-        let constraints = ctx
+        let mut constraints = ctx
             .manifest
             .constraints
             .tuning
             .iter()
-            .map(|c| Expr::compile(&engine, c, &all_names).map_err(|m| err(format!("constraint `{c}`: {m}"))))
+            .map(|c| Expr::compile(&engine, c, &all_names).map(|e| Memoized::new(e, &names)).map_err(|m| err(format!("constraint `{c}`: {m}"))))
             .collect::<Result<Vec<_>, _>>()?;
         for name in &names {
             scope.push(name.clone(), 0_i64);
@@ -92,12 +128,9 @@ impl SearchSpace {
         let anchors: Vec<Vec<u16>> = anchors.iter().map(|a| nearest_indices(&names, &values, a)).collect();
         let mut rejected = vec![0usize; constraints.len()];
         let result = SearchSpace::build_around(inputs.clone(), names.clone(), values, &anchors, |point| {
-            for (name, v) in names.iter().zip(point) {
-                scope.set_value(name.clone(), *v);
-            }
-            for (i, c) in constraints.iter().enumerate() {
+            for (i, c) in constraints.iter_mut().enumerate() {
                 // A constraint that cannot be evaluated (division by zero...) rejects.
-                if !c.eval_bool(&engine, &mut scope).unwrap_or(false) {
+                if !c.holds(point, &names, &engine, &mut scope) {
                     rejected[i] += 1;
                     return false;
                 }

@@ -53,6 +53,34 @@ impl Expr {
         Ok(Expr { text: text.to_string(), ast })
     }
 
+    /// Every name the text uses (variables and functions alike, each once, in order of first
+    /// use). A compiled expression reads no variable that is not among them.
+    pub fn identifiers(&self) -> Vec<&str> {
+        let mut found: Vec<&str> = Vec::new();
+        let bytes = self.text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                let name = &self.text[start..i];
+                if !found.contains(&name) {
+                    found.push(name);
+                }
+            } else if bytes[i].is_ascii_digit() {
+                // A number's digits and suffix letters (0x1F) are not a name.
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        found
+    }
+
     pub fn eval_int(&self, engine: &Engine, scope: &mut Scope) -> Result<i64, String> {
         let value: Dynamic = engine.eval_ast_with_scope(scope, &self.ast).map_err(|e| e.to_string())?;
         value.as_int().map_err(|ty| format!("`{}` gave a {ty}, expected an integer", self.text))

@@ -185,6 +185,38 @@ fn check_parsed(manifest: &Manifest) {
             }
         }
     }
+    if space.product_size() <= 4096 && manifest.shapes.is_empty() {
+        // The walk skips whole subtrees where a constraint fails on the axes it reads: it
+        // must find exactly the points a check of every combination finds, in order.
+        let names: Vec<String> = space.names().map(String::from).collect();
+        let tuning: Vec<String> = space.tuning_names().map(String::from).collect();
+        let mut every = Vec::new();
+        let mut odometer = vec![0usize; names.len()];
+        let empty = names.iter().any(|n| space.values(n).unwrap().is_empty());
+        'all: while !empty {
+            let mut point = ExecParams::default();
+            for (name, &i) in names.iter().zip(&odometer) {
+                let map = if tuning.contains(name) { &mut point.tuning } else { &mut point.inputs };
+                map.insert(name.clone(), space.values(name).unwrap()[i]);
+            }
+            if space.is_valid(&point) {
+                every.push(point);
+            }
+            let mut d = names.len();
+            loop {
+                if d == 0 {
+                    break 'all;
+                }
+                d -= 1;
+                odometer[d] += 1;
+                if odometer[d] < space.values(&names[d]).unwrap().len() {
+                    break;
+                }
+                odometer[d] = 0;
+            }
+        }
+        assert_eq!(space.iter().collect::<Vec<_>>(), every, "the pruned walk and the exhaustive check disagree");
+    }
     let text = manifest.to_toml();
     let again = Manifest::parse("again.toml", &text).expect("a parsed manifest re-parses from its own TOML");
     assert_eq!(&again, manifest);
@@ -340,6 +372,19 @@ proptest! {
                 // The same failure of evaluation, or a value that is neither.
                 (Err(a), Err(b)) => prop_assert!(a == b || (a.contains("expected an integer") && b.contains("expected true or false")), "{} / {}", a, b),
             }
+        }
+    }
+
+    /// An expression reads only the names `identifiers` lists (a tuning space memoizes each
+    /// constraint on those values): changing every other name changes nothing.
+    #[test]
+    fn expressions_read_only_their_identifiers(text in expression(), values in proptest::collection::vec(edge_i64(), 4), other in proptest::collection::vec(edge_i64(), 4)) {
+        let engine = expression_engine();
+        if let Ok(expr) = Expr::compile(&engine, &text, NAMES) {
+            let used = expr.identifiers();
+            let moved: Vec<i64> = NAMES.iter().zip(values.iter().zip(&other)).map(|(n, (v, o))| if used.contains(n) { *v } else { *o }).collect();
+            prop_assert_eq!(expr.eval_int(&engine, &mut params(&values).scope()), expr.eval_int(&engine, &mut params(&moved).scope()), "`{}` reads a name beyond {:?}", text, used);
+            prop_assert_eq!(expr.eval_bool(&engine, &mut params(&values).scope()), expr.eval_bool(&engine, &mut params(&moved).scope()));
         }
     }
 
