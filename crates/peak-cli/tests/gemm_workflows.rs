@@ -385,6 +385,46 @@ fn gemm_nt_bias_cuda_joint_staging_branch_loads_a_k_step_together() {
     assert_eq!(device.matches("__launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS)").count(), 2, "{device}");
 }
 
+/// The branch fragment-prefetch of the CUDA twin: Fragment-Prefetch on joint-staging's
+/// Launch-Bounds, written by the agent with `--defer` and compile-checked. Two sets of
+/// fragments, slice kk + 1 loaded before slice kk's multiply-adds, and the step's stores and
+/// barrier moved before the last slice's multiply-adds, behind the next step's first loads;
+/// the global loads and everything after the k loop unchanged.
+#[test]
+fn gemm_nt_bias_cuda_fragment_prefetch_branch_multiplies_the_last_slice_after_the_barrier() {
+    let env = Env::new();
+    let wf = env.path("cuda");
+    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let tip = show("fragment-prefetch");
+    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Fragment-Prefetch"));
+    assert_eq!(tip["parents"][0], show("joint-staging")["id"], "the branch starts at joint-staging's Launch-Bounds");
+    deferred_by_the_agent_and_compiled(&tip);
+    let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap().to_string(), show("joint-staging")["files"]["kernel.cu"].as_str().unwrap().to_string());
+    let device = region(&after, "device");
+    for expected in [
+        "__align__(16) float a_frag[2][TRD_Y];",
+        "__align__(16) float b_frag[2][TRD_X];",
+        "load_fragments(a_frag[0], b_frag[0], 0, 0);",
+        "load_fragments(a_frag[(kk + 1) % 2], b_frag[(kk + 1) % 2], stage, kk + 1);",
+        "if (t + 1 < KT) load_fragments(a_frag[0], b_frag[0], (t + 1) % NUM_STAGES, 0);",
+        "acc[i][j] += a_frag[kk % 2][i] * b_frag[kk % 2][j];",
+    ] {
+        assert!(device.contains(expected), "missing {expected:?}:\n{device}");
+    }
+    // The step's end sits inside the slice loop, before the last slice's multiply-adds.
+    let slices = device.split("for (int kk = 0; kk < TILE_K; ++kk) {").nth(1).unwrap();
+    let end = slices.find("BARRIER();").expect("the barrier moved into the slice loop");
+    assert!(end < slices.find("acc[i][j] +=").unwrap(), "the barrier comes before the last slice's multiply-adds");
+    assert_eq!(device.matches("BARRIER();").count(), 2, "the first stage's barrier and the step's, nothing more:\n{device}");
+    // The global loads of the next step and the epilogue are as they were.
+    let next_loads = |text: &str| text.split("for (int t = 0; t < KT; ++t) {").nth(1).unwrap().split("const int stage").next().unwrap().to_string();
+    assert_eq!(next_loads(device), next_loads(region(&before, "device")));
+    let epilogue = |text: &str| text.split("#if K_SPLITS == 1").nth(1).unwrap().to_string();
+    assert_eq!(epilogue(device), epilogue(region(&before, "device")));
+    assert_eq!(region(&after, "macros"), region(&before, "macros"));
+}
+
 /// The texts of the GEMM line speak its vocabulary, never the paper's square row-major
 /// problem, and keep the shape recorded workflows replay against: the same passes, in the
 /// same regions, with the same parameters, requirements and constraints.
