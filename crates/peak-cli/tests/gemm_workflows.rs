@@ -53,7 +53,9 @@ fn assert_gemm_vocabulary(source: &str) {
     }
     let device = source.split("@peak device").nth(1).unwrap();
     assert!(!device.contains("bias["), "the bias lives in EPILOGUE only:\n{device}");
-    let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("BARRIER();\n    }").next().unwrap();
+    // From the k loop to the epilogue's store (after Fragment-Prefetch the k-step's barrier
+    // sits inside the slice loop).
+    let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("#if K_SPLITS == 1").next().unwrap();
     assert!(!k_loop.contains("BY") && !k_loop.contains("BX"), "the k loop reads the block's place, never BX or BY:\n{k_loop}");
 }
 
@@ -74,16 +76,16 @@ const NT_BIAS_SIZES: [&str; 3] = ["M=250", "N=199", "K=129"];
 const NT_BIAS_PINS: [&str; 12] =
     ["BLOCK_X=4", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
 
-/// `peak replay` of the branch joint-staging of `bundle` pinned (`sizes`, `pins`): every
-/// step passes and was written by the agent, and the replay ends on the recorded code. The
+/// `peak replay` of the branch `branch` of `bundle` pinned (`sizes`, `pins`): every step
+/// passes and was written by the agent, and the replay ends on the recorded code. The
 /// line's step names and the tip's kernel file.
-fn replay_joint_staging(bundle: &str, sizes: &[&str], pins: &[&str]) -> (Vec<String>, String) {
+fn replay_branch(bundle: &str, branch: &str, sizes: &[&str], pins: &[&str]) -> (Vec<String>, String) {
     let env = Env::new();
     let bundle = example(bundle);
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     unbundle(&bundle, &recorded);
     let mut args = pinned_replay(&bundle, &replayed, sizes, pins);
-    args.extend(["--branch", "joint-staging"]);
+    args.extend(["--branch", branch]);
     env.ok(&args);
     let line = first_parent_chain(&env, &replayed);
     for entry in &line[1..] {
@@ -91,7 +93,7 @@ fn replay_joint_staging(bundle: &str, sizes: &[&str], pins: &[&str]) -> (Vec<Str
         assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
     }
     let tip = kernel_cl(&env, &replayed, "HEAD");
-    assert_eq!(tip, kernel_cl(&env, &recorded, "joint-staging"), "the replayed tip differs from the recording");
+    assert_eq!(tip, kernel_cl(&env, &recorded, branch), "the replayed tip differs from the recording");
     (line.iter().map(|e| e["transformation"].as_str().unwrap().to_string()).collect(), tip)
 }
 
@@ -170,12 +172,36 @@ fn gemm_nt_bias_opencl_joint_staging_branch_replays() {
     if !opencl_present("gemm_nt_bias_opencl_joint_staging_branch_replays") {
         return;
     }
-    let (steps, tip) = replay_joint_staging("workflows/gemm-nt-bias-opencl-agent.bundle", &NT_BIAS_SIZES, &NT_BIAS_PINS);
+    let (steps, tip) = replay_branch("workflows/gemm-nt-bias-opencl-agent.bundle", "joint-staging", &NT_BIAS_SIZES, &NT_BIAS_PINS);
     let expected: Vec<String> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).map(String::from).collect();
     assert_eq!(steps, expected, "the branch walks the same steps from Pipelining on");
     assert_gemm_vocabulary(&tip);
     let joint = "if (STAGE_INSIDE_T(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K) &&\n                STAGE_INSIDE_COLMAJOR(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N)) {\n                STAGE_LOAD_INSIDE_T(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE_COLMAJOR(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
     assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
+}
+
+/// The OpenCL GEMM's branch fragment-prefetch: Fragment-Prefetch walked by the agent on
+/// joint-staging's tip (validated and tuned on PoCL), written with a helper function where
+/// the CUDA twin used a lambda. Replayed pinned at sizes that divide no tile, it validates
+/// and ends on the recorded code: two fragment sets, the last slice multiplied after the
+/// step's barrier.
+#[test]
+fn gemm_nt_bias_opencl_fragment_prefetch_branch_replays() {
+    if !opencl_present("gemm_nt_bias_opencl_fragment_prefetch_branch_replays") {
+        return;
+    }
+    let (steps, tip) = replay_branch("workflows/gemm-nt-bias-opencl-agent.bundle", "fragment-prefetch", &NT_BIAS_SIZES, &NT_BIAS_PINS);
+    let expected: Vec<String> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Fragment-Prefetch"]).map(String::from).collect();
+    assert_eq!(steps, expected, "Fragment-Prefetch follows the joint-staging line");
+    assert_gemm_vocabulary(&tip);
+    for expected in [
+        "float a_frag[2][TRD_Y];",
+        "load_fragments(AsT[stage], Bs[stage], kk + 1, a_frag[(kk + 1) % 2], b_frag[(kk + 1) % 2]);",
+        "if (t + 1 < KT) load_fragments(AsT[(t + 1) % NUM_STAGES], Bs[(t + 1) % NUM_STAGES], 0, a_frag[0], b_frag[0]);",
+        "acc[i][j] += a_frag[kk % 2][i] * b_frag[kk % 2][j];",
+    ] {
+        assert!(tip.contains(expected), "missing {expected:?}:\n{tip}");
+    }
 }
 
 /// Where the batched GEMM's lines replay in CI: smaller than the recording's sizes, dividing
@@ -194,7 +220,7 @@ fn batched_in_place_tn_gemm_joint_staging_branch_replays() {
     if !opencl_present("batched_in_place_tn_gemm_joint_staging_branch_replays") {
         return;
     }
-    let (steps, tip) = replay_joint_staging("workflows/bmm-tn-opencl-agent.bundle", &BMM_SIZES, &BMM_PINS);
+    let (steps, tip) = replay_branch("workflows/bmm-tn-opencl-agent.bundle", "joint-staging", &BMM_SIZES, &BMM_PINS);
     assert_eq!(steps[steps.len() - 2..], ["Pipelining", "Register-Staging"]);
     let joint = "if (STAGE_INSIDE_T_COLMAJOR(tile_row0, next_k0, TILE_M, TILE_K, GEMM_M, GEMM_K) &&\n                STAGE_INSIDE(next_k0, tile_col0, TILE_K, TILE_N, GEMM_K, GEMM_N)) {\n                STAGE_LOAD_INSIDE_T_COLMAJOR(a_stage, A_SHARE, A_AT, tile_row0, next_k0, TILE_M, TILE_K);\n                STAGE_LOAD_INSIDE(b_stage, B_SHARE, B_AT, next_k0, tile_col0, TILE_K, TILE_N);\n            } else {";
     assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
@@ -312,7 +338,7 @@ fn padded_tt_gemm_with_gelu_replays_on_opencl() {
     }
     let device = tip.split("@peak device").nth(1).unwrap();
     assert!(!device.contains("bias[") && !device.contains("GELU_TANH("), "the epilogue lives in EPILOGUE only:\n{device}");
-    let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("BARRIER();\n    }").next().unwrap();
+    let k_loop = device.split("for (int t = 0; t < KT; ++t)").nth(1).unwrap().split("#if K_SPLITS == 1").next().unwrap();
     assert!(!k_loop.contains("BY") && !k_loop.contains("BX"), "the k loop reads the block's place, never BX or BY:\n{k_loop}");
 }
 
