@@ -190,29 +190,31 @@ fn check_parsed(manifest: &Manifest) {
         // must find exactly the points a check of every combination finds, in order.
         let names: Vec<String> = space.names().map(String::from).collect();
         let tuning: Vec<String> = space.tuning_names().map(String::from).collect();
+        let axes: Vec<&[i64]> = names.iter().map(|n| space.values(n).expect("every name of a space has values")).collect();
         let mut every = Vec::new();
         let mut odometer = vec![0usize; names.len()];
-        let empty = names.iter().any(|n| space.values(n).unwrap().is_empty());
-        'all: while !empty {
-            let mut point = ExecParams::default();
-            for (name, &i) in names.iter().zip(&odometer) {
-                let map = if tuning.contains(name) { &mut point.tuning } else { &mut point.inputs };
-                map.insert(name.clone(), space.values(name).unwrap()[i]);
-            }
-            if space.is_valid(&point) {
-                every.push(point);
-            }
-            let mut d = names.len();
-            loop {
-                if d == 0 {
-                    break 'all;
+        if axes.iter().all(|values| !values.is_empty()) {
+            'all: loop {
+                let mut point = ExecParams::default();
+                for ((name, values), &i) in names.iter().zip(&axes).zip(&odometer) {
+                    let map = if tuning.contains(name) { &mut point.tuning } else { &mut point.inputs };
+                    map.insert(name.clone(), values[i]);
                 }
-                d -= 1;
-                odometer[d] += 1;
-                if odometer[d] < space.values(&names[d]).unwrap().len() {
-                    break;
+                if space.is_valid(&point) {
+                    every.push(point);
                 }
-                odometer[d] = 0;
+                let mut d = names.len();
+                loop {
+                    if d == 0 {
+                        break 'all;
+                    }
+                    d -= 1;
+                    odometer[d] += 1;
+                    if odometer[d] < axes[d].len() {
+                        break;
+                    }
+                    odometer[d] = 0;
+                }
             }
         }
         assert_eq!(space.iter().collect::<Vec<_>>(), every, "the pruned walk and the exhaustive check disagree");
