@@ -676,6 +676,39 @@ fn row_box_expects_the_rows_that_exist(parent: &str, tip: &str, manifest: &str, 
     assert!(manifest.contains("values = [2, 3, 4, 5, 6, 8, 10, 12]"), "NUM_STAGES is not widened to 12:\n{manifest}");
 }
 
+/// The branch three-consumers of each Hopper bundle: Three-Consumers on the main line's tip,
+/// written by the agent with `--defer` and compile-checked. Only the two register budgets
+/// changed (now following WG_M: 40 / 232 up to two consumers, 32 / 160 for three), with a
+/// comment that says why, and WG_M and BLOCK_Y may be 3.
+#[test]
+fn three_consumers_branch_budgets_registers_by_wg_m() {
+    let env = Env::new();
+    for dtype in ["bf16", "f16", "e4m3"] {
+        let wf = env.path(dtype);
+        unbundle(&example(&format!("workflows/gemm-nt-bias-cuda-{dtype}-deferred.bundle")), &wf);
+        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+        let (tip, main) = (show("three-consumers"), show("main"));
+        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Three-Consumers"), "{dtype}");
+        assert_eq!(tip["parents"][0], main["id"], "{dtype}: the branch starts at the main line's tip");
+        deferred_by_the_agent_and_compiled(&tip);
+        let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), main["files"]["kernel.cu"].as_str().unwrap());
+        let budgets = before
+            .replace("peak_setmaxnreg_dec<40>();", "peak_setmaxnreg_dec<(WG_M > 2 ? 32 : 40)>();")
+            .replace("peak_setmaxnreg_inc<232>();", "peak_setmaxnreg_inc<(WG_M > 2 ? 160 : 232)>();");
+        let without_comment: String = after
+            .lines()
+            .filter(|l| !l.contains("share the SM's 65,536 registers") && !l.contains("= 64,512 with two consumers"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(without_comment.trim_end(), budgets.trim_end(), "{dtype}: Three-Consumers changed more than the two budgets");
+        let manifest = tip["files"]["peak.toml"].as_str().unwrap();
+        for name in ["WG_M", "BLOCK_Y"] {
+            assert!(manifest.contains(&format!("[tuning.{name}]\nvalues = [1, 2, 3]")), "{dtype}: {name} is not widened to 3:\n{manifest}");
+        }
+        assert!(manifest.contains("WG_M < 3 || FRAG_M * WGMMA_N <= 128"), "{dtype}: the accumulator bound for three consumers is missing");
+    }
+}
+
 /// Cluster-Split-K on the decode tip: the K_SPLITS splits of a unit are blocks of one cluster
 /// (CLUSTER_M tile-rows x K_SPLITS splits, the split the block's, not the item's), multicast
 /// and stage releases stay among the blocks of one split, each warpgroup counts its splits in

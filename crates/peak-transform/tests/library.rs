@@ -67,6 +67,7 @@ const SHIPPED: &[&str] = &[
     "Pair-Round",
     "Row-Box",
     "Thread-Coarsen",
+    "Three-Consumers",
     "Tile-Pad",
     "Tile-Staging",
     "Unroll-Accumulators",
