@@ -12,6 +12,11 @@ use std::path::Path;
 
 use support::{Env, GEMM_LINE, example, first_parent_chain, s, unbundle, vulkan_present};
 
+/// n = 61 divides no tile and no vector; every tuning parameter pinned from the step that
+/// introduces it on, K_SPLITS = 2 so the reduction kernel runs, so the steps take seconds.
+const PINS: [&str; 12] =
+    ["BLOCK_X=8", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
+
 #[test]
 fn hlsl_gemm_line_replays_on_lavapipe() {
     if !vulkan_present("hlsl_gemm_line_replays_on_lavapipe") {
@@ -21,13 +26,8 @@ fn hlsl_gemm_line_replays_on_lavapipe() {
     let bundle = example("workflows/matmul-hlsl-f32-line.bundle");
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     unbundle(&bundle, &recorded);
-    // n = 61 divides no tile and no vector; every tuning parameter pinned from the step that
-    // introduces it on, K_SPLITS = 2 so the reduction kernel runs, so the twelve steps take
-    // seconds.
-    let pins =
-        ["BLOCK_X=8", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
     let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
-    args.extend(pins.iter().flat_map(|p| ["--set", *p]));
+    args.extend(PINS.iter().flat_map(|p| ["--set", *p]));
     env.ok(&args);
 
     let line = first_parent_chain(&env, &replayed);
@@ -76,5 +76,35 @@ fn hlsl_gemm_line_replays_on_lavapipe() {
             assert_eq!(sample["params"]["inputs"]["n"].as_i64(), Some(97), "{sample}");
             assert!(matches!(sample["verdict"]["category"].as_str(), Some("passed" | "invalid-config")), "{sample}");
         }
+    }
+}
+
+/// Fragment-Prefetch carried to HLSL by the agent on lavapipe (branch fragment-prefetch, from
+/// the line's Block-Swizzle): written inline, without a helper (HLSL has no pointers to
+/// groupshared rows), with one load site in the slice loop that takes slice kk + 1 or, after
+/// the step's stores and barrier, the next step's slice 0. Replayed pinned at n = 61, it
+/// validates and ends on the recorded code.
+#[test]
+fn hlsl_fragment_prefetch_branch_replays_on_lavapipe() {
+    if !vulkan_present("hlsl_fragment_prefetch_branch_replays_on_lavapipe") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/matmul-hlsl-f32-line.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    let mut args = vec!["replay", bundle.as_str(), "--branch", "fragment-prefetch", "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
+    args.extend(PINS.iter().flat_map(|p| ["--set", *p]));
+    env.ok(&args);
+    let line = first_parent_chain(&env, &replayed);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Fragment-Prefetch"]).collect();
+    assert_eq!(steps, expected);
+    assert_eq!(line.last().unwrap()["verdict"], "passed");
+    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.hlsl"].as_str().unwrap().to_string();
+    let tip = file(&replayed, "HEAD");
+    assert_eq!(tip, file(&recorded, "fragment-prefetch"), "the replayed tip differs from the recording");
+    for expected in ["float a_frag[2][TRD_Y];", "load_stage = (t + 1) % NUM_STAGES;", "acc[i][j] += a_frag[kk % 2][i] * b_frag[kk % 2][j];"] {
+        assert!(tip.contains(expected), "missing {expected:?} in:\n{tip}");
     }
 }
