@@ -656,22 +656,20 @@ fn uniform_warpgroup_changes_only_the_index(parent: &str, tip: &str) {
     assert!(after.trim().starts_with("const int wg = __shfl_sync(0xffffffff, WG_ID - 1, 0);"), "{after:?}");
 }
 
-/// Row-Box on the decode tip (C's type `dtype`): A's rows per box (GEMM_M rounded up to 8
-/// below one tile) defined once, the stage barrier expecting those rows and B's full bytes,
-/// and inp's tensor-map box of the same rows; nothing else in the kernel changed, and
-/// NUM_STAGES may now reach 12.
-fn row_box_expects_the_rows_that_exist(parent: &str, tip: &str, manifest: &str, dtype: &str) {
+/// Row-Box on a Hopper tip whose rows of A are `rows` (GEMM_M, or a square kernel's n): A's
+/// rows per box (`rows` rounded up to 8 below one tile) defined once, the stage barrier
+/// expecting those rows and B's full bytes, and A's tensor-map box of the same rows (`map`);
+/// nothing else in the kernel changed, and NUM_STAGES may now reach 12.
+fn row_box_expects_the_rows_that_exist(parent: &str, tip: &str, manifest: &str, rows: &str, map: &str) {
     let (device_before, device_after) = (region(parent, "device"), region(tip, "device"));
-    let define = "#define A_BOX_ROWS (GEMM_M < TILE_M ? (GEMM_M + 7) / 8 * 8 : TILE_M)";
-    assert!(device_after.contains(define), "missing {define:?}");
-    let block = format!("// A's box covers the rows that exist (GEMM_M rounded up to 8) when GEMM_M is smaller than it.\n{define}\n\n");
+    let define = format!("#define A_BOX_ROWS ({rows} < TILE_M ? ({rows} + 7) / 8 * 8 : TILE_M)");
+    assert!(device_after.contains(&define), "missing {define:?}");
+    let block = format!("// A's box covers the rows that exist ({rows} rounded up to 8) when {rows} is smaller than it.\n{define}\n\n");
     let without_define = device_after.replacen(&block, "", 1);
     let (before, after) = the_one_changed_line(device_before, &without_define, "Row-Box's device pass");
     assert_eq!(before.trim(), "peak_mbar_arrive_expect_tx(&full[s], STAGE_BYTES);");
     assert!(after.trim().starts_with("peak_mbar_arrive_expect_tx(&full[s], A_BOX_ROWS * 64 * 2 + B_STAGE_BYTES);"), "{after:?}");
-    let host = region(tip, "host");
-    let map = format!("cuda_tensor_map(inp, \"{dtype}\", [K, M], [K * 2], [64, if M < tile_m {{ ceil_div(M, 8) * 8 }} else {{ tile_m }}], \"128b\")");
-    assert!(host.contains(&map), "missing {map:?} in Row-Box's host region");
+    assert!(region(tip, "host").contains(map), "missing {map:?} in Row-Box's host region");
     assert_eq!(region(parent, "macros"), region(tip, "macros"), "Row-Box changed the macros");
     assert!(manifest.contains("values = [2, 3, 4, 5, 6, 8, 10, 12]"), "NUM_STAGES is not widened to 12:\n{manifest}");
 }
@@ -691,22 +689,30 @@ fn three_consumers_branch_budgets_registers_by_wg_m() {
         assert_eq!(tip["meta"]["transformation"].as_str(), Some("Three-Consumers"), "{dtype}");
         assert_eq!(tip["parents"][0], main["id"], "{dtype}: the branch starts at the main line's tip");
         deferred_by_the_agent_and_compiled(&tip);
-        let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), main["files"]["kernel.cu"].as_str().unwrap());
-        let budgets = before
-            .replace("peak_setmaxnreg_dec<40>();", "peak_setmaxnreg_dec<(WG_M > 2 ? 32 : 40)>();")
-            .replace("peak_setmaxnreg_inc<232>();", "peak_setmaxnreg_inc<(WG_M > 2 ? 160 : 232)>();");
-        let without_comment: String = after
-            .lines()
-            .filter(|l| !l.contains("share the SM's 65,536 registers") && !l.contains("= 64,512 with two consumers"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        assert_eq!(without_comment.trim_end(), budgets.trim_end(), "{dtype}: Three-Consumers changed more than the two budgets");
-        let manifest = tip["files"]["peak.toml"].as_str().unwrap();
-        for name in ["WG_M", "BLOCK_Y"] {
-            assert!(manifest.contains(&format!("[tuning.{name}]\nvalues = [1, 2, 3]")), "{dtype}: {name} is not widened to 3:\n{manifest}");
-        }
-        assert!(manifest.contains("WG_M < 3 || FRAG_M * WGMMA_N <= 128"), "{dtype}: the accumulator bound for three consumers is missing");
+        three_consumers_changes_only_the_budgets(main["files"]["kernel.cu"].as_str().unwrap(), &tip, dtype);
     }
+}
+
+/// Three-Consumers on a warp-specialised tip (`parent`'s source, the step's `show`): only the
+/// two register budgets changed (now following WG_M), beside a comment that says why, and WG_M
+/// and BLOCK_Y may be 3 with the accumulator bound for three consumers.
+fn three_consumers_changes_only_the_budgets(parent: &str, tip: &serde_json::Value, what: &str) {
+    let files = tip["files"].as_object().unwrap();
+    let after = files.iter().find(|(name, _)| name.ends_with(".cu")).map(|(_, text)| text.as_str().unwrap()).unwrap();
+    let budgets = parent
+        .replace("peak_setmaxnreg_dec<40>();", "peak_setmaxnreg_dec<(WG_M > 2 ? 32 : 40)>();")
+        .replace("peak_setmaxnreg_inc<232>();", "peak_setmaxnreg_inc<(WG_M > 2 ? 160 : 232)>();");
+    let without_comment: String = after
+        .lines()
+        .filter(|l| !l.contains("share the SM's 65,536 registers") && !l.contains("= 64,512 with two consumers"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(without_comment.trim_end(), budgets.trim_end(), "{what}: Three-Consumers changed more than the two budgets");
+    let manifest = tip["files"]["peak.toml"].as_str().unwrap();
+    for name in ["WG_M", "BLOCK_Y"] {
+        assert!(manifest.contains(&format!("[tuning.{name}]\nvalues = [1, 2, 3]")), "{what}: {name} is not widened to 3:\n{manifest}");
+    }
+    assert!(manifest.contains("WG_M < 3 || FRAG_M * WGMMA_N <= 128"), "{what}: the accumulator bound for three consumers is missing");
 }
 
 /// Cluster-Split-K on the decode tip: the K_SPLITS splits of a unit are blocks of one cluster
@@ -853,6 +859,29 @@ fn epilogue_ring_carries_to_the_square_f16_kernel() {
     assert!(tip.contains("__floats2half2_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1])"), "the plain conversion, as before");
     // Stmatrix-Staging carried there too: the same conversion, packed for stmatrix.
     stmatrix_staging_keeps_the_values(tip, stmatrix["files"]["matmul.cu"].as_str().unwrap());
+}
+
+/// Row-Box and Three-Consumers carried to a kernel they were not written for: the square NN
+/// f16 case-study kernel (Stmatrix-Staging tip of the branch persistent), each on its own
+/// branch, written by the agent following the prompts and compiled by NVRTC. Its rows are the
+/// argument `n` (no GEMM_M), which Row-Box's text now names.
+#[test]
+fn row_box_and_three_consumers_carry_to_the_square_f16_kernel() {
+    let env = Env::new();
+    let wf = env.path("square");
+    unbundle(&example("workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let tip = show("persistent");
+    let parent = tip["files"]["matmul.cu"].as_str().unwrap();
+    let (row_box, three) = (show("row-box"), show("three-consumers"));
+    for (step, name) in [(&row_box, "Row-Box"), (&three, "Three-Consumers")] {
+        assert_eq!(step["meta"]["transformation"].as_str(), Some(name));
+        assert_eq!(step["parents"][0], tip["id"], "{name} starts at the square kernel's tip");
+        deferred_by_the_agent_and_compiled(step);
+    }
+    let map = "cuda_tensor_map(A, \"f16\", [n, n], [n * 2], [64, if n < tile_m { ceil_div(n, 8) * 8 } else { tile_m }], \"128b\")";
+    row_box_expects_the_rows_that_exist(parent, row_box["files"]["matmul.cu"].as_str().unwrap(), row_box["files"]["peak.toml"].as_str().unwrap(), "n", map);
+    three_consumers_changes_only_the_budgets(parent, &three, "square f16");
 }
 
 /// Epilogue-Ring on any line: the staging buffer is a ring of EPI_BOXES boxes per consumer
@@ -1186,7 +1215,8 @@ fn ping_pong_branch_takes_turns_and_splits_k(dtype: &str, ty: &str) {
     uniform_warpgroup_changes_only_the_index(&source(&window), &source(&uniform));
     stmatrix_staging_keeps_the_values(&source(&uniform), &source(&stmatrix));
     cluster_split_k_reduces_in_the_cluster(&source(&stmatrix), &source(&cluster));
-    row_box_expects_the_rows_that_exist(&source(&cluster), &source(&row_box), row_box["files"]["peak.toml"].as_str().unwrap(), dtype);
+    let map = format!("cuda_tensor_map(inp, \"{dtype}\", [K, M], [K * 2], [64, if M < tile_m {{ ceil_div(M, 8) * 8 }} else {{ tile_m }}], \"128b\")");
+    row_box_expects_the_rows_that_exist(&source(&cluster), &source(&row_box), row_box["files"]["peak.toml"].as_str().unwrap(), "GEMM_M", &map);
     let (last, tip, ping_pong) = (source(&fixup), source(&split), source(&turns));
     epilogue_hoist_keeps_the_values(&source(&hoist), &source(&split));
     let turns_device = region(&ping_pong, "device");
