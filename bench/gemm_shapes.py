@@ -118,12 +118,19 @@ def neighbourhood(m, n, k):
         space["K_SPLITS"] = "1,2,4,8"
     # RETUNE_WIDEN="OFFSET=0,1,2,4,8 TILE_K=8,16,32": values of parameters beyond the
     # neighbourhood (the square case study's best used OFFSET = 8).
+    space.update(retune_widen())
+    return space
+
+
+def retune_widen():
+    """RETUNE_WIDEN="NAME=V1,V2 ...": the retune's values of those parameters, by name."""
+    widen = {}
     for item in os.environ.get("RETUNE_WIDEN", "").split():
         name, _, values = item.partition("=")
         if not values:
             raise SystemExit(f"RETUNE_WIDEN: {item!r} is not NAME=V1,V2,...")
-        space[name] = values
-    return space
+        widen[name] = values
+    return widen
 
 
 def replay_command(peak, wf, sizes, budget, step_time, samples, sanitize_samples, sanitize_at, pins):
@@ -239,7 +246,7 @@ def main_half(out):
             try:
                 # RETUNE_WIDEN="K_SPLITS=2,4 NUM_STAGES=8,10,12": the retune's space, each NAME=V1,V2
                 # replacing that parameter's values (a subspace the budget can exhaust).
-                space = [a for item in os.environ.get("RETUNE_WIDEN", "").split() for a in ("--set", item)]
+                space = [a for name, values in retune_widen().items() for a in ("--set", f"{name}={values}")]
                 r = sh([peak, "retune", "-w", wf, "--budget", retune_budget, "--time", retune_time, "--no-sanitize-winner", *sizes, *space], timeout=timeout)
                 row["retune"] = {"rc": r.returncode, "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1),
                                  "space": os.environ.get("RETUNE_WIDEN") or "the manifest's"}

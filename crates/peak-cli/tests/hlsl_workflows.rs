@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use support::{Env, GEMM_LINE, example, first_parent_chain, s, unbundle, vulkan_present};
 
@@ -17,18 +17,31 @@ use support::{Env, GEMM_LINE, example, first_parent_chain, s, unbundle, vulkan_p
 const PINS: [&str; 12] =
     ["BLOCK_X=8", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
 
+/// The HLSL line's bundle unpacked as it was recorded, and replayed pinned at n = 61 (`branch`
+/// of it, else its HEAD): the two workflows' folders.
+fn recorded_and_replayed(env: &Env, branch: Option<&str>) -> (PathBuf, PathBuf) {
+    let bundle = example("workflows/matmul-hlsl-f32-line.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
+    args.extend(branch.iter().flat_map(|b| ["--branch", *b]));
+    args.extend(PINS.iter().flat_map(|p| ["--set", *p]));
+    env.ok(&args);
+    (recorded, replayed)
+}
+
+/// The kernel file of checkpoint `rev` of the workflow at `wf`.
+fn kernel_hlsl(env: &Env, wf: &Path, rev: &str) -> String {
+    env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.hlsl"].as_str().expect("a checkpoint of the HLSL line has kernel.hlsl").to_string()
+}
+
 #[test]
 fn hlsl_gemm_line_replays_on_lavapipe() {
     if !vulkan_present("hlsl_gemm_line_replays_on_lavapipe") {
         return;
     }
     let env = Env::new();
-    let bundle = example("workflows/matmul-hlsl-f32-line.bundle");
-    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
-    unbundle(&bundle, &recorded);
-    let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
-    args.extend(PINS.iter().flat_map(|p| ["--set", *p]));
-    env.ok(&args);
+    let (recorded, replayed) = recorded_and_replayed(&env, None);
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
@@ -40,11 +53,14 @@ fn hlsl_gemm_line_replays_on_lavapipe() {
         assert_eq!(entry["model"], "agent", "the replies were written through the agent executor");
         assert!(entry["best_time_ms"].as_f64().unwrap() > 0.0, "every step is timed: {entry}");
     }
-    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.hlsl"].as_str().unwrap().to_string();
-    let tip = file(&replayed, "HEAD");
-    assert_eq!(tip, file(&recorded, "HEAD"), "the replayed tip differs from the recording");
+    let tip = kernel_hlsl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_hlsl(&env, &recorded, "HEAD"), "the replayed tip differs from the recording");
     for pair in line.windows(2) {
-        assert_ne!(file(&replayed, pair[0]["id"].as_str().unwrap()), file(&replayed, pair[1]["id"].as_str().unwrap()), "a step left the kernel unchanged");
+        assert_ne!(
+            kernel_hlsl(&env, &replayed, pair[0]["id"].as_str().unwrap()),
+            kernel_hlsl(&env, &replayed, pair[1]["id"].as_str().unwrap()),
+            "a step left the kernel unchanged"
+        );
     }
     // The GEMM line's vocabulary in HLSL: sizes, accessors and epilogue in macros, the A
     // tile k-major and both tiles staged and padded, the split-k reduction as a second entry
@@ -90,20 +106,14 @@ fn hlsl_fragment_prefetch_branch_replays_on_lavapipe() {
         return;
     }
     let env = Env::new();
-    let bundle = example("workflows/matmul-hlsl-f32-line.bundle");
-    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
-    unbundle(&bundle, &recorded);
-    let mut args = vec!["replay", bundle.as_str(), "--branch", "fragment-prefetch", "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
-    args.extend(PINS.iter().flat_map(|p| ["--set", *p]));
-    env.ok(&args);
+    let (recorded, replayed) = recorded_and_replayed(&env, Some("fragment-prefetch"));
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Fragment-Prefetch"]).collect();
     assert_eq!(steps, expected);
     assert_eq!(line.last().unwrap()["verdict"], "passed");
-    let file = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.hlsl"].as_str().unwrap().to_string();
-    let tip = file(&replayed, "HEAD");
-    assert_eq!(tip, file(&recorded, "fragment-prefetch"), "the replayed tip differs from the recording");
+    let tip = kernel_hlsl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_hlsl(&env, &recorded, "fragment-prefetch"), "the replayed tip differs from the recording");
     for expected in ["float a_frag[2][TRD_Y];", "load_stage = (t + 1) % NUM_STAGES;", "acc[i][j] += a_frag[kk % 2][i] * b_frag[kk % 2][j];"] {
         assert!(tip.contains(expected), "missing {expected:?} in:\n{tip}");
     }

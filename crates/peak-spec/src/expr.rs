@@ -57,25 +57,9 @@ impl Expr {
     /// use). A compiled expression reads no variable that is not among them.
     pub fn identifiers(&self) -> Vec<&str> {
         let mut found: Vec<&str> = Vec::new();
-        let bytes = self.text.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' {
-                let start = i;
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-                    i += 1;
-                }
-                let name = &self.text[start..i];
-                if !found.contains(&name) {
-                    found.push(name);
-                }
-            } else if bytes[i].is_ascii_digit() {
-                // A number's digits and suffix letters (0x1F) are not a name.
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-                    i += 1;
-                }
-            } else {
-                i += 1;
+        for (_, name) in crate::import::scan::identifiers(&self.text) {
+            if !found.contains(&name) {
+                found.push(name);
             }
         }
         found
