@@ -34,4 +34,8 @@ assert k.count(old) == 1
 k = k.replace(old, 'cuda_tensor_map(inp, "bf16", [K, M], [K * 2], [64, if M < tile_m { ceil_div(M, 8) * 8 } else { tile_m }], "128b")')
 open(p, "w").write(k)
 PY
-echo "prepared carry/exp/wg3 and carry/exp/rowbox/{orig,mod}"
+# The fp32 NT tips, and the Fragment-Prefetch tip with its tiles filled by cp.async.
+tip bench/results/h200-replayed-gemm-nt-bias-cuda-f32-joint-staging.bundle carry/exp/f32/joint
+tip bench/results/h200-replayed-gemm-nt-bias-cuda-f32-fragment-prefetch.bundle carry/exp/f32/fp
+rm -rf carry/exp/f32/async && cp -r carry/exp/f32/fp carry/exp/f32/async && python3 bench/hand/async-fill.py carry/exp/f32/async
+echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async}"
