@@ -38,4 +38,9 @@ PY
 tip bench/results/h200-replayed-gemm-nt-bias-cuda-f32-joint-staging.bundle carry/exp/f32/joint
 tip bench/results/h200-replayed-gemm-nt-bias-cuda-f32-fragment-prefetch.bundle carry/exp/f32/fp
 rm -rf carry/exp/f32/async && cp -r carry/exp/f32/fp carry/exp/f32/async && python3 bench/hand/async-fill.py carry/exp/f32/async
-echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async}"
+# The square NN case-study fp32 tip beside them, the joint-staging tip with its global loads
+# after the first slice, and two diagnostic copies (wrong results, timing only).
+tip bench/results/h200-replayed-matmul-cuda-f32-main.bundle carry/exp/f32/nn
+rm -rf carry/exp/f32/first && cp -r carry/exp/f32/joint carry/exp/f32/first && python3 bench/hand/first-slice.py carry/exp/f32/first
+for m in rowstore rowload; do rm -rf carry/exp/f32/d-$m && cp -r carry/exp/f32/joint carry/exp/f32/d-$m && python3 bench/hand/f32-diagnose.py carry/exp/f32/d-$m/kernel.cu $m; done
+echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async,nn,first,d-rowstore,d-rowload}"
