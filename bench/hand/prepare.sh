@@ -43,4 +43,5 @@ rm -rf carry/exp/f32/async && cp -r carry/exp/f32/fp carry/exp/f32/async && pyth
 tip bench/results/h200-replayed-matmul-cuda-f32-main.bundle carry/exp/f32/nn
 rm -rf carry/exp/f32/first && cp -r carry/exp/f32/joint carry/exp/f32/first && python3 bench/hand/first-slice.py carry/exp/f32/first
 for m in rowstore rowload; do rm -rf carry/exp/f32/d-$m && cp -r carry/exp/f32/joint carry/exp/f32/d-$m && python3 bench/hand/f32-diagnose.py carry/exp/f32/d-$m/kernel.cu $m; done
-echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async,nn,first,d-rowstore,d-rowload}"
+rm -rf carry/exp/f32/inl && cp -r carry/exp/f32/joint carry/exp/f32/inl && python3 bench/hand/interior-loop.py carry/exp/f32/inl
+echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async,nn,first,d-rowstore,d-rowload,inl}"
