@@ -34,6 +34,7 @@ accumulation, NT, bias fused). Rows carry dtype bf16 and are merged beside the f
 RESUME_FROM=<a returned h200-replayed-*.bundle> starts the first shape's workflow from that
 earlier replay (its trailing retunes dropped), so the replay resumes and runs only the steps
 the bundle's line has added since (with REPLAY_ONCE, the usual way to measure one new step).
+The fp32 path honours it too (it always replays once) and packs the resumed workflow.
 REPLAY_ONCE=1 replays at the first shape only and retunes that tip at every shape; a
 workflow already at WF/<dtype>[-<branch>]-<first shape> (an earlier call's replay of the same line, cloned there) is not
 replayed again.
@@ -366,7 +367,12 @@ def main(out):
     pins = [a for name, value in DESIGN.items() for a in ("--set", f"{name}={value}")] if pin else []
     sizes0 = ["--set", f"M={m0}", "--set", f"N={n0}", "--set", f"K={k0}"]
     cmd = replay_command(peak, wf, sizes0, budget, step_time, "4" if pin else "16", samples, sanitize_at, pins)
-    if os.path.exists(os.path.join(wf, "context")):
+    resume = os.environ.get("RESUME_FROM")
+    if resume:
+        # As on the 16-bit path: the earlier replay's steps are kept, only the steps the
+        # recorded line (its BRANCH) has added since are replayed, at the first shape.
+        resume_from(resume, wf)
+    if os.path.exists(os.path.join(wf, "context")) and not resume:
         # A workflow replayed by an earlier call (one device call holds ~600 s): its tip
         # is retuned at the remaining shapes.
         replay = {"rc": 0, "log": "replayed by an earlier call into " + wf,
@@ -406,6 +412,10 @@ def main(out):
             design = baseline(peak, os.path.join(wf, "context"), inputs, DESIGN, reps)
             row["design_configuration"] = design
             device = device or design.get("device")
+        if entries and resume and not any(r.get("bundle") for r in rows):
+            # The resumed workflow with its new steps, one file to bring back and keep.
+            packed = os.path.join(out, f"h200-replayed-gemm-nt-bias-cuda-f32-{shapes[0]}.bundle")
+            row["bundle"] = os.path.basename(packed) if sh([peak, "bundle", wf, packed]).returncode == 0 else None
         print(json.dumps({k2: row.get(k2) for k2 in ("m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
         merge(rows, device, f32_command(shapes, pin, budget, step_time, retune_budget, retune_time, reps), out)
