@@ -7,6 +7,7 @@
 
 mod backends;
 mod cli;
+mod closed_stdout;
 mod commands;
 mod exit;
 mod heartbeat;
@@ -49,6 +50,10 @@ impl std::fmt::Display for Failed {
 impl std::error::Error for Failed {}
 
 fn main() -> ExitCode {
+    closed_stdout::run(run)
+}
+
+fn run() -> ExitCode {
     let cli = Cli::parse();
     // Where this command's workers run: configuration handed to the commands that start
     // them, not process state (the libraries keep none).

@@ -122,3 +122,22 @@ fn unknown_names_and_options_are_2() {
     exits.assert("unknown_checkpoint", &["show", "NOSUCH", "-w", "wf"]);
     exits.assert("unusable_tag_name", &["tag", "bad name", "-w", "wf"]);
 }
+
+/// `peak ... | head`: a reader that has closed stdout before peak prints ends peak with 141
+/// (128 + SIGPIPE, as a shell reports `git log | head`), not with a panic and its backtrace.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let exits = Exits::new();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_peak"))
+        .args(["transformations", "list"])
+        .current_dir(exits.dir())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}

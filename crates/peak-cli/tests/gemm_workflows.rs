@@ -451,6 +451,77 @@ fn gemm_nt_bias_cuda_fragment_prefetch_branch_multiplies_the_last_slice_after_th
     assert_eq!(region(&after, "macros"), region(&before, "macros"));
 }
 
+/// The branch interior-loop of the CUDA twin: Interior-Loop on joint-staging's Launch-Bounds,
+/// written by the agent with `--defer` and compile-checked. A block wholly inside the
+/// matrices, with aligned vectors, runs a copy of the k loop whose load test is a constant.
+#[test]
+fn gemm_nt_bias_cuda_interior_loop_branch_runs_inside_blocks_without_tests() {
+    let env = Env::new();
+    let wf = env.path("cuda");
+    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let (tip, parent) = (show("interior-loop"), show("joint-staging"));
+    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Interior-Loop"));
+    assert_eq!(tip["parents"][0], parent["id"], "the branch starts at joint-staging's Launch-Bounds");
+    deferred_by_the_agent_and_compiled(&tip);
+    let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
+    interior_loop_copies_the_k_loop(region(before, "device"), region(after, "device"), "constexpr bool", &["a_aligned", "b_aligned"]);
+    assert_eq!(region(after, "macros"), region(before, "macros"));
+    assert_eq!(region(after, "host"), region(before, "host"));
+}
+
+/// The OpenCL GEMM's branch interior-loop: Interior-Loop walked by the agent on
+/// joint-staging's tip (validated and tuned on PoCL). Replayed pinned at sizes that divide no
+/// tile, so that both copies of the k loop run, it validates and ends on the recorded code.
+#[test]
+fn gemm_nt_bias_opencl_interior_loop_branch_replays() {
+    if !opencl_present("gemm_nt_bias_opencl_interior_loop_branch_replays") {
+        return;
+    }
+    let (steps, tip) = replay_branch("workflows/gemm-nt-bias-opencl-agent.bundle", "interior-loop", &NT_BIAS_SIZES, &NT_BIAS_PINS);
+    let expected: Vec<String> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Interior-Loop"]).map(String::from).collect();
+    assert_eq!(steps, expected, "Interior-Loop follows the joint-staging line");
+    assert_gemm_vocabulary(&tip);
+    let env = Env::new();
+    let recorded = env.path("recorded");
+    unbundle(&example("workflows/gemm-nt-bias-opencl-agent.bundle"), &recorded);
+    let parent = kernel_cl(&env, &recorded, "joint-staging");
+    interior_loop_copies_the_k_loop(region(&parent, "device"), region(&tip, "device"), "const bool", &[]);
+}
+
+/// Interior-Loop's change between two device regions: `block_inside` computed once, from the
+/// tile's rows and columns, a k range of whole steps and every flag in `alignment`; then the
+/// parent's k loop twice, each copy unchanged but for its step test, `inside || (...)`, with
+/// `inside` a `decl` constant, true in the copy `block_inside` takes. Comments aside, nothing
+/// else in the region changes.
+fn interior_loop_copies_the_k_loop(parent: &str, tip: &str, decl: &str, alignment: &[&str]) {
+    let code = |text: &str| text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let (parent, tip) = (code(parent), code(tip));
+    let start = parent.find("    for (int t = 0; t < KT; ++t) {").expect("the parent's k loop");
+    let end = start + parent[start..].find("\n    }\n").expect("the end of the parent's k loop") + "\n    }".len();
+    let copy = parent[start..end]
+        .lines()
+        .map(|line| {
+            let line = line.replacen("if (STAGE_INSIDE_T(", "if (inside || (STAGE_INSIDE_T(", 1);
+            let line = if line.contains("STAGE_INSIDE_COLMAJOR(next_k0") { line.replacen(")) {", "))) {", 1) } else { line };
+            if line.is_empty() { line } else { format!("    {line}") }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let test_from = tip.find("    const bool block_inside = ").expect("block_inside is computed before the loop");
+    let test = &tip[test_from..test_from + tip[test_from..].find(';').unwrap() + 1];
+    let words: String = test.split_whitespace().collect::<Vec<_>>().join(" ");
+    for part in ["tile_row0 + TILE_M <= GEMM_M", "tile_col0 + TILE_N <= GEMM_N", "(K_END - K_BEGIN) % TILE_K == 0"].iter().chain(alignment) {
+        assert!(words.contains(part), "block_inside lacks {part:?}: {words}");
+    }
+    let expected = format!(
+        "{}{test}\n    if (block_inside) {{\n        {decl} inside = true;\n{copy}\n    }} else {{\n        {decl} inside = false;\n{copy}\n    }}{}",
+        &parent[..start],
+        &parent[end..]
+    );
+    assert_eq!(tip, expected, "Interior-Loop changed more than the k loop");
+}
+
 /// The texts of the GEMM line speak its vocabulary, never the paper's square row-major
 /// problem, and keep the shape recorded workflows replay against: the same passes, in the
 /// same regions, with the same parameters, requirements and constraints.
