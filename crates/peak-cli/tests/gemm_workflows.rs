@@ -226,6 +226,24 @@ fn batched_in_place_tn_gemm_joint_staging_branch_replays() {
     assert!(tip.contains(joint), "the k-step's two tiles are not loaded under one test:\n{tip}");
 }
 
+/// Interior-Loop carried to the batched in-place TN GEMM, a kernel it was not written for
+/// (the batch in the grid's third dimension, A K-major): walked by the agent on the branch
+/// joint-staging's tip, validated and tuned on PoCL. Replayed pinned (no tile divides the
+/// sizes, so both copies of the k loop run), it validates and ends on the recorded code.
+#[test]
+fn batched_in_place_tn_gemm_interior_loop_branch_replays() {
+    if !opencl_present("batched_in_place_tn_gemm_interior_loop_branch_replays") {
+        return;
+    }
+    let (steps, tip) = replay_branch("workflows/bmm-tn-opencl-agent.bundle", "interior-loop", &BMM_SIZES, &BMM_PINS);
+    assert_eq!(steps[steps.len() - 3..], ["Pipelining", "Register-Staging", "Interior-Loop"]);
+    let env = Env::new();
+    let recorded = env.path("recorded");
+    unbundle(&example("workflows/bmm-tn-opencl-agent.bundle"), &recorded);
+    let parent = kernel_cl(&env, &recorded, "joint-staging");
+    interior_loop_copies_the_k_loop(region(&parent, "device"), region(&tip, "device"), "const bool", &[]);
+}
+
 /// A kernel the line was not written for: a strided batch of GEMMs with A transposed and
 /// C updated in place (`C = 0.75 A B + 0.5 C`: c is `output` and `inout`), walked by the
 /// agent on PoCL through the whole fp32 line (Split-K early, Block-Swizzle and Offset before
@@ -501,10 +519,17 @@ fn interior_loop_copies_the_k_loop(parent: &str, tip: &str, decl: &str, alignmen
     let end = start + parent[start..].find("\n    }\n").expect("the end of the parent's k loop") + "\n    }".len();
     let copy = parent[start..end]
         .lines()
-        .map(|line| {
-            let line = line.replacen("if (STAGE_INSIDE_T(", "if (inside || (STAGE_INSIDE_T(", 1);
-            let line = if line.contains("STAGE_INSIDE_COLMAJOR(next_k0") { line.replacen(")) {", "))) {", 1) } else { line };
-            if line.is_empty() { line } else { format!("    {line}") }
+        .scan(false, |in_test, line| {
+            // The step test spans two lines: `if (STAGE_INSIDE...(A's tile) &&`, then B's `) {`.
+            let line = if line.trim_start().starts_with("if (STAGE_INSIDE") {
+                *in_test = true;
+                line.replacen("if (STAGE_INSIDE", "if (inside || (STAGE_INSIDE", 1)
+            } else if std::mem::take(in_test) {
+                line.replacen(")) {", "))) {", 1)
+            } else {
+                line.to_string()
+            };
+            Some(if line.is_empty() { line } else { format!("    {line}") })
         })
         .collect::<Vec<_>>()
         .join("\n");
