@@ -53,6 +53,7 @@ const SHIPPED: &[&str] = &[
     "Grid-Stride",
     "Fast-Math",
     "Fragment-Prefetch",
+    "Interior-Loop",
     "Grid-Accumulate",
     "Inner-Vector",
     "Register-Row",
