@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The scratch contexts of the hand experiments recorded in bench/results/h200-compare-*-hand.json
 # (not recorded steps: copies of replayed tips changed by hand, to decide whether a step is
-# worth writing). Here: bash bench/hand/prepare.sh, then carry carry/gpu-tests and carry/exp
-# and run bench/hand/<experiment>-run.sh on the GPU machine.
+# worth writing). Here: bash bench/hand/prepare.sh, then carry carry/exp and the peak binary
+# the script names (carry/gpu-tests for the row-box runs, carry/gemm-shapes, from
+# `bash bench/h200-gemm-shapes.sh build`, for the f32 and async-fill runs) and run
+# bench/hand/<experiment>.sh on the GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tip() {  # tip BUNDLE DIR: the context of a replayed bundle's HEAD
