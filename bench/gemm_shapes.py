@@ -171,6 +171,13 @@ def resume_from(bundle, wf):
     subprocess.run(["git", "-C", wf, "reset", "-q", "--hard", last_step], check=True)
 
 
+def pack(peak, wf, out, shape):
+    """Bundle the replayed workflow wf into out (h200-replayed-gemm-nt-bias-cuda-<dtype>-<shape>.bundle,
+    one file to bring back and keep under bench/results/); its file name, or None if peak failed."""
+    packed = os.path.join(out, f"h200-replayed-gemm-nt-bias-cuda-{DTYPE}-{shape}.bundle")
+    return os.path.basename(packed) if sh([peak, "bundle", wf, packed]).returncode == 0 else None
+
+
 def steps_of(peak, wf):
     log = sh([peak, "log", "-w", wf, "--json"])
     return json.loads(log.stdout) if log.stdout.strip() else []
@@ -261,8 +268,7 @@ def main_half(out):
             device = device or tuned.get("device")
         if entries and "reused" not in replay:
             # The replayed workflow, one file to bring back and keep (bench/results/h200-replayed-*.bundle).
-            packed = os.path.join(out, f"h200-replayed-gemm-nt-bias-cuda-{DTYPE}-{shape}.bundle")
-            row["bundle"] = os.path.basename(packed) if sh([peak, "bundle", wf, packed]).returncode == 0 else None
+            row["bundle"] = pack(peak, wf, out, shape)
         print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
         # Written after every shape: a device call that runs out of time keeps what it measured.
@@ -414,8 +420,7 @@ def main(out):
             device = device or design.get("device")
         if entries and resume and not any(r.get("bundle") for r in rows):
             # The resumed workflow with its new steps, one file to bring back and keep.
-            packed = os.path.join(out, f"h200-replayed-gemm-nt-bias-cuda-f32-{shapes[0]}.bundle")
-            row["bundle"] = os.path.basename(packed) if sh([peak, "bundle", wf, packed]).returncode == 0 else None
+            row["bundle"] = pack(peak, wf, out, shapes[0])
         print(json.dumps({k2: row.get(k2) for k2 in ("m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
         merge(rows, device, f32_command(shapes, pin, budget, step_time, retune_budget, retune_time, reps), out)

@@ -2,12 +2,10 @@
 # copy (bench/hand/interior-loop.py) tuned at 4096^3 and 8192 x 3072 x 768 over the tiles around
 # both configurations, its best timed against cuBLASLt. Carry carry/gemm-shapes and carry/exp.
 cd "$(dirname "$0")/../.."
-P=carry/gemm-shapes/peak; D=carry/exp/f32; export PATH=/usr/local/cuda/bin:$PATH
+source bench/hand/f32-common.sh
 SP="--set BLOCK_X=8,16 --set BLOCK_Y=8,16 --set TRD_X=8,16 --set TRD_Y=8,16 --set CHUNK_X=2,4 --set CHUNK_Y=4 --set NUM_STAGES=2,4 --set OFFSET=1,8 --set TILE_K=8,16 --set VEC=4 --set GROUP_M=1,8 --set K_SPLITS=1 --set MIN_BLOCKS=1,2"
 for s in 4096x4096x4096 8192x3072x768; do IFS=x read -r m n k <<< "$s"
  timeout 100 $P tune $D/inl --strategy auto --budget 200 --time 70 --set M=$m --set N=$n --set K=$k $SP --top-out $OUT/top-$s.json --json > /dev/null 2> $OUT/tune-$s.log; echo tune $s rc=$?
- cfg=$(python3 -c "import json;e=json.load(open('$OUT/top-$s.json'))[0]['entries'][0]['tuning'];print(' '.join(f'--set {a}={b}' for a,b in e.items()))") || continue
- $P baseline $D/inl --against cublaslt --reps 30 --json --set M=$m --set N=$n --set K=$k $cfg > /tmp/b.json 2>&1
- python3 -c "
-import json;d=json.load(open('/tmp/b.json'));print(json.dumps({'shape':'$s','ctx':'inl-tuned','cfg':'$cfg','peak_ms':d['kernel_timing']['median_ms'],'cublaslt_ms':d['cublas_timing']['median_ms'],'pct':d['percent_of_cublas'],'matches':d['validation']['passed']}))" | tee -a $OUT/tuned.jsonl
+ cfg=$(best_config $OUT/top-$s.json) || continue
+ time_case 0 $s inl "$cfg" inl-tuned | tee -a $OUT/tuned.jsonl
 done

@@ -235,13 +235,8 @@ fn batched_in_place_tn_gemm_interior_loop_branch_replays() {
     if !opencl_present("batched_in_place_tn_gemm_interior_loop_branch_replays") {
         return;
     }
-    let (steps, tip) = replay_branch("workflows/bmm-tn-opencl-agent.bundle", "interior-loop", &BMM_SIZES, &BMM_PINS);
+    let (steps, _) = opencl_interior_loop_branch_replays("workflows/bmm-tn-opencl-agent.bundle", &BMM_SIZES, &BMM_PINS);
     assert_eq!(steps[steps.len() - 3..], ["Pipelining", "Register-Staging", "Interior-Loop"]);
-    let env = Env::new();
-    let recorded = env.path("recorded");
-    unbundle(&example("workflows/bmm-tn-opencl-agent.bundle"), &recorded);
-    let parent = kernel_cl(&env, &recorded, "joint-staging");
-    interior_loop_copies_the_k_loop(region(&parent, "device"), region(&tip, "device"), "const bool", &[]);
 }
 
 /// A kernel the line was not written for: a strided batch of GEMMs with A transposed and
@@ -496,15 +491,23 @@ fn gemm_nt_bias_opencl_interior_loop_branch_replays() {
     if !opencl_present("gemm_nt_bias_opencl_interior_loop_branch_replays") {
         return;
     }
-    let (steps, tip) = replay_branch("workflows/gemm-nt-bias-opencl-agent.bundle", "interior-loop", &NT_BIAS_SIZES, &NT_BIAS_PINS);
+    let (steps, tip) = opencl_interior_loop_branch_replays("workflows/gemm-nt-bias-opencl-agent.bundle", &NT_BIAS_SIZES, &NT_BIAS_PINS);
     let expected: Vec<String> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Interior-Loop"]).map(String::from).collect();
     assert_eq!(steps, expected, "Interior-Loop follows the joint-staging line");
     assert_gemm_vocabulary(&tip);
+}
+
+/// `replay_branch` of an OpenCL bundle's branch interior-loop, whose tip must be its
+/// joint-staging parent with the k loop copied (`interior_loop_copies_the_k_loop`; OpenCL's
+/// loads need no alignment flag). The line's steps and the tip's kernel.
+fn opencl_interior_loop_branch_replays(bundle: &str, sizes: &[&str], pins: &[&str]) -> (Vec<String>, String) {
+    let (steps, tip) = replay_branch(bundle, "interior-loop", sizes, pins);
     let env = Env::new();
     let recorded = env.path("recorded");
-    unbundle(&example("workflows/gemm-nt-bias-opencl-agent.bundle"), &recorded);
+    unbundle(&example(bundle), &recorded);
     let parent = kernel_cl(&env, &recorded, "joint-staging");
     interior_loop_copies_the_k_loop(region(&parent, "device"), region(&tip, "device"), "const bool", &[]);
+    (steps, tip)
 }
 
 /// Interior-Loop's change between two device regions: `block_inside` computed once, from the
