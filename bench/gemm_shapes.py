@@ -260,7 +260,8 @@ def main_half(out):
                                  "space": os.environ.get("RETUNE_WIDEN") or "the manifest's"}
             except subprocess.TimeoutExpired:
                 row["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
-        best = tip_best(peak, wf) if entries else None
+        # A failed replay times nothing: its tip is not the line's.
+        best = tip_best(peak, wf) if entries and replay["rc"] == 0 else None
         if best:
             tuned = baseline(peak, os.path.join(wf, "context"), inputs, best, reps)
             row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
@@ -374,13 +375,15 @@ def main(out):
     sizes0 = ["--set", f"M={m0}", "--set", f"N={n0}", "--set", f"K={k0}"]
     cmd = replay_command(peak, wf, sizes0, budget, step_time, "4" if pin else "16", samples, sanitize_at, pins)
     resume = os.environ.get("RESUME_FROM")
-    if resume:
+    # A workflow replayed by an earlier call into WF (one device call holds ~600 s; its
+    # tip retuned since, so it is no longer the start of a replay): its tip is retuned at
+    # the remaining shapes, with or without RESUME_FROM.
+    reused = os.path.exists(os.path.join(wf, "context"))
+    if resume and not reused:
         # As on the 16-bit path: the earlier replay's steps are kept, only the steps the
         # recorded line (its BRANCH) has added since are replayed, at the first shape.
         resume_from(resume, wf)
-    if os.path.exists(os.path.join(wf, "context")) and not resume:
-        # A workflow replayed by an earlier call (one device call holds ~600 s): its tip
-        # is retuned at the remaining shapes.
+    if reused:
         replay = {"rc": 0, "log": "replayed by an earlier call into " + wf,
                   "seconds": round(time.time() - started, 1), "command": " ".join(cmd[1:])}
     else:
@@ -408,17 +411,18 @@ def main(out):
                 row["retune"] = {"rc": r.returncode, "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1), "space": space}
             except subprocess.TimeoutExpired:
                 row["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1), "space": space}
-        best = tip_best(peak, wf) if entries else None
+        # A failed replay times nothing: its tip is not the line's.
+        best = tip_best(peak, wf) if entries and replay["rc"] == 0 else None
         if best:
             tuned = baseline(peak, os.path.join(wf, "context"), inputs, best, reps)
             row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
             row["tuned"] = tuned
             device = device or tuned.get("device")
-        if entries:
+        if best:
             design = baseline(peak, os.path.join(wf, "context"), inputs, DESIGN, reps)
             row["design_configuration"] = design
             device = device or design.get("device")
-        if entries and resume and not any(r.get("bundle") for r in rows):
+        if best and resume and not reused and not any(r.get("bundle") for r in rows):
             # The resumed workflow with its new steps, one file to bring back and keep.
             row["bundle"] = pack(peak, wf, out, shapes[0])
         print(json.dumps({k2: row.get(k2) for k2 in ("m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)

@@ -46,4 +46,7 @@ tip bench/results/h200-replayed-matmul-cuda-f32-main.bundle carry/exp/f32/nn
 rm -rf carry/exp/f32/first && cp -r carry/exp/f32/joint carry/exp/f32/first && python3 bench/hand/first-slice.py carry/exp/f32/first
 for m in rowstore rowload; do rm -rf carry/exp/f32/d-$m && cp -r carry/exp/f32/joint carry/exp/f32/d-$m && python3 bench/hand/f32-diagnose.py carry/exp/f32/d-$m/kernel.cu $m; done
 rm -rf carry/exp/f32/inl && cp -r carry/exp/f32/joint carry/exp/f32/inl && python3 bench/hand/interior-loop.py carry/exp/f32/inl
-echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async,nn,first,d-rowstore,d-rowload,inl}"
+# The Interior-Loop replay's tip, and it with its epilogue's bias in registers and interior stores as vectors.
+tip bench/results/h200-replayed-gemm-nt-bias-cuda-f32-interior-loop.bundle carry/exp/f32/il
+rm -rf carry/exp/f32/ev && cp -r carry/exp/f32/il carry/exp/f32/ev && python3 bench/hand/epilogue-vector.py carry/exp/f32/ev
+echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async,nn,first,d-rowstore,d-rowload,inl,il,ev}"
