@@ -54,6 +54,7 @@ const SHIPPED: &[&str] = &[
     "Fast-Math",
     "Fragment-Prefetch",
     "Interior-Loop",
+    "Epilogue-Vector",
     "Grid-Accumulate",
     "Inner-Vector",
     "Register-Row",
