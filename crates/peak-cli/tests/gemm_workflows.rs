@@ -483,6 +483,41 @@ fn gemm_nt_bias_cuda_interior_loop_branch_runs_inside_blocks_without_tests() {
     assert_eq!(region(after, "host"), region(before, "host"));
 }
 
+/// The branch epilogue-vector of the CUDA twin: Epilogue-Vector on Interior-Loop, written by
+/// the agent with `--defer` and compile-checked. EPILOGUE's per-column operand is read once
+/// per column, and a block wholly inside C (its rows N apart a multiple of CHUNK_X, C's base
+/// aligned) stores each run of 2 or 4 columns as one float2 or float4; the k loop is untouched.
+#[test]
+fn gemm_nt_bias_cuda_epilogue_vector_branch_stores_interior_runs_as_vectors() {
+    let env = Env::new();
+    let wf = env.path("cuda");
+    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let (tip, parent) = (show("epilogue-vector"), show("interior-loop"));
+    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Epilogue-Vector"));
+    assert_eq!(tip["parents"][0], parent["id"], "the branch starts at Interior-Loop");
+    deferred_by_the_agent_and_compiled(&tip);
+    let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
+    assert!(
+        region(after, "macros").contains("#define EPILOGUE_COL(c) (bias[(c)])")
+            && region(after, "macros").contains("#define EPILOGUE_WITH(acc, col, r, c) ((acc) + (col))")
+    );
+    let (device, k_loop_end) = (region(after, "device"), "            BARRIER();\n        }\n    }\n");
+    // Everything up to the end of the k loop's two copies is the parent's.
+    let cut = |text: &str| text[..text.find(k_loop_end).expect("the k loop's end") + k_loop_end.len()].to_string();
+    assert_eq!(cut(device), cut(region(before, "device")), "Epilogue-Vector changed the k loop");
+    for expected in [
+        "colv[j] = (C_COL(j) < GEMM_N) ? EPILOGUE_COL(C_COL(j)) : 0.0f;",
+        "&& (N) % CHUNK_X == 0 && ((size_t)out) % (CHUNK_X * sizeof(float)) == 0",
+        "*reinterpret_cast<float2*>(&C_AT(C_ROW(i), C_COL(j0))) = make_float2(",
+        "*reinterpret_cast<float4*>(&C_AT(C_ROW(i), C_COL(j0))) = make_float4(",
+    ] {
+        assert!(device.contains(expected), "the device region lacks {expected:?}");
+    }
+    assert_eq!(device.matches("EPILOGUE(").count(), 1, "EPILOGUE is left to the split-K reduction alone");
+    assert_eq!(region(after, "host"), region(before, "host"));
+}
+
 /// The OpenCL GEMM's branch interior-loop: Interior-Loop walked by the agent on
 /// joint-staging's tip (validated and tuned on PoCL). Replayed pinned at sizes that divide no
 /// tile, so that both copies of the k loop run, it validates and ends on the recorded code.
@@ -495,6 +530,73 @@ fn gemm_nt_bias_opencl_interior_loop_branch_replays() {
     let expected: Vec<String> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Interior-Loop"]).map(String::from).collect();
     assert_eq!(steps, expected, "Interior-Loop follows the joint-staging line");
     assert_gemm_vocabulary(&tip);
+}
+
+/// The OpenCL NT GEMM's branch epilogue-vector: Epilogue-Vector walked by the agent on the
+/// interior-loop tip (validated and tuned on PoCL).
+#[test]
+fn gemm_nt_bias_opencl_epilogue_vector_branch_replays() {
+    if !opencl_present("gemm_nt_bias_opencl_epilogue_vector_branch_replays") {
+        return;
+    }
+    // N = 200: C's rows start at multiples of CHUNK_X (2), while 250 x 200 leaves edge blocks.
+    let (steps, tip) = opencl_epilogue_vector_branch_replays(
+        "workflows/gemm-nt-bias-opencl-agent.bundle",
+        &["M=250", "N=200", "K=129"],
+        &NT_BIAS_PINS,
+        ("(bias[(c)])", "((acc) + (col))"),
+    );
+    let expected: Vec<String> =
+        std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Interior-Loop", "Epilogue-Vector"]).map(String::from).collect();
+    assert_eq!(steps, expected, "Epilogue-Vector follows Interior-Loop");
+    // The line's vocabulary but for the stores, which the helper checks in their new form.
+    assert!(tip.contains("#define B_AT(r, c) weight[(c) * (K) + (r)]") && tip.contains("const int tile_row0 = BY * TILE_M, tile_col0 = BX * TILE_N;"));
+}
+
+/// The padded TT GEMM with GELU and a residual, a kernel Epilogue-Vector was not written for:
+/// walked by the agent on the line's tip (Block-Swizzle), its per-column operand the bias
+/// inside the GELU, its residual read per element, its rows ldc = N + 2 apart.
+#[test]
+fn padded_tt_gemm_with_gelu_epilogue_vector_branch_replays() {
+    if !opencl_present("padded_tt_gemm_with_gelu_epilogue_vector_branch_replays") {
+        return;
+    }
+    // N = 42: ldc = 44 is a multiple of CHUNK_X (4), while 50 x 42 leaves edge blocks.
+    let (steps, _) = opencl_epilogue_vector_branch_replays(
+        "workflows/gemm-tt-gelu-opencl-agent.bundle",
+        &["M=50", "N=42", "K=35"],
+        &TT_GELU_PINS,
+        ("(bias[(c)])", "(GELU_TANH(alpha * (acc) + (col)) + res[(r) * (ldc) + (c)])"),
+    );
+    let expected: Vec<String> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Epilogue-Vector"]).map(String::from).collect();
+    assert_eq!(steps, expected, "Epilogue-Vector follows the line's tip");
+}
+
+/// `replay_branch` of an OpenCL bundle's branch epilogue-vector, pinned without K splits (the
+/// step changes only the stores that apply EPILOGUE) at sizes where C's row stride is a
+/// multiple of CHUNK_X and the tiles do not divide C, so that the replay validates both the
+/// interior blocks' vector stores and the edge blocks' checked ones. The tip splits EPILOGUE
+/// into `col_with` (EPILOGUE_COL's and EPILOGUE_WITH's bodies), reads the per-column operand
+/// once per column, stores interior runs with vstore, and leaves EPILOGUE to the split-K
+/// reduction alone. The line's steps and the tip's kernel.
+fn opencl_epilogue_vector_branch_replays(bundle: &str, sizes: &[&str], pins: &[&str], col_with: (&str, &str)) -> (Vec<String>, String) {
+    let pins: Vec<&str> = pins.iter().map(|p| if p.starts_with("K_SPLITS=") { "K_SPLITS=1" } else { *p }).collect();
+    let (steps, tip) = replay_branch(bundle, "epilogue-vector", sizes, &pins);
+    for expected in [format!("#define EPILOGUE_COL(c) {}", col_with.0), format!("#define EPILOGUE_WITH(acc, col, r, c) {}", col_with.1)] {
+        assert!(region(&tip, "macros").contains(&expected), "the macros lack {expected:?}");
+    }
+    let device = region(&tip, "device");
+    for expected in [
+        "colv[j] = (C_COL(j) < GEMM_N) ? EPILOGUE_COL(C_COL(j)) : 0.0f;",
+        "if (c_inside) {",
+        "vstore2((float2)(EPILOGUE_WITH(acc[i][j0 + 0], colv[j0 + 0], C_ROW(i), C_COL(j0 + 0)),",
+        "vstore4((float4)(EPILOGUE_WITH(acc[i][j0 + 0], colv[j0 + 0], C_ROW(i), C_COL(j0 + 0)),",
+        "C_AT(C_ROW(i), C_COL(j)) = EPILOGUE_WITH(acc[i][j], colv[j], C_ROW(i), C_COL(j));",
+    ] {
+        assert!(device.contains(expected), "the device region lacks {expected:?}");
+    }
+    assert_eq!(device.matches("EPILOGUE(").count(), 1, "EPILOGUE is left to the split-K reduction alone");
+    (steps, tip)
 }
 
 /// `replay_branch` of an OpenCL bundle's branch interior-loop, whose tip must be its
