@@ -111,6 +111,13 @@ def tip_best(peak, wf):
     return ((tip.get("performance") or {}).get("best") or {}).get("params", {}).get("tuning")
 
 
+def tip_to_time(peak, wf, entries, replay):
+    """The configuration a row times the replayed tip at (its best), or None: a replay that
+    failed (a step that did not reproduce, a timeout) times nothing, since its tip is not the
+    line's, only the steps before the failure."""
+    return tip_best(peak, wf) if entries and replay["rc"] == 0 else None
+
+
 def neighbourhood(m, n, k):
     """The retune's space at a shape: the design's neighbourhood, wider where the shape asks
     (k splits only where the output has few tiles)."""
@@ -260,8 +267,7 @@ def main_half(out):
                                  "space": os.environ.get("RETUNE_WIDEN") or "the manifest's"}
             except subprocess.TimeoutExpired:
                 row["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
-        # A failed replay times nothing: its tip is not the line's.
-        best = tip_best(peak, wf) if entries and replay["rc"] == 0 else None
+        best = tip_to_time(peak, wf, entries, replay)
         if best:
             tuned = baseline(peak, os.path.join(wf, "context"), inputs, best, reps)
             row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
@@ -411,8 +417,7 @@ def main(out):
                 row["retune"] = {"rc": r.returncode, "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1), "space": space}
             except subprocess.TimeoutExpired:
                 row["retune"] = {"rc": "timeout", "seconds": round(time.time() - started, 1), "space": space}
-        # A failed replay times nothing: its tip is not the line's.
-        best = tip_best(peak, wf) if entries and replay["rc"] == 0 else None
+        best = tip_to_time(peak, wf, entries, replay)
         if best:
             tuned = baseline(peak, os.path.join(wf, "context"), inputs, best, reps)
             row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})

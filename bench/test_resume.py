@@ -3,7 +3,7 @@ their retune (run by scripts/test.sh, no GPU): gemm_shapes.resume_from starts a 
 workflow from a returned replay without the retunes on top of it, so that `peak replay`
 resumes after its last step; compare_step.checkpoints finds a step and its parent on the
 first-parent chain; gemm_shapes.neighbourhood takes RETUNE_WIDEN's values and names a
-malformed item."""
+malformed item; gemm_shapes.tip_to_time times nothing after a failed replay."""
 
 import os
 import subprocess
@@ -117,3 +117,25 @@ class Checkpoints(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TipToTime(unittest.TestCase):
+    """A row times the replayed tip only when the replay reproduced the whole line."""
+
+    def setUp(self):
+        self.asked = []
+        self.real = gemm_shapes.tip_best
+        gemm_shapes.tip_best = lambda peak, wf: self.asked.append(wf) or {"TILE_K": 8}
+
+    def tearDown(self):
+        gemm_shapes.tip_best = self.real
+
+    def test_a_failed_replay_times_nothing(self):
+        self.assertIsNone(gemm_shapes.tip_to_time("peak", "wf", [{"transformation": "Refactor"}], {"rc": 1}))
+        self.assertIsNone(gemm_shapes.tip_to_time("peak", "wf", [{"transformation": "Refactor"}], {"rc": "timeout"}))
+        self.assertEqual(self.asked, [])
+
+    def test_a_whole_replay_times_its_tip_best(self):
+        self.assertEqual(gemm_shapes.tip_to_time("peak", "wf", [{"transformation": "Refactor"}], {"rc": 0}), {"TILE_K": 8})
+        self.assertIsNone(gemm_shapes.tip_to_time("peak", "wf", [], {"rc": 0}))
+        self.assertEqual(self.asked, ["wf"])
