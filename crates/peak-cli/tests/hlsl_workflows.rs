@@ -18,14 +18,14 @@ const PINS: [&str; 12] =
     ["BLOCK_X=8", "BLOCK_Y=8", "TRD_X=4", "TRD_Y=4", "CHUNK_X=2", "CHUNK_Y=2", "VEC=2", "TILE_K=8", "K_SPLITS=2", "NUM_STAGES=2", "OFFSET=1", "GROUP_M=4"];
 
 /// The HLSL line's bundle unpacked as it was recorded, and replayed pinned at n = 61 (`branch`
-/// of it, else its HEAD): the two workflows' folders.
-fn recorded_and_replayed(env: &Env, branch: Option<&str>) -> (PathBuf, PathBuf) {
+/// of it, else its HEAD; `k_splits` the K_SPLITS pin): the two workflows' folders.
+fn recorded_and_replayed(env: &Env, branch: Option<&str>, k_splits: &'static str) -> (PathBuf, PathBuf) {
     let bundle = example("workflows/matmul-hlsl-f32-line.bundle");
     let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
     unbundle(&bundle, &recorded);
     let mut args = vec!["replay", bundle.as_str(), "--into", s(&replayed), "--samples", "2", "--budget", "2", "--set", "n=61"];
     args.extend(branch.iter().flat_map(|b| ["--branch", *b]));
-    args.extend(PINS.iter().flat_map(|p| ["--set", *p]));
+    args.extend(PINS.iter().map(|p| if p.starts_with("K_SPLITS=") { k_splits } else { *p }).flat_map(|p| ["--set", p]));
     env.ok(&args);
     (recorded, replayed)
 }
@@ -41,7 +41,7 @@ fn hlsl_gemm_line_replays_on_lavapipe() {
         return;
     }
     let env = Env::new();
-    let (recorded, replayed) = recorded_and_replayed(&env, None);
+    let (recorded, replayed) = recorded_and_replayed(&env, None, "K_SPLITS=2");
 
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
@@ -106,7 +106,7 @@ fn hlsl_fragment_prefetch_branch_replays_on_lavapipe() {
         return;
     }
     let env = Env::new();
-    let (recorded, replayed) = recorded_and_replayed(&env, Some("fragment-prefetch"));
+    let (recorded, replayed) = recorded_and_replayed(&env, Some("fragment-prefetch"), "K_SPLITS=2");
     let line = first_parent_chain(&env, &replayed);
     let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
     let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Fragment-Prefetch"]).collect();
@@ -117,4 +117,36 @@ fn hlsl_fragment_prefetch_branch_replays_on_lavapipe() {
     for expected in ["float a_frag[2][TRD_Y];", "load_stage = (t + 1) % NUM_STAGES;", "acc[i][j] += a_frag[kk % 2][i] * b_frag[kk % 2][j];"] {
         assert!(tip.contains(expected), "missing {expected:?} in:\n{tip}");
     }
+}
+
+/// The branch epilogue-vector: Epilogue-Vector carried to HLSL by the agent after the line's
+/// Block-Swizzle. HLSL has no vector store into C's structured buffer and its `?:` reads both
+/// sides, so the per-column operand (none here: EPILOGUE_COL is 0) is read once per column
+/// under an `if`, and a block wholly inside C stores element by element with no test.
+/// Replayed pinned at n = 61 without K splits (the step changes only the stores that apply
+/// EPILOGUE): the first 32 x 32 tile is interior, the others reach an edge, and both validate.
+#[test]
+fn hlsl_epilogue_vector_branch_replays_on_lavapipe() {
+    if !vulkan_present("hlsl_epilogue_vector_branch_replays_on_lavapipe") {
+        return;
+    }
+    let env = Env::new();
+    let (recorded, replayed) = recorded_and_replayed(&env, Some("epilogue-vector"), "K_SPLITS=1");
+    let line = first_parent_chain(&env, &replayed);
+    let steps: Vec<&str> = line.iter().map(|e| e["transformation"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = std::iter::once("init").chain(GEMM_LINE.iter().copied()).chain(["Epilogue-Vector"]).collect();
+    assert_eq!(steps, expected);
+    assert_eq!(line.last().unwrap()["verdict"], "passed");
+    let tip = kernel_hlsl(&env, &replayed, "HEAD");
+    assert_eq!(tip, kernel_hlsl(&env, &recorded, "epilogue-vector"), "the replayed tip differs from the recording");
+    for expected in [
+        "#define EPILOGUE_COL(c) (0.0f)",
+        "#define EPILOGUE_WITH(acc, col, r, c) (acc)",
+        "if (C_COL(j) < GEMM_N) colv[j] = EPILOGUE_COL(C_COL(j));",
+        "if (c_inside) {",
+        "C_AT(C_ROW(i), C_COL(j)) = EPILOGUE_WITH(acc[i][j], colv[j], C_ROW(i), C_COL(j));",
+    ] {
+        assert!(tip.contains(expected), "missing {expected:?} in:\n{tip}");
+    }
+    assert!(!tip.contains("? EPILOGUE_COL"), "a per-column read under HLSL's both-sided ?:");
 }
