@@ -427,8 +427,9 @@ def main(out):
             design = baseline(peak, os.path.join(wf, "context"), inputs, DESIGN, reps)
             row["design_configuration"] = design
             device = device or design.get("device")
-        if best and resume and not reused and not any(r.get("bundle") for r in rows):
-            # The resumed workflow with its new steps, one file to bring back and keep.
+        if entries and resume and not reused and not any(r.get("bundle") for r in rows):
+            # The resumed workflow with its new steps, one file to bring back and keep (also
+            # after a failed replay: the steps it did reproduce, to see where it stopped).
             row["bundle"] = pack(peak, wf, out, shapes[0])
         print(json.dumps({k2: row.get(k2) for k2 in ("m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
