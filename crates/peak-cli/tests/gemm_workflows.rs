@@ -518,6 +518,49 @@ fn gemm_nt_bias_cuda_epilogue_vector_branch_stores_interior_runs_as_vectors() {
     assert_eq!(region(after, "host"), region(before, "host"));
 }
 
+/// The CUDA line's branch epilogue-vector replayed where a CUDA GPU is (the H200 runs it with
+/// the gated tests; elsewhere it skips, saying why): from Refactor to Epilogue-Vector every
+/// step validates and its winner passes memcheck, pinned without K splits at 250 x 200 x 129,
+/// which divides no tile, so that the last step's interior blocks store float2 runs (N a
+/// multiple of CHUNK_X = 2) and its edge blocks element by element; the tip is the recorded code.
+#[test]
+fn gemm_nt_bias_cuda_epilogue_vector_branch_replays_on_the_gpu() {
+    let test = "gemm_nt_bias_cuda_epilogue_vector_branch_replays_on_the_gpu";
+    if let Err(e) = peak_cuda::CudaBackend::new() {
+        eprintln!("SKIPPED {test}: {e}");
+        return;
+    }
+    let env = Env::new();
+    let bundle = example("workflows/gemm-nt-bias-cuda-deferred.bundle");
+    let (recorded, replayed) = (env.path("recorded"), env.path("replayed"));
+    unbundle(&bundle, &recorded);
+    let pins = [
+        "BLOCK_X=16",
+        "BLOCK_Y=8",
+        "TRD_X=4",
+        "TRD_Y=4",
+        "CHUNK_X=2",
+        "CHUNK_Y=2",
+        "VEC=4",
+        "TILE_K=8",
+        "K_SPLITS=1",
+        "NUM_STAGES=2",
+        "OFFSET=1",
+        "GROUP_M=4",
+        "MIN_BLOCKS=1",
+    ];
+    let mut args = pinned_replay(&bundle, &replayed, &["M=250", "N=200", "K=129"], &pins);
+    args.extend(["--branch", "epilogue-vector"]);
+    env.ok(&args);
+    let line = first_parent_chain(&env, &replayed);
+    assert_eq!(line.last().unwrap()["transformation"], "Epilogue-Vector");
+    for entry in &line[1..] {
+        assert_eq!(entry["verdict"], "passed", "{entry}");
+    }
+    let kernel = |wf: &Path, rev: &str| env.json(&["show", rev, "-w", s(wf), "--json"])["files"]["kernel.cu"].as_str().unwrap().to_string();
+    assert_eq!(kernel(&replayed, "HEAD"), kernel(&recorded, "epilogue-vector"), "the replayed tip differs from the recording");
+}
+
 /// The OpenCL GEMM's branch interior-loop: Interior-Loop walked by the agent on
 /// joint-staging's tip (validated and tuned on PoCL). Replayed pinned at sizes that divide no
 /// tile, so that both copies of the k loop run, it validates and ends on the recorded code.
