@@ -49,4 +49,7 @@ rm -rf carry/exp/f32/inl && cp -r carry/exp/f32/joint carry/exp/f32/inl && pytho
 # The Interior-Loop replay's tip, and it with its epilogue's bias in registers and interior stores as vectors.
 tip bench/results/h200-replayed-gemm-nt-bias-cuda-f32-interior-loop.bundle carry/exp/f32/il
 rm -rf carry/exp/f32/ev && cp -r carry/exp/f32/il carry/exp/f32/ev && python3 bench/hand/epilogue-vector.py carry/exp/f32/ev
-echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod} and carry/exp/f32/{joint,fp,async,nn,first,d-rowstore,d-rowload,inl,il,ev}"
+# The bf16 Pair-Round tip with MCAST_A (0: the tip; 1: clusters along N sharing A's tile).
+tip bench/results/h200-replayed-gemm-nt-bias-cuda-bf16-pair-round.bundle carry/exp/mca
+python3 bench/hand/multicast-a.py carry/exp/mca
+echo "prepared carry/exp/wg3, carry/exp/rowbox/{orig,mod}, carry/exp/mca and carry/exp/f32/{joint,fp,async,nn,first,d-rowstore,d-rowload,inl,il,ev}"
