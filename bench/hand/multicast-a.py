@@ -42,33 +42,10 @@ sub("""    const int tiles_n = (GEMM_N + TILE_N - 1) / TILE_N;                  
     const int unit_rows = ((GEMM_M + TILE_M - 1) / TILE_M) / CLUSTER_M;   // the host makes this whole
     const int units = unit_rows * tiles_n;
 #endif""")
-# Both loops (producer, consumers) place the unit the same way.
-old_place = """int ur, bx;
-                peak_grouped_tile(u, unit_rows, tiles_n, 8, ur, bx);
-                const int by = ur * CLUSTER_M + rank;"""
-assert k.count(old_place) == 1
-k = k.replace(old_place, """#if MCAST_A
-                int by, uc;
-                peak_grouped_tile(u, tiles_m, unit_cols, 8, by, uc);
-                const int bx = uc * CLUSTER_M + rank;
-#else
-                int ur, bx;
-                peak_grouped_tile(u, unit_rows, tiles_n, 8, ur, bx);
-                const int by = ur * CLUSTER_M + rank;
-#endif""")
-old_place_c = """int ur, bx;
-            peak_grouped_tile(u, unit_rows, tiles_n, 8, ur, bx);
-            const int by = ur * CLUSTER_M + rank;"""
-assert k.count(old_place_c) == 1
-k = k.replace(old_place_c, """#if MCAST_A
-            int by, uc;
-            peak_grouped_tile(u, tiles_m, unit_cols, 8, by, uc);
-            const int bx = uc * CLUSTER_M + rank;
-#else
-            int ur, bx;
-            peak_grouped_tile(u, unit_rows, tiles_n, 8, ur, bx);
-            const int by = ur * CLUSTER_M + rank;
-#endif""")
+# Both loops place the unit the same way: the producer's at 16 spaces, the consumers' at 12.
+for pad in (" " * 16, " " * 12):
+    old = f"int ur, bx;\n{pad}peak_grouped_tile(u, unit_rows, tiles_n, 8, ur, bx);\n{pad}const int by = ur * CLUSTER_M + rank;"
+    sub(old, f"#if MCAST_A\n{pad}int by, uc;\n{pad}peak_grouped_tile(u, tiles_m, unit_cols, 8, by, uc);\n{pad}const int bx = uc * CLUSTER_M + rank;\n#else\n{pad}{old}\n#endif")
 # The producer's copies.
 m = re.search(r"( *)peak_tma_load_2d\(a_stage, &tma_a, t \* 64, by \* TILE_M, &full\[s\]\);\n(.*?\n)( *)for \(int c = 0; c < WGMMA_N / 64; \+\+c\)\n *if \(c % CLUSTER_M == rank\)\n *peak_tma_load_2d_multicast\(b_stage \+ c \* 8192, &tma_b, t \* 64, bx \* TILE_N \+ 64 \* c, &full\[s\], \(unsigned short\)\(\(1 << CLUSTER_M\) - 1\)\);\n", k, re.S)
 assert m, "the producer's copies"
