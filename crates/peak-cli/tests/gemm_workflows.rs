@@ -424,6 +424,22 @@ fn gemm_nt_bias_cuda_joint_staging_branch_loads_a_k_step_together() {
     assert_eq!(device.matches("__launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS)").count(), 2, "{device}");
 }
 
+/// The tip of `branch` of the CUDA twin's bundle and of `parent`, its parent branch, as kernel
+/// files (after, before): the tip is `transformation`, its parent is `parent`'s tip, and it
+/// was written by the agent with `--defer` and compile-checked.
+fn cuda_branch_step(branch: &str, parent: &str, transformation: &str) -> (String, String) {
+    let env = Env::new();
+    let wf = env.path("cuda");
+    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let (tip, base) = (show(branch), show(parent));
+    assert_eq!(tip["meta"]["transformation"].as_str(), Some(transformation));
+    assert_eq!(tip["parents"][0], base["id"], "the branch {branch} starts at {parent}'s tip");
+    deferred_by_the_agent_and_compiled(&tip);
+    let file = |v: &serde_json::Value| v["files"]["kernel.cu"].as_str().unwrap().to_string();
+    (file(&tip), file(&base))
+}
+
 /// The branch fragment-prefetch of the CUDA twin: Fragment-Prefetch on joint-staging's
 /// Launch-Bounds, written by the agent with `--defer` and compile-checked. Two sets of
 /// fragments, slice kk + 1 loaded before slice kk's multiply-adds, and the step's stores and
@@ -431,15 +447,7 @@ fn gemm_nt_bias_cuda_joint_staging_branch_loads_a_k_step_together() {
 /// the global loads and everything after the k loop unchanged.
 #[test]
 fn gemm_nt_bias_cuda_fragment_prefetch_branch_multiplies_the_last_slice_after_the_barrier() {
-    let env = Env::new();
-    let wf = env.path("cuda");
-    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
-    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-    let tip = show("fragment-prefetch");
-    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Fragment-Prefetch"));
-    assert_eq!(tip["parents"][0], show("joint-staging")["id"], "the branch starts at joint-staging's Launch-Bounds");
-    deferred_by_the_agent_and_compiled(&tip);
-    let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap().to_string(), show("joint-staging")["files"]["kernel.cu"].as_str().unwrap().to_string());
+    let (after, before) = cuda_branch_step("fragment-prefetch", "joint-staging", "Fragment-Prefetch");
     let device = region(&after, "device");
     for expected in [
         "__align__(16) float a_frag[2][TRD_Y];",
@@ -469,18 +477,10 @@ fn gemm_nt_bias_cuda_fragment_prefetch_branch_multiplies_the_last_slice_after_th
 /// matrices, with aligned vectors, runs a copy of the k loop whose load test is a constant.
 #[test]
 fn gemm_nt_bias_cuda_interior_loop_branch_runs_inside_blocks_without_tests() {
-    let env = Env::new();
-    let wf = env.path("cuda");
-    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
-    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-    let (tip, parent) = (show("interior-loop"), show("joint-staging"));
-    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Interior-Loop"));
-    assert_eq!(tip["parents"][0], parent["id"], "the branch starts at joint-staging's Launch-Bounds");
-    deferred_by_the_agent_and_compiled(&tip);
-    let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
-    interior_loop_copies_the_k_loop(region(before, "device"), region(after, "device"), "constexpr bool", &["a_aligned", "b_aligned"]);
-    assert_eq!(region(after, "macros"), region(before, "macros"));
-    assert_eq!(region(after, "host"), region(before, "host"));
+    let (after, before) = cuda_branch_step("interior-loop", "joint-staging", "Interior-Loop");
+    interior_loop_copies_the_k_loop(region(&before, "device"), region(&after, "device"), "constexpr bool", &["a_aligned", "b_aligned"]);
+    assert_eq!(region(&after, "macros"), region(&before, "macros"));
+    assert_eq!(region(&after, "host"), region(&before, "host"));
 }
 
 /// The branch epilogue-vector of the CUDA twin: Epilogue-Vector on Interior-Loop, written by
@@ -489,23 +489,15 @@ fn gemm_nt_bias_cuda_interior_loop_branch_runs_inside_blocks_without_tests() {
 /// aligned) stores each run of 2 or 4 columns as one float2 or float4; the k loop is untouched.
 #[test]
 fn gemm_nt_bias_cuda_epilogue_vector_branch_stores_interior_runs_as_vectors() {
-    let env = Env::new();
-    let wf = env.path("cuda");
-    unbundle(&example("workflows/gemm-nt-bias-cuda-deferred.bundle"), &wf);
-    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-    let (tip, parent) = (show("epilogue-vector"), show("interior-loop"));
-    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Epilogue-Vector"));
-    assert_eq!(tip["parents"][0], parent["id"], "the branch starts at Interior-Loop");
-    deferred_by_the_agent_and_compiled(&tip);
-    let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
+    let (after, before) = cuda_branch_step("epilogue-vector", "interior-loop", "Epilogue-Vector");
     assert!(
-        region(after, "macros").contains("#define EPILOGUE_COL(c) (bias[(c)])")
-            && region(after, "macros").contains("#define EPILOGUE_WITH(acc, col, r, c) ((acc) + (col))")
+        region(&after, "macros").contains("#define EPILOGUE_COL(c) (bias[(c)])")
+            && region(&after, "macros").contains("#define EPILOGUE_WITH(acc, col, r, c) ((acc) + (col))")
     );
-    let (device, k_loop_end) = (region(after, "device"), "            BARRIER();\n        }\n    }\n");
+    let (device, k_loop_end) = (region(&after, "device"), "            BARRIER();\n        }\n    }\n");
     // Everything up to the end of the k loop's two copies is the parent's.
     let cut = |text: &str| text[..text.find(k_loop_end).expect("the k loop's end") + k_loop_end.len()].to_string();
-    assert_eq!(cut(device), cut(region(before, "device")), "Epilogue-Vector changed the k loop");
+    assert_eq!(cut(device), cut(region(&before, "device")), "Epilogue-Vector changed the k loop");
     for expected in [
         "colv[j] = (C_COL(j) < GEMM_N) ? EPILOGUE_COL(C_COL(j)) : 0.0f;",
         "&& (N) % CHUNK_X == 0 && ((size_t)out) % (CHUNK_X * sizeof(float)) == 0",
@@ -515,7 +507,7 @@ fn gemm_nt_bias_cuda_epilogue_vector_branch_stores_interior_runs_as_vectors() {
         assert!(device.contains(expected), "the device region lacks {expected:?}");
     }
     assert_eq!(device.matches("EPILOGUE(").count(), 1, "EPILOGUE is left to the split-K reduction alone");
-    assert_eq!(region(after, "host"), region(before, "host"));
+    assert_eq!(region(&after, "host"), region(&before, "host"));
 }
 
 /// The CUDA line's branch epilogue-vector replayed where a CUDA GPU is (the H200 runs it with
