@@ -37,6 +37,7 @@ const SHIPPED: &[&str] = &[
     "Thread-Chunk",
     "Thread-Tiling",
     "TMA-Multicast",
+    "Multicast-A",
     "TMA-Pipeline",
     "TMA-Store",
     "Transpose",
