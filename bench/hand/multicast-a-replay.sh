@@ -1,0 +1,13 @@
+# One dtype's Multicast-A replay (resumed from its Three-Consumers replay) and retune at four shapes.
+D=$1
+RESUME_FROM=bench/results/h200-replayed-gemm-nt-bias-cuda-$D-three-consumers.bundle DTYPE=$D BRANCH=multicast-a REPLAY_ONCE=1 \
+ SHAPES="8192x3072x768 8192x2304x768 8192x768x3072 4096x4096x4096" \
+ RETUNE_WIDEN="MCAST_A=0,1 WG_M=2,3 BLOCK_Y=2,3 FRAG_M=1,2 WGMMA_N=128,192 NUM_STAGES=4,5 CLUSTER_M=1,2 EPI_BOXES=2,4 TILES_PER_CTA=1,2,4" \
+ RETUNE_BUDGET=200 RETUNE_TIME=60 WF=/tmp/wf OUT=$OUT/$D timeout 480 bash bench/h200-gemm-shapes.sh run > $OUT/$D-run.log 2>&1
+echo "run rc=$?"
+W=/tmp/wf/$D-multicast-a-8192x3072x768
+timeout 90 carry/gemm-shapes/peak validate $W/context --against examples/gemm-nt-bias-cuda-$D --set M=200 --set N=456 --set K=96 --set MCAST_A=1 --set CLUSTER_M=2 --set TILES_PER_CTA=1,2,4 --set WGMMA_N=128 \
+  --samples 6 --sanitize memcheck,racecheck,synccheck --sanitize-samples 2 --json > $OUT/$D/validate-mcast.json 2> $OUT/$D/validate-mcast.log
+echo "validate rc=$?"; tail -3 $OUT/$D/validate-mcast.log
+tar czf $OUT/$D.tgz -C $OUT $D && rm -rf $OUT/$D
+grep -E '^\{"dtype' $OUT/$D-run.log
