@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The square NN f16 case-study kernel's persistent line (examples/workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle:
 # Persistent-Tiles ... Stmatrix-Staging, then BRANCH, default multicast-a: Three-Consumers -> Multicast-A) replayed on
-# the H200 at n = 4096 (every step validated and sanitized at n = 256, tuned briefly), the tip validated again
+# the H200 at n = 2048 (every step validated, sanitized at n = 256, tuned briefly: 16 configurations), the tip validated again
 # where no tile divides n (200 and 456) with TILES_PER_CTA 1, 2, 4 and both cluster layouts under memcheck,
 # racecheck and synccheck, retuned at n = 4096, then timed against cuBLASLt (NN, f16, no epilogue) in one
 # `peak baseline` call, beside the case study's TMA-Store tip at its recorded best (the table's NN f16 row),
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 P="${PEAK:-carry/gemm-shapes/peak}"; BRANCH="${BRANCH:-multicast-a}"; WF=/tmp/square-f16-$BRANCH
 B=examples/workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle
 rm -rf "$WF"
-timeout 300 $P replay $B --branch "$BRANCH" --into "$WF" --set n=4096 --budget 4 --time 8 --samples 4 \
+timeout 300 $P replay $B --branch "$BRANCH" --into "$WF" --set n=2048 --budget 16 --time 8 --samples 4 \
   --sanitize-samples 1 --sanitize-at n=256 > "$OUT/replay.log" 2>&1
 echo "replay rc=$?"
 timeout 120 $P validate "$WF/context" --against examples/matmul-cuda-f16 --set n=200,456 --set TILES_PER_CTA=1,2,4 --set MCAST_A=0,1 --set CLUSTER_M=1,2 \

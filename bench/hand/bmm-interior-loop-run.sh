@@ -32,3 +32,13 @@ replay() {  # replay LABEL BRANCH K_SPLITS [ENV=VALUE ...]: one line, rc, device
   rm -rf /tmp/bmm-rec && git clone -q $B /tmp/bmm-rec && git -C /tmp/bmm-rec checkout -q origin/interior-loop 2>/dev/null
   echo "validate of the recorded tip: $(timeout 60 $P validate /tmp/bmm-rec/context --against examples/bmm-tn-opencl $SIZES $PINS --set K_SPLITS=2 2>&1 | grep -E '^(PASS|FAIL)' | cut -c1-160)"
 } | tee "$OUT/bmm-interior-loop.txt"
+# CONCURRENT=N: the same replay N times, four processes at a time, as the gated tests run
+# (GPU_TESTS_JOBS=4): the standalone replays above all passed on the H200 (2026-11-29).
+if [ -n "${CONCURRENT:-}" ]; then
+  for i in $(seq 1 "$CONCURRENT"); do
+    ( rm -rf /tmp/bmm-c$i; timeout 120 $P replay $B --into /tmp/bmm-c$i --samples 2 --budget 2 $SIZES $PINS --set K_SPLITS=2 --branch interior-loop > /tmp/bmm-c$i.log 2>&1
+      echo "concurrent $i rc=$? $(grep -E 'wrong-output' /tmp/bmm-c$i.log | head -1 | cut -c1-160)" ) &
+    [ $((i % 4)) -eq 0 ] && wait
+  done
+  wait
+fi | tee -a "$OUT/bmm-interior-loop.txt"
