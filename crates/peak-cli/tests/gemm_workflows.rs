@@ -929,6 +929,75 @@ fn three_consumers_branch_budgets_registers_by_wg_m() {
     }
 }
 
+/// The branch multicast-a of each Hopper bundle and of the square NN f16 kernel (one it was
+/// not written for: sizes `n`, B row-major): Multicast-A on Three-Consumers, written by the
+/// agent with `--defer` and compile-checked. With MCAST_A = 0 the kernel is its parent's.
+#[test]
+fn multicast_a_branch_shares_a_and_keeps_the_parent_under_mcast_a_0() {
+    let env = Env::new();
+    let lines = [
+        ("gemm-nt-bias-cuda-bf16-deferred.bundle", "kernel.cu"),
+        ("gemm-nt-bias-cuda-f16-deferred.bundle", "kernel.cu"),
+        ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "kernel.cu"),
+        ("matmul-cuda-f16-consumer-overlap-deferred.bundle", "matmul.cu"),
+    ];
+    for (bundle, file) in lines {
+        let wf = env.path(bundle);
+        unbundle(&example(&format!("workflows/{bundle}")), &wf);
+        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+        let (tip, parent) = (show("multicast-a"), show("three-consumers"));
+        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Multicast-A"), "{bundle}");
+        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Three-Consumers");
+        deferred_by_the_agent_and_compiled(&tip);
+        let (after, before) = (tip["files"][file].as_str().unwrap(), parent["files"][file].as_str().unwrap());
+        multicast_a_shares_a(before, after, tip["files"]["peak.toml"].as_str().unwrap(), bundle);
+    }
+}
+
+/// Multicast-A between two kernel files: the device region with MCAST_A = 0 (every `#if
+/// MCAST_A` part dropped, its `#else` part kept) is the parent's; the MCAST_A = 1 parts give
+/// the cluster's blocks one tile-row (`bx = uc * CLUSTER_M + rank` for the producer and the
+/// consumers alike) and copy A's tile in CLUSTER_M multicast parts, B by each block alone; the
+/// host checks whole clusters along N and cuts A's box; the macros are untouched.
+fn multicast_a_shares_a(before: &str, after: &str, manifest: &str, what: &str) {
+    let (device, mut with_0, mut with_1) = (region(after, "device"), String::new(), String::new());
+    // (inside an `#if MCAST_A`, in its `#else`, nested `#if` depth)
+    let (mut state, mut depth) = (None, 0);
+    for line in device.lines() {
+        let t = line.trim();
+        match (state, t) {
+            (None, "#if MCAST_A") => state = Some(false),
+            (Some(false), "#else") if depth == 0 => state = Some(true),
+            (Some(_), "#endif") if depth == 0 => state = None,
+            _ => {
+                if state.is_some() && t.starts_with("#if") {
+                    depth += 1;
+                } else if state.is_some() && t == "#endif" {
+                    depth -= 1;
+                }
+                match state {
+                    Some(false) => with_1.push_str(&format!("{line}\n")),
+                    _ => with_0.push_str(&format!("{line}\n")),
+                }
+            }
+        }
+    }
+    assert_eq!(with_0.trim_end(), region(before, "device").trim_end(), "{what}: with MCAST_A = 0 the device region is not the parent's");
+    assert_eq!(with_1.matches("const int bx = uc * CLUSTER_M + rank;").count(), 2, "{what}: the producer and the consumers place tiles alike:\n{with_1}");
+    assert!(with_1.contains("peak_tma_load_2d_multicast(a_stage + rank * (A_STAGE_BYTES / CLUSTER_M), &tma_a, "), "{what}:\n{with_1}");
+    assert!(with_1.contains("by * TILE_M + rank * (TILE_M / CLUSTER_M), &full[s], (unsigned short)((1 << CLUSTER_M) - 1));"), "{what}:\n{with_1}");
+    assert!(
+        with_1.contains("peak_tma_load_2d(b_stage + c * 8192, &tma_b, ") && !with_1.contains("&tma_b, t * 64, bx * TILE_N + 64 * c, &full[s], (unsigned"),
+        "{what}: B loaded by each block alone:\n{with_1}"
+    );
+    let host = region(after, "host");
+    for expected in ["invalid(\"the column blocks do not form whole clusters of CLUSTER_M\")", "if MCAST_A == 1 { tile_m / CLUSTER_M } else { tile_m }"] {
+        assert!(host.contains(expected), "{what}: missing {expected:?} in the host region:\n{host}");
+    }
+    assert_eq!(region(after, "macros"), region(before, "macros"), "{what}: Multicast-A changed the macros");
+    assert!(manifest.contains("[tuning.MCAST_A]\nvalues = [0, 1]"), "{what}: MCAST_A is not a tuning parameter:\n{manifest}");
+}
+
 /// Three-Consumers on a warp-specialised tip (`parent`'s source, the step's `show`): only the
 /// two register budgets changed (now following WG_M), beside a comment that says why, and WG_M
 /// and BLOCK_Y may be 3 with the accumulator bound for three consumers.
