@@ -344,11 +344,13 @@ fn run(
             continue;
         }
         let candidate = write_candidate(&parent, &t, &tries.regions, &candidate_dir)?;
-        let (verdict, caught) = match judge(&candidate, &root, &options, &plan, workers, reporter, &mut validation_s)? {
+        let (verdict, caught, device) = match judge(&candidate, &root, &options, &plan, workers, reporter, &mut validation_s)? {
             Judgement::Accepted(judged) => break (candidate, judged),
-            Judgement::Rejected { verdict, caught } => (verdict, caught),
+            Judgement::Rejected { verdict, caught, device } => (verdict, caught, device),
         };
-        let summary = verdict.summary();
+        // Which device judged it (the line, the attempts log, a failed replay's error): a
+        // wrong output that one device gives and another does not is then read, not guessed.
+        let summary = device.map_or_else(|| verdict.summary(), |d| format!("{} (on {d})", verdict.summary()));
         let failed = outcome::of_verdict(&verdict);
         reporter.attempt(&failed, &summary);
         let (sample, validator) = caught.map_or((None, None), |(i, v)| (Some(i), v));
@@ -605,10 +607,12 @@ fn record(
 enum Judgement {
     Accepted(Judged),
     /// The verdict, and where validation caught it: the 1-based sample (in validation
-    /// order) and the validator, for the attempts log (`peak report`'s evaluation depth).
+    /// order) and the validator, for the attempts log (`peak report`'s evaluation depth);
+    /// the device it ran on (none for a compile check), for the line that reports it.
     Rejected {
         verdict: Verdict,
         caught: Option<(u32, Option<String>)>,
+        device: Option<String>,
     },
 }
 
@@ -630,6 +634,7 @@ fn judge(
     // Where validation first caught the failure: the 1-based sample (in validation
     // order) and the validator, for the attempts log (`peak report`'s evaluation depth).
     let mut caught: Option<(u32, Option<String>)> = None;
+    let mut device = None;
     let verdict = match &options.defer {
         Some(defer) => {
             reporter.stage("compile-check");
@@ -668,6 +673,7 @@ fn judge(
                 picked = fresh;
                 report = peak_eval::validate(workers, candidate, &picked, &mut validators, reporter.validation())?;
             }
+            device = Some(report.device.clone());
             let sanitized = plan.after_outputs(report.outcome, workers, candidate, &space, &picked, options.settings.sanitizer.samples)?;
             *validation_s += started.elapsed().as_secs_f64();
             match (report.outcome, sanitized.as_ref().and_then(sanitize::Record::failure)) {
@@ -695,7 +701,7 @@ fn judge(
             }
         }
     };
-    Ok(Judgement::Rejected { verdict, caught })
+    Ok(Judgement::Rejected { verdict, caught, device })
 }
 
 /// What the executor is told about a rejected candidate, for its repair.

@@ -145,6 +145,11 @@ fn wrong_output_exhausts_the_retries_and_leaves_the_parent() {
     assert_eq!(result["last_outcome"], "wrong-output");
     let outcomes: Vec<String> = attempts(&env).iter().map(|a| a["outcome"].as_str().unwrap().to_string()).collect();
     assert_eq!(outcomes, ["wrong-output", "wrong-output"]);
+    // Each rejection names the device that judged it.
+    for attempt in attempts(&env) {
+        assert!(attempt["error"].as_str().unwrap().contains(" (on opencl "), "{attempt}");
+    }
+    assert!(result["last_error"].as_str().unwrap().contains(" (on opencl "), "{result}");
     let log = json(&ok(&env, &["log", "-w", s(&env.wf), "--json"], &[]));
     assert_eq!(log.as_array().unwrap().len(), 1, "no checkpoint was made");
     assert!(ok(&env, &["fsck", "-w", s(&env.wf)], &[]).contains("consistent"));
