@@ -1,6 +1,9 @@
 # The same replay with the gated tests' peak (carry/gpu-tests, built by `cargo test --release`)
 # and with carry/gemm-shapes' (built by `cargo build --release`): the gated test fails 5 of 5
 # on the H200 machine, the plain build's replays pass. Not a recorded step.
+# Here: bash bench/h200-gpu-tests.sh build && bash bench/h200-gemm-shapes.sh build &&
+#   mkdir -p carry/plain && xz -c carry/gemm-shapes/peak > carry/plain/peak.xz (both carries fit 64 MiB only so);
+# there (carry carry/gpu-tests and carry/plain): OUT=dir bash bench/hand/bmm-binary-run.sh
 cd "$(dirname "$0")/../.."
 mkdir -p /tmp/plain && xz -dc carry/plain/peak.xz > /tmp/plain/peak && chmod +x /tmp/plain/peak
 C=carry/gpu-tests; rm -rf $C/bin && mkdir -p $C/bin && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' $C/binaries.tar.xz $C/bin && chmod +x $C/bin/*

@@ -1,3 +1,7 @@
+# The gated test batched_in_place_tn_gemm_interior_loop_branch_replays run by its own test
+# binary on the H200 machine: alone (one test thread) five times, with the other batched_*
+# tests, and the whole gemm_workflows binary. Not a recorded step.
+# Here: bash bench/h200-gpu-tests.sh build; there (carry carry/gpu-tests): bash bench/hand/bmm-test-load.sh
 C=carry/gpu-tests; b="$(cat $C/built-in)"; [ "$b" != "$PWD" ] && [ ! -e "$b" ] && mkdir -p "$(dirname "$b")" && ln -s "$PWD" "$b"
 rm -rf $C/bin && mkdir -p $C/bin && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' $C/binaries.tar.xz $C/bin
 chmod +x $C/bin/*; mkdir -p target/release && cp $C/bin/peak target/release/peak

@@ -1,4 +1,13 @@
-# One dtype's Multicast-A replay (resumed from its Three-Consumers replay) and retune at four shapes.
+#!/usr/bin/env bash
+# Multicast-A measured on the H200 for one dtype (bf16, f16 or e4m3): the branch multicast-a of
+# examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle replayed by bench/gemm_shapes.py,
+# resumed from that dtype's Three-Consumers replay (only the new step validated, sanitized and
+# tuned; the tip validated again at TILES_PER_CTA 1, 2, 4), retuned over MCAST_A and the tile
+# space at four shapes and timed against cuBLASLt; then the tip validated with MCAST_A = 1 and
+# clusters of 2 where no tile divides (200 x 456 x 96) under memcheck, racecheck and synccheck.
+# Here: bash bench/h200-gemm-shapes.sh build; there (carry carry/gemm-shapes):
+#   OUT=dir bash bench/h200-gemm-multicast-a.sh bf16   -> $OUT/bf16.tgz (the merged rows, the replayed bundle, logs)
+# Rows are merged here with bench/keep_fastest.py. (The bf16 and f16 runs of 2026-11-29 used K = 88.)
 D=$1
 RESUME_FROM=bench/results/h200-replayed-gemm-nt-bias-cuda-$D-three-consumers.bundle DTYPE=$D BRANCH=multicast-a REPLAY_ONCE=1 \
  SHAPES="8192x3072x768 8192x2304x768 8192x768x3072 4096x4096x4096" \
