@@ -440,6 +440,60 @@ fn cuda_branch_step(branch: &str, parent: &str, transformation: &str) -> (String
     (file(&tip), file(&base))
 }
 
+/// The paper's own square fp32 kernel (matmul-cuda-f32.bundle, sizes `n`, row-major B, no
+/// EPILOGUE: it stores the accumulators into the split-K partial sums, C itself without
+/// split-K) walked by the agent from Pipelining through the joint k-step staging (branch
+/// joint-staging: Register-Staging, Offset, Block-Swizzle, Launch-Bounds), then Interior-Loop
+/// and Epilogue-Vector, each on its own branch, every step with `--defer` and compiled.
+#[test]
+fn square_f32_case_study_carries_the_joint_staging_line() {
+    let env = Env::new();
+    let wf = env.path("square");
+    unbundle(&example("workflows/matmul-cuda-f32.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let kernel = |v: &serde_json::Value| v["files"]["matmul.cu"].as_str().unwrap().to_string();
+    // The joint-staging branch, newest first, down to Pipelining on the main line.
+    let mut step = show("joint-staging");
+    for name in ["Launch-Bounds", "Block-Swizzle", "Offset", "Register-Staging"] {
+        assert_eq!(step["meta"]["transformation"].as_str(), Some(name));
+        deferred_by_the_agent_and_compiled(&step);
+        step = show(step["parents"][0].as_str().unwrap());
+    }
+    assert_eq!(step["meta"]["transformation"].as_str(), Some("Pipelining"));
+    let staged = kernel(&show("joint-staging"));
+    let device = region(&staged, "device");
+    assert!(!device.contains("PEAK_ASYNC"), "register staging replaces the cp.async pipeline");
+    let joint = "if (STAGE_INSIDE(tile_row0, next_k0, TILE_M, TILE_K, n, n, a_aligned) &&\n                STAGE_INSIDE(next_k0, tile_col0, TILE_K, TILE_N, n, n, b_aligned)) {\n                STAGE_LOAD_INSIDE(a_stage, ";
+    assert!(device.contains(joint), "a k-step's two tiles are not tested in one condition:\n{device}");
+
+    let (interior, epilogue) = (show("interior-loop"), show("epilogue-vector"));
+    assert_eq!(interior["meta"]["transformation"].as_str(), Some("Interior-Loop"));
+    assert_eq!(interior["parents"][0], show("joint-staging")["id"]);
+    assert_eq!(epilogue["meta"]["transformation"].as_str(), Some("Epilogue-Vector"));
+    assert_eq!(epilogue["parents"][0], interior["id"]);
+    deferred_by_the_agent_and_compiled(&interior);
+    deferred_by_the_agent_and_compiled(&epilogue);
+    let parts = ["tile_row0 + TILE_M <= n", "tile_col0 + TILE_N <= n", "(k_end - k_begin) % TILE_K == 0", "a_aligned", "b_aligned"];
+    let inside = kernel(&interior);
+    interior_loop_copies_the_k_loop(device, region(&inside, "device"), "constexpr bool", &parts);
+
+    // Epilogue-Vector with no EPILOGUE: the macros as they were, only the stores rewritten.
+    let stored = kernel(&epilogue);
+    assert_eq!(region(&stored, "macros"), region(&inside, "macros"), "no EPILOGUE, nothing to split");
+    assert_eq!(region(&stored, "host"), region(&inside, "host"));
+    let (after, k_loop_end) = (region(&stored, "device"), "            BARRIER();\n        }\n    }\n");
+    let cut = |text: &str| text[..text.find(k_loop_end).expect("the k loop's end") + k_loop_end.len()].to_string();
+    assert_eq!(cut(after), cut(region(&inside, "device")), "Epilogue-Vector changed the k loop");
+    for expected in [
+        "&& n % CHUNK_X == 0 && reinterpret_cast<size_t>(&PARTIAL_AT(SPLIT, 0, 0)) % (CHUNK_X * sizeof(float)) == 0",
+        "*reinterpret_cast<float2*>(&PARTIAL_AT(SPLIT, C_ROW(i), C_COL(j0))) = make_float2(acc[i][j0], acc[i][j0 + 1]);",
+        "*reinterpret_cast<float4*>(&PARTIAL_AT(SPLIT, C_ROW(i), C_COL(j0))) =",
+        "if (C_ROW(i) < n && C_COL(j) < n) PARTIAL_AT(SPLIT, C_ROW(i), C_COL(j)) = acc[i][j];",
+    ] {
+        assert!(after.contains(expected), "the device region lacks {expected:?}:\n{after}");
+    }
+}
+
 /// The branch fragment-prefetch of the CUDA twin: Fragment-Prefetch on joint-staging's
 /// Launch-Bounds, written by the agent with `--defer` and compile-checked. Two sets of
 /// fragments, slice kk + 1 loaded before slice kk's multiply-adds, and the step's stores and
@@ -478,7 +532,8 @@ fn gemm_nt_bias_cuda_fragment_prefetch_branch_multiplies_the_last_slice_after_th
 #[test]
 fn gemm_nt_bias_cuda_interior_loop_branch_runs_inside_blocks_without_tests() {
     let (after, before) = cuda_branch_step("interior-loop", "joint-staging", "Interior-Loop");
-    interior_loop_copies_the_k_loop(region(&before, "device"), region(&after, "device"), "constexpr bool", &["a_aligned", "b_aligned"]);
+    let parts = [GEMM_INSIDE.as_slice(), &["a_aligned", "b_aligned"]].concat();
+    interior_loop_copies_the_k_loop(region(&before, "device"), region(&after, "device"), "constexpr bool", &parts);
     assert_eq!(region(&after, "macros"), region(&before, "macros"));
     assert_eq!(region(&after, "host"), region(&before, "host"));
 }
@@ -643,16 +698,19 @@ fn opencl_interior_loop_branch_replays(bundle: &str, sizes: &[&str], pins: &[&st
     let recorded = env.path("recorded");
     unbundle(&example(bundle), &recorded);
     let parent = kernel_cl(&env, &recorded, "joint-staging");
-    interior_loop_copies_the_k_loop(region(&parent, "device"), region(&tip, "device"), "const bool", &[]);
+    interior_loop_copies_the_k_loop(region(&parent, "device"), region(&tip, "device"), "const bool", &GEMM_INSIDE);
     (steps, tip)
 }
 
-/// Interior-Loop's change between two device regions: `block_inside` computed once, from the
-/// tile's rows and columns, a k range of whole steps and every flag in `alignment`; then the
+/// What `block_inside` tests in a GEMM that names its sizes GEMM_M, GEMM_N and splits k.
+const GEMM_INSIDE: [&str; 3] = ["tile_row0 + TILE_M <= GEMM_M", "tile_col0 + TILE_N <= GEMM_N", "(K_END - K_BEGIN) % TILE_K == 0"];
+
+/// Interior-Loop's change between two device regions: `block_inside` computed once, with every
+/// part in `parts` (the tile's rows and columns, a k range of whole steps, alignment flags); then the
 /// parent's k loop twice, each copy unchanged but for its step test, `inside || (...)`, with
 /// `inside` a `decl` constant, true in the copy `block_inside` takes. Comments aside, nothing
 /// else in the region changes.
-fn interior_loop_copies_the_k_loop(parent: &str, tip: &str, decl: &str, alignment: &[&str]) {
+fn interior_loop_copies_the_k_loop(parent: &str, tip: &str, decl: &str, parts: &[&str]) {
     let code = |text: &str| text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
     let (parent, tip) = (code(parent), code(tip));
     let start = parent.find("    for (int t = 0; t < KT; ++t) {").expect("the parent's k loop");
@@ -676,7 +734,7 @@ fn interior_loop_copies_the_k_loop(parent: &str, tip: &str, decl: &str, alignmen
     let test_from = tip.find("    const bool block_inside = ").expect("block_inside is computed before the loop");
     let test = &tip[test_from..test_from + tip[test_from..].find(';').unwrap() + 1];
     let words: String = test.split_whitespace().collect::<Vec<_>>().join(" ");
-    for part in ["tile_row0 + TILE_M <= GEMM_M", "tile_col0 + TILE_N <= GEMM_N", "(K_END - K_BEGIN) % TILE_K == 0"].iter().chain(alignment) {
+    for part in parts {
         assert!(words.contains(part), "block_inside lacks {part:?}: {words}");
     }
     let expected = format!(
