@@ -16,7 +16,9 @@
 //! is what such a kill can leave: it is reported and dropped. Anything else wrong (a bad
 //! header, a foreign key, a damaged line in the middle) is an error naming the file and
 //! line; the file is then neither used nor rewritten. The file is locked while open, so
-//! two tuning runs never interleave their lines.
+//! two tuning runs never interleave their lines: a second run while the first holds the lock
+//! (two replays of one kernel side by side, a job array on a shared home) reads the results
+//! already there and keeps its own in memory, measured but not added to the file.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -218,6 +220,8 @@ pub struct ResultsCache {
     pub loaded: usize,
     /// A cut-short last line that was dropped on opening (its line number).
     pub torn_tail: Option<usize>,
+    /// Another peak process holds the file: this run reads what was there and writes nothing.
+    pub shared: bool,
 }
 
 impl ResultsCache {
@@ -231,15 +235,18 @@ impl ResultsCache {
     pub fn open(path: &Path, identity: &CacheIdentity) -> Result<ResultsCache, EvalError> {
         let io = |e: std::io::Error| EvalError::io(path, e);
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(EvalError::CacheLocked { file: path.to_path_buf() }),
+        let shared = match file.try_lock() {
+            Ok(()) => false,
+            Err(TryLockError::WouldBlock) => true,
             Err(TryLockError::Error(e)) => return Err(io(e)),
-        }
+        };
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io)?;
-        let mut cache = ResultsCache { path: path.to_path_buf(), file, identity: identity.clone(), records: HashMap::new(), loaded: 0, torn_tail: None };
+        let mut cache =
+            ResultsCache { path: path.to_path_buf(), file, identity: identity.clone(), records: HashMap::new(), loaded: 0, torn_tail: None, shared };
         match parse(path, &bytes)? {
+            // The holder has only just created it: nothing to read, and the header is its to write.
+            None if shared => {}
             None => {
                 let header = Header { peak: MAGIC.into(), version: CACHE_FORMAT, key: identity.key(), identity: identity.clone() };
                 let line = serde_json::to_string(&header).expect("header serializes") + "\n";
@@ -250,14 +257,15 @@ impl ResultsCache {
                 if contents.identity != *identity {
                     return Err(EvalError::CacheForeign { file: path.to_path_buf(), expected: identity.describe(), found: contents.identity.describe() });
                 }
-                if contents.torn_tail.is_some() {
+                // A shared reader leaves the file to its holder, whose line may be half written.
+                if contents.torn_tail.is_some() && !shared {
                     cache.file.set_len(contents.valid_len).map_err(io)?;
                     cache.file.seek(SeekFrom::End(0)).map_err(io)?;
                 }
-                if contents.needs_newline {
+                if contents.needs_newline && !shared {
                     cache.file.write_all(b"\n").map_err(io)?;
                 }
-                cache.torn_tail = contents.torn_tail;
+                cache.torn_tail = contents.torn_tail.filter(|_| !shared);
                 cache.loaded = contents.records.len();
                 for record in contents.records {
                     cache.records.insert(record_key(&record.inputs, &record.tuning), record);
@@ -297,8 +305,13 @@ impl ResultsCache {
         self.records.values()
     }
 
-    /// Append one record and make it durable before returning.
+    /// Append one record and make it durable before returning (in memory only where the file
+    /// is shared with the process that holds it).
     pub fn insert(&mut self, record: Record) -> Result<(), EvalError> {
+        if self.shared {
+            self.records.insert(record_key(&record.inputs, &record.tuning), record);
+            return Ok(());
+        }
         let raw = serde_json::to_string(&record).expect("records serialize");
         let line = format!("{{\"sum\":\"{}\",\"record\":{raw}}}\n", checksum(&raw));
         let io = |e: std::io::Error| EvalError::io(&self.path, e);
@@ -348,11 +361,37 @@ mod tests {
     }
 
     #[test]
-    fn a_second_opener_is_refused_while_the_first_holds_it() {
+    fn a_second_opener_reads_while_the_first_holds_it_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = identity().file_in(dir.path());
-        let _first = ResultsCache::open(&path, &identity()).unwrap();
-        assert!(matches!(ResultsCache::open(&path, &identity()), Err(EvalError::CacheLocked { .. })));
+        let mut first = ResultsCache::open(&path, &identity()).unwrap();
+        first.insert(record(1, 2.5)).unwrap();
+        let mut second = ResultsCache::open(&path, &identity()).unwrap();
+        assert!(second.shared && !first.shared);
+        assert_eq!(second.loaded, 1, "the holder's results are read");
+        second.insert(record(2, 1.5)).unwrap();
+        assert!(second.get(&record(2, 0.0).inputs, &record(2, 0.0).tuning).is_some(), "kept in memory");
+        first.insert(record(3, 0.5)).unwrap();
+        drop((first, second));
+        // Only the holder's lines reached the file, each whole.
+        let again = ResultsCache::open(&path, &identity()).unwrap();
+        assert!(!again.shared);
+        assert_eq!((again.loaded, again.torn_tail), (2, None));
+        assert!(again.get(&record(2, 0.0).inputs, &record(2, 0.0).tuning).is_none());
+    }
+
+    #[test]
+    fn a_shared_reader_leaves_the_holders_half_written_line_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = identity().file_in(dir.path());
+        let mut first = ResultsCache::open(&path, &identity()).unwrap();
+        first.insert(record(1, 2.5)).unwrap();
+        first.file.write_all(b"{\"sum\":\"ab").unwrap(); // the holder, mid-write
+        let len = std::fs::metadata(&path).unwrap().len();
+        let second = ResultsCache::open(&path, &identity()).unwrap();
+        assert!(second.shared);
+        assert_eq!((second.loaded, second.torn_tail), (1, None));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len, "the shared reader truncated the holder's file");
     }
 
     #[test]

@@ -25,9 +25,6 @@ pub enum EvalError {
     #[error("{}: this results cache belongs to {found}, not to {expected}\nhint: each (source, device, compiler, reference) has its own cache file; do not copy or rename them", file.display())]
     CacheForeign { file: PathBuf, expected: String, found: String },
 
-    #[error("{}: the results cache is in use by another peak process\nhint: wait for the other tuning run to finish", file.display())]
-    CacheLocked { file: PathBuf },
-
     /// The reference context could not produce outputs, so nothing can be judged.
     #[error("the reference {reference} failed at {params}: {failure}")]
     ReferenceFailed { reference: String, params: String, failure: String },

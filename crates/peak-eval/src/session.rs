@@ -101,6 +101,9 @@ pub struct CacheReport {
     pub loaded: usize,
     /// A cut-short last line (left by a killed run) that was dropped.
     pub torn_tail: Option<usize>,
+    /// Another peak process held the file: its results were read, this run's were not added.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -150,7 +153,7 @@ pub fn tune_context(workers: &mut Workers, setup: &TuneSetup, reporter: &dyn Tun
     let identity =
         CacheIdentity { source_hash: source_hash(ctx), device: device_identity(&device), backend: backend.to_string(), reference: source_hash(reference) };
     let mut cache = if setup.no_cache { None } else { Some(ResultsCache::open_in(&setup.cache_dir.join("results"), &identity)?) };
-    let cache_report = cache.as_ref().map(|c| CacheReport { path: c.path().to_path_buf(), loaded: c.loaded, torn_tail: c.torn_tail });
+    let cache_report = cache.as_ref().map(|c| CacheReport { path: c.path().to_path_buf(), loaded: c.loaded, torn_tail: c.torn_tail, shared: c.shared });
     let store = ReferenceStore::new(setup.cache_dir.join("references"));
 
     let mut runs: Vec<TuneRun> = Vec::new();

@@ -140,6 +140,9 @@ fn print_text(ctx: &Context, report: &TuneReport) {
     }
     if let Some(cache) = &report.cache {
         println!("  cache    {} ({} results were already there)", cache.path.display(), cache.loaded);
+        if cache.shared {
+            eprintln!("note: another peak process holds this results cache; this run read its results and did not add its own");
+        }
         if let Some(line) = cache.torn_tail {
             eprintln!("note: the cache's last line ({line}) was cut short, probably by a killed run; it was dropped");
         }
