@@ -47,7 +47,16 @@ pub fn list_devices() -> Result<Vec<DeviceEntry>, BackendError> {
     let mut out = Vec::new();
     for (p, platform) in platforms.iter().enumerate() {
         let platform_name = platform.name().unwrap_or_default();
-        let Ok(ids) = platform.get_devices(CL_DEVICE_TYPE_ALL) else { continue };
+        let ids = match platform.get_devices(CL_DEVICE_TYPE_ALL) {
+            Ok(ids) => ids,
+            // A platform with no device says so; any other failure would silently leave the
+            // next platform's device (a CPU's) in the GPU's place, so it is said aloud.
+            Err(e) if e.0 == opencl3::error_codes::CL_DEVICE_NOT_FOUND => continue,
+            Err(e) => {
+                eprintln!("note: OpenCL platform {} (index {p}) could not list its devices ({e}); it is skipped", platform_name.trim());
+                continue;
+            }
+        };
         for (d, id) in ids.into_iter().enumerate() {
             let device = Device::new(id);
             let is_gpu = device.dev_type().map(|t| t & CL_DEVICE_TYPE_GPU != 0).unwrap_or(false);
