@@ -990,22 +990,25 @@ fn three_consumers_branch_budgets_registers_by_wg_m() {
 /// The branch multicast-a of each Hopper bundle and of the square NN f16 kernel (one it was
 /// not written for: sizes `n`, B row-major): Multicast-A on Three-Consumers, written by the
 /// agent with `--defer` and compile-checked. With MCAST_A = 0 the kernel is its parent's.
+/// Also on the case study's own f16 kernel, which takes one tile per block (no persistent
+/// units): there the cluster itself lies along the grid's columns.
 #[test]
 fn multicast_a_branch_shares_a_and_keeps_the_parent_under_mcast_a_0() {
     let env = Env::new();
     let lines = [
-        ("gemm-nt-bias-cuda-bf16-deferred.bundle", "kernel.cu"),
-        ("gemm-nt-bias-cuda-f16-deferred.bundle", "kernel.cu"),
-        ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "kernel.cu"),
-        ("matmul-cuda-f16-consumer-overlap-deferred.bundle", "matmul.cu"),
+        ("gemm-nt-bias-cuda-bf16-deferred.bundle", "kernel.cu", "three-consumers"),
+        ("gemm-nt-bias-cuda-f16-deferred.bundle", "kernel.cu", "three-consumers"),
+        ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "kernel.cu", "three-consumers"),
+        ("matmul-cuda-f16-consumer-overlap-deferred.bundle", "matmul.cu", "three-consumers"),
+        ("matmul-cuda-f16.bundle", "matmul.cu", "tma-multicast"),
     ];
-    for (bundle, file) in lines {
+    for (bundle, file, parent) in lines {
         let wf = env.path(bundle);
         unbundle(&example(&format!("workflows/{bundle}")), &wf);
         let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-        let (tip, parent) = (show("multicast-a"), show("three-consumers"));
+        let (tip, parent) = (show("multicast-a"), show(parent));
         assert_eq!(tip["meta"]["transformation"].as_str(), Some("Multicast-A"), "{bundle}");
-        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Three-Consumers");
+        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at its parent branch's tip");
         deferred_by_the_agent_and_compiled(&tip);
         let (after, before) = (tip["files"][file].as_str().unwrap(), parent["files"][file].as_str().unwrap());
         multicast_a_shares_a(before, after, tip["files"]["peak.toml"].as_str().unwrap(), bundle);
@@ -1040,10 +1043,18 @@ fn multicast_a_shares_a(before: &str, after: &str, manifest: &str, what: &str) {
             }
         }
     }
-    assert_eq!(with_0.trim_end(), region(before, "device").trim_end(), "{what}: with MCAST_A = 0 the device region is not the parent's");
-    assert_eq!(with_1.matches("const int bx = uc * CLUSTER_M + rank;").count(), 2, "{what}: the producer and the consumers place tiles alike:\n{with_1}");
+    // One tile per block: the cluster's shape is the one line outside `#if MCAST_A` (comments aside).
+    let (clusters_along_m, either) = ("__cluster_dims__(1, CLUSTER_M, 1)", "__cluster_dims__(MCAST_A ? CLUSTER_M : 1, MCAST_A ? 1 : CLUSTER_M, 1)");
+    let persistent = !device.contains(either);
+    let code = |text: &str| text.trim_end().lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let parent = if persistent { region(before, "device").to_string() } else { region(before, "device").replace(clusters_along_m, either) };
+    assert_eq!(code(&with_0), code(&parent), "{what}: with MCAST_A = 0 the device region is not the parent's");
+    if persistent {
+        assert_eq!(with_1.matches("const int bx = uc * CLUSTER_M + rank;").count(), 2, "{what}: the producer and the consumers place tiles alike:\n{with_1}");
+    }
     assert!(with_1.contains("peak_tma_load_2d_multicast(a_stage + rank * (A_STAGE_BYTES / CLUSTER_M), &tma_a, "), "{what}:\n{with_1}");
-    assert!(with_1.contains("by * TILE_M + rank * (TILE_M / CLUSTER_M), &full[s], (unsigned short)((1 << CLUSTER_M) - 1));"), "{what}:\n{with_1}");
+    // The tile's first row (`by` placed by the schedule, or BY from the block index) plus this block's part.
+    assert!(with_1.contains(" * TILE_M + rank * (TILE_M / CLUSTER_M), &full[s], (unsigned short)((1 << CLUSTER_M) - 1));"), "{what}:\n{with_1}");
     assert!(
         with_1.contains("peak_tma_load_2d(b_stage + c * 8192, &tma_b, ") && !with_1.contains("&tma_b, t * 64, bx * TILE_N + 64 * c, &full[s], (unsigned"),
         "{what}: B loaded by each block alone:\n{with_1}"
