@@ -58,6 +58,7 @@ details > pre { border-radius:0 0 10px 10px; }
 footer { color:var(--muted); font-size:13px; text-align:center; padding:10px 0 40px; }
 /* Tables fit their panel: headers and long texts wrap, numbers and names do not. */
 td.wrap-text { white-space:normal; min-width:9em; }
+td.may-wrap { white-space:normal; }
 th { white-space:normal; vertical-align:bottom; }
 td code { font-size:13px; }
 @media (max-width: 1100px) { .wrap { padding:0 20px; } .panel { padding:16px 14px; } th, td { padding:6px 7px; } table { font-size:13.5px; } }
@@ -331,7 +332,8 @@ fn step_table(out: &mut String, s: &Series) {
         out.push_str(&ratio_cell(st.speedup_over_previous));
         out.push_str(&cell(tflops(st.tflops), true));
         out.push_str(&cell(crate::tables::vendor(st), true));
-        out.push_str(&cell(crate::tables::measured_at(st), false));
+        // Where a speedup was taken at other inputs the cell says so at length: let it wrap.
+        let _ = write!(out, "<td class=\"may-wrap\">{}</td>", escape(&crate::tables::measured_at(st)));
         out.push_str("</tr>");
         size_rows(out, st);
     }

@@ -53,7 +53,7 @@ fn each_size_tuned_is_a_row_with_its_inputs_in_the_tables_and_the_page() {
 
     let page = html::render(&peak_report::Report { workflows: vec![w] }).unwrap();
     assert!(page.contains("<th>inputs</th>"), "the page's step table has an inputs column");
-    assert!(page.contains("<td>n=1024</td>") && page.contains("<td class=\"n\">16.0 ms</td>"), "the headline row names its inputs");
+    assert!(page.contains("<td class=\"may-wrap\">n=1024</td>") && page.contains("<td class=\"n\">16.0 ms</td>"), "the headline row names its inputs");
     let size_row = page.split("<tr class=\"size\">").nth(2).expect("a size row under each step").split("</tr>").next().unwrap();
     assert!(size_row.contains("1.00 ms") && size_row.contains("2.00x") && size_row.contains("<td>n=256</td>"), "{size_row}");
     assert!(page.contains("<small>at n=1024</small>"), "the final time card names its inputs");
