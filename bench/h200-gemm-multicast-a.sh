@@ -8,7 +8,7 @@
 # Here: bash bench/h200-gemm-shapes.sh build; there (carry carry/gemm-shapes):
 #   OUT=dir bash bench/h200-gemm-multicast-a.sh bf16   -> $OUT/bf16.tgz (the merged rows, the replayed bundle, logs)
 # Rows are merged here with bench/keep_fastest.py. (The bf16 and f16 runs of 2026-11-29 used K = 88.)
-D=$1
+D="${1:?usage: bench/h200-gemm-multicast-a.sh bf16|f16|e4m3}"
 RESUME_FROM=bench/results/h200-replayed-gemm-nt-bias-cuda-$D-three-consumers.bundle DTYPE=$D BRANCH=multicast-a REPLAY_ONCE=1 \
  SHAPES="8192x3072x768 8192x2304x768 8192x768x3072 4096x4096x4096" \
  RETUNE_WIDEN="MCAST_A=0,1 WG_M=2,3 BLOCK_Y=2,3 FRAG_M=1,2 WGMMA_N=128,192 NUM_STAGES=4,5 CLUSTER_M=1,2 EPI_BOXES=2,4 TILES_PER_CTA=1,2,4" \

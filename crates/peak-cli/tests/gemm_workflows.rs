@@ -643,6 +643,26 @@ fn gemm_nt_bias_opencl_epilogue_vector_branch_replays() {
     assert!(tip.contains("#define B_AT(r, c) weight[(c) * (K) + (r)]") && tip.contains("const int tile_row0 = BY * TILE_M, tile_col0 = BX * TILE_N;"));
 }
 
+/// Epilogue-Vector on a GEMM with no EPILOGUE whose threads' columns are BLOCK_X apart: the
+/// OpenCL case-study kernel after Thread-Tiling (square `n`), walked by the agent on PoCL. No
+/// macros to split, no runs to make vectors: interior blocks store element by element with no
+/// test, the others as before. Replayed where 61 leaves edge blocks beside interior ones.
+#[test]
+fn square_opencl_gemm_without_epilogue_epilogue_vector_branch_replays() {
+    if !opencl_present("square_opencl_gemm_without_epilogue_epilogue_vector_branch_replays") {
+        return;
+    }
+    let pins = ["BLOCK_X=8", "BLOCK_Y=4", "TRD_X=2", "TRD_Y=2", "TILE_K=8"];
+    let (steps, tip) = replay_branch("workflows/matmul-opencl-agent.bundle", "epilogue-vector", &["n=61"], &pins);
+    assert_eq!(steps, ["init", "Refactor", "TB-Tiling", "Thread-Tiling", "Epilogue-Vector"]);
+    assert!(!tip.contains("EPILOGUE"), "a kernel with no EPILOGUE gains none");
+    let device = region(&tip, "device");
+    let (interior, edge) = device.split_once("} else {").expect("an interior and an edge copy");
+    assert!(interior.contains("if (c_inside) {") && interior.contains("C_AT(C_ROW(i), C_COL(j)) = acc[i][j];"), "{device}");
+    assert!(!interior.contains("< n &&") && !interior.contains("vstore"), "the interior copy tests nothing and has no runs: {interior}");
+    assert!(edge.contains("if (C_ROW(i) < n && C_COL(j) < n) {"), "the edge copy keeps its guard: {edge}");
+}
+
 /// The padded TT GEMM with GELU and a residual, a kernel Epilogue-Vector was not written for:
 /// walked by the agent on the line's tip (Block-Swizzle), its per-column operand the bias
 /// inside the GELU, its residual read per element, its rows ldc = N + 2 apart.
