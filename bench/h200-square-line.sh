@@ -12,29 +12,39 @@
 # memcheck, racecheck and synccheck over the parameters its last steps added, retuned at
 # n = 4096, then timed. Writes $OUT/square-<dtype>-line.json (command, device, commit, date),
 # the replayed workflow's bundle and the logs.
+# RESUME=<a bundle this script wrote> skips the replay and the validation (done when it was
+# written) and retunes and times that workflow again.
 # Here: bash bench/h200-gemm-shapes.sh build; there (carry carry/gemm-shapes):
-#   OUT=dir [DTYPE=f32] [BRANCH=...] bash bench/h200-square-line.sh
+#   OUT=dir [DTYPE=f32] [BRANCH=...] [RESUME=bundle] bash bench/h200-square-line.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 P="${PEAK:-carry/gemm-shapes/peak}"; DTYPE="${DTYPE:-f16}"
 case "$DTYPE" in
-  f16) B=examples/workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle; BRANCH="${BRANCH:-multicast-a}"
+  f16) B=examples/workflows/matmul-cuda-f16-consumer-overlap-deferred.bundle; BRANCH="${BRANCH:-multicast-a}"; BUDGET=160
        EDGES=(--set TILES_PER_CTA=1,2,4 --set MCAST_A=0,1 --set CLUSTER_M=1,2); SPACE=(--set NUM_STAGES=3,4,5 --set EPI_BOXES=2,4) ;;
-  f32) B=examples/workflows/matmul-cuda-f32.bundle; BRANCH="${BRANCH:-epilogue-vector}"
-       EDGES=(--set K_SPLITS=1,2 --set CHUNK_X=1,2,4 --set VEC=4); # Around the case study's best tile (16 x 16 threads of 16 x 8 or 8 x 16, TILE_K 8, VEC 4): 128 points.
-       SPACE=(--set BLOCK_X=16 --set BLOCK_Y=16 --set TRD_X=8,16 --set TRD_Y=8,16 --set CHUNK_X=2,4 --set CHUNK_Y=4 --set VEC=4 --set K_SPLITS=1
-              --set OFFSET=1,8 --set GROUP_M=1,8 --set MIN_BLOCKS=1,2 --set NUM_STAGES=2,4 --set TILE_K=8) ;;
+  f32) B=examples/workflows/matmul-cuda-f32.bundle; BRANCH="${BRANCH:-epilogue-vector}"; BUDGET=400
+       EDGES=(--set K_SPLITS=1,2 --set CHUNK_X=1,2,4 --set VEC=4)
+       # Both tile families the NT line's tips took at 4096^3: one 256-thread block an SM with
+       # 16 x 8 or 8 x 16 outputs a thread (TILE_K 8), and two blocks an SM of 8 x 8 (TILE_K 16);
+       # register staging needs two stages only: 384 points.
+       SPACE=(--set BLOCK_X=8,16,32 --set BLOCK_Y=8,16 --set TRD_X=8,16 --set TRD_Y=8,16 --set CHUNK_X=4 --set CHUNK_Y=4 --set VEC=4 --set K_SPLITS=1
+              --set OFFSET=0,1 --set GROUP_M=1,8 --set MIN_BLOCKS=1,2 --set NUM_STAGES=2 --set TILE_K=8,16) ;;
   *) echo "DTYPE=$DTYPE: f16 or f32" >&2; exit 2 ;;
 esac
 WF=/tmp/square-$DTYPE-$BRANCH
 rm -rf "$WF"
-timeout 300 $P replay $B --branch "$BRANCH" --into "$WF" --set n=2048 --budget 16 --time 8 --samples 4 \
-  --sanitize-samples 1 --sanitize-at n=256 > "$OUT/replay.log" 2>&1
-echo "replay rc=$?"
-timeout 120 $P validate "$WF/context" --against examples/matmul-cuda-$DTYPE --set n=200,456 "${EDGES[@]}" \
-  --samples 12 --sanitize memcheck,racecheck,synccheck --sanitize-samples 2 --json > "$OUT/validate.json" 2> "$OUT/validate.log"
-echo "validate rc=$?"
-timeout 150 $P retune -w "$WF" --set n=4096 --budget 160 --time 100 --no-sanitize-winner "${SPACE[@]}" > "$OUT/retune.log" 2>&1
+if [ -n "${RESUME:-}" ]; then
+  # A replay this script wrote before (its bundle), validated then: retuned and timed again.
+  git clone -q "$RESUME" "$WF" && echo "resumed from $RESUME"
+else
+  timeout 300 $P replay $B --branch "$BRANCH" --into "$WF" --set n=2048 --budget 16 --time 8 --samples 4 \
+    --sanitize-samples 1 --sanitize-at n=256 > "$OUT/replay.log" 2>&1
+  echo "replay rc=$?"
+  timeout 120 $P validate "$WF/context" --against examples/matmul-cuda-$DTYPE --set n=200,456 "${EDGES[@]}" \
+    --samples 12 --sanitize memcheck,racecheck,synccheck --sanitize-samples 2 --json > "$OUT/validate.json" 2> "$OUT/validate.log"
+  echo "validate rc=$?"
+fi
+timeout 200 $P retune -w "$WF" --set n=4096 --budget "$BUDGET" --time 150 --no-sanitize-winner "${SPACE[@]}" > "$OUT/retune.log" 2>&1
 echo "retune rc=$?"
 $P bundle "$WF" "$OUT/h200-replayed-matmul-cuda-$DTYPE-$BRANCH.bundle" > /dev/null 2>&1
 python3 - "$P" "$WF" "$OUT" "$BRANCH" "$DTYPE" <<'PY'
