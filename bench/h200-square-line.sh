@@ -65,7 +65,7 @@ for rnd in range(2):
         print(json.dumps({k: r.get(k) for k in ("label", "round", "peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")}), flush=True)
         rows.append(r)
 doc = {"benchmark": f"h200-square-{dtype}-line", "command": f"OUT=dir DTYPE={dtype} BRANCH={branch} bash bench/h200-square-line.sh",
-       "device": next((r.get("device") for r in rows if r.get("device")), None), "commit": os.environ.get("PEAK_COMMIT", open("carry/gemm-shapes/commit").read().strip()),
+       "device": next((r.get("device") for r in rows if r.get("device")), None), "commit": os.environ.get("PEAK_COMMIT") or open("carry/gemm-shapes/commit").read().strip(),
        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
        "line": [e["transformation"] for e in reversed(g.steps_of(peak, wf))], "tip_verdict": tip.get("verdict"), "rows": rows}
 json.dump(doc, open(os.path.join(out, f"square-{dtype}-line.json"), "w"), indent=1)

@@ -38,6 +38,7 @@ const SHIPPED: &[&str] = &[
     "Thread-Tiling",
     "TMA-Multicast",
     "Multicast-A",
+    "Column-Stage",
     "TMA-Pipeline",
     "TMA-Store",
     "Transpose",
