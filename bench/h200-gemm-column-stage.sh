@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Column-Stage measured on the H200 for one dtype (bf16 or f16): the branch column-stage of
+# Column-Stage measured on the H200 for one dtype (bf16, f16 or e4m3): the branch column-stage of
 # examples/workflows/gemm-nt-bias-cuda-<dtype>-deferred.bundle replayed by bench/gemm_shapes.py,
 # resumed from that dtype's Multicast-A replay (only the new step validated, sanitized and
 # tuned; the tip validated again at TILES_PER_CTA 1, 2, 4), retuned around the Multicast-A rows'
@@ -10,7 +10,7 @@
 # Here: bash bench/h200-gemm-shapes.sh build; there (carry carry/gemm-shapes):
 #   OUT=dir bash bench/h200-gemm-column-stage.sh bf16   -> $OUT/bf16.tgz (the merged rows, the replayed bundle, logs)
 # Rows are merged here with bench/keep_fastest.py.
-D="${1:?usage: bench/h200-gemm-column-stage.sh bf16|f16}"
+D="${1:?usage: bench/h200-gemm-column-stage.sh bf16|f16|e4m3}"
 RESUME_FROM=bench/results/h200-replayed-gemm-nt-bias-cuda-$D-multicast-a.bundle DTYPE=$D BRANCH=column-stage REPLAY_ONCE=1 \
  SHAPES="8192x3072x768 8192x2304x768 8192x768x3072 4096x4096x4096" \
  RETUNE_WIDEN="MCAST_A=0,1 WG_M=2,3 BLOCK_Y=2,3 FRAG_M=1,2 WGMMA_N=128,192 NUM_STAGES=3,4 CLUSTER_M=1,2 EPI_BOXES=2,4 TILES_PER_CTA=1,2,4" \
