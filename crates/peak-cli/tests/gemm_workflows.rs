@@ -1035,6 +1035,60 @@ fn multicast_a_branch_shares_a_and_keeps_the_parent_under_mcast_a_0() {
     }
 }
 
+/// Column-Stage on the Hopper NT lines (branch `column-stage` from Multicast-A in the bf16,
+/// f16 and fp8 bundles), walked by the agent: the producer copies the tile's columns of the
+/// bias into a slot of the tile's last stage by TMA, counted in that stage's barrier; the
+/// consumers read them there, before the release of that stage; the mainloop is the parent's.
+#[test]
+fn column_stage_branch_stages_the_bias_with_the_last_k_step() {
+    let env = Env::new();
+    // (bundle, the bias's element type: the fp8 GEMM's bias and output are bf16)
+    for (bundle, bias) in [("gemm-nt-bias-cuda-bf16-deferred.bundle", "bf16"), ("gemm-nt-bias-cuda-f16-deferred.bundle", "f16"), ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "bf16")] {
+        let wf = env.path(bundle);
+        unbundle(&example(&format!("workflows/{bundle}")), &wf);
+        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+        let (tip, parent) = (show("column-stage"), show("multicast-a"));
+        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Column-Stage"), "{bundle}");
+        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Multicast-A");
+        deferred_by_the_agent_and_compiled(&tip);
+        let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
+        column_stage_stages_the_bias(before, after, bias, bundle);
+    }
+}
+
+/// Column-Stage between two kernel files (see the test above).
+fn column_stage_stages_the_bias(before: &str, after: &str, bias: &str, what: &str) {
+    assert_eq!(region(after, "macros"), region(before, "macros"), "{what}: Column-Stage changed the macros");
+    let device = region(after, "device");
+    for expected in [
+        "peak_mbar_arrive_expect_tx(&full[s], STAGE_BYTES + (last ? COL_BOX_BYTES : 0));",
+        "if (last) peak_tma_load_2d(col_slots + s * COL_SLOT_BYTES, &tma_col, bx * TILE_N, 0, &full[s]);",
+        "const __grid_constant__ PeakTensorMap tma_col,",
+        "EPILOGUE_COL_STAGED(col_slot, gc - bx * TILE_N)",
+    ] {
+        assert!(device.contains(expected), "{what}: missing {expected:?} in the device region");
+    }
+    assert!(!device.contains("EPILOGUE_COL(gc)"), "{what}: the consumers still load the bias from global memory");
+    // Read from the tile's last stage before that stage is released (the arrival after the drain).
+    let read = device.find("EPILOGUE_COL_STAGED(col_slot").unwrap();
+    let drain = device.find("peak_wgmma_wait<0>();").unwrap();
+    let release = drain + device[drain..].find("peak_mbar_arrive_cluster(&empty[(it - 1) % NUM_STAGES], r);").unwrap();
+    assert!(read < release, "{what}: the slot is read after its stage is released");
+    // The consumers' mainloop, up to the per-column operands, is the parent's (comments and the
+    // slot's pointer aside).
+    let mainloop = |text: &str| -> String {
+        let from = text.find("peak_setmaxnreg_inc").unwrap();
+        let to = from + text[from..].find("float colv[").unwrap();
+        text[from..to].lines().map(str::trim).filter(|l| !l.starts_with("//") && !l.contains("col_slot")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(mainloop(device), mainloop(region(before, "device")), "{what}: the consumers' mainloop changed");
+    let host = region(after, "host");
+    let map = format!("cuda_tensor_map(bias, \"{bias}\", [N, 1], [N * 2], [WGMMA_N, 1], \"none\")");
+    for expected in [map.as_str(), "NUM_STAGES * ((WGMMA_N * 2 + 127) / 128 * 128)"] {
+        assert!(host.contains(expected), "{what}: missing {expected:?} in the host region:\n{host}");
+    }
+}
+
 /// Multicast-A between two kernel files: the device region with MCAST_A = 0 (every `#if
 /// MCAST_A` part dropped, its `#else` part kept) is the parent's; the MCAST_A = 1 parts give
 /// the cluster's blocks one tile-row (`bx = uc * CLUSTER_M + rank` for the producer and the
