@@ -1043,7 +1043,11 @@ fn multicast_a_branch_shares_a_and_keeps_the_parent_under_mcast_a_0() {
 fn column_stage_branch_stages_the_bias_with_the_last_k_step() {
     let env = Env::new();
     // (bundle, the bias's element type: the fp8 GEMM's bias and output are bf16)
-    for (bundle, bias) in [("gemm-nt-bias-cuda-bf16-deferred.bundle", "bf16"), ("gemm-nt-bias-cuda-f16-deferred.bundle", "f16"), ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "bf16")] {
+    for (bundle, bias) in [
+        ("gemm-nt-bias-cuda-bf16-deferred.bundle", "bf16"),
+        ("gemm-nt-bias-cuda-f16-deferred.bundle", "f16"),
+        ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "bf16"),
+    ] {
         let wf = env.path(bundle);
         unbundle(&example(&format!("workflows/{bundle}")), &wf);
         let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
