@@ -273,9 +273,11 @@ def main_half(out):
             row.update({k2: tuned.get(k2) for k2 in ("peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")})
             row["tuned"] = tuned
             device = device or tuned.get("device")
-        if entries and "reused" not in replay:
+        if entries:
             # The replayed workflow, one file to bring back and keep (bench/results/h200-replayed-*.bundle).
-            row["bundle"] = pack(peak, wf, out, shape)
+            # With REPLAY_ONCE every shape retunes the first shape's workflow: it is packed again
+            # after each, so the one bundle ends holding every shape's Retune, each row's among them.
+            row["bundle"] = pack(peak, wf, out, shapes[0] if once else shape)
         print(json.dumps({k2: row.get(k2) for k2 in ("dtype", "m", "n", "k", "peak_ms", "cublaslt_ms", "pct")}), flush=True)
         rows.append(row)
         # Written after every shape: a device call that runs out of time keeps what it measured.
