@@ -1,11 +1,11 @@
 # Hand experiment (not a recorded step; bench/hand/tile-switch.py says why and what each
-# ABLATE value removes): the bf16 and f16 Multicast-A tips at the three K = 768 / MLP shapes,
+# ABLATE value removes): the bf16 and f16 tips (TIP=multicast-a, the default, or column-stage) at the three K = 768 / MLP shapes,
 # each at its row's tuned configuration (bench/results/h200-gemm-shapes.json), with ABLATE 0
 # (the tip), 1 (no bias loads), 2 (no TMA stores) and 3 (no epilogue), each against cuBLASLt
 # in one `peak baseline` call (warm-up, events, medians, L2 flushed), two alternating rounds.
 # Variants 1-3 compute wrong outputs on purpose: only their times are read.
 # Here: the contexts under carry/exp/tsw-{bf16,f16} (bench/hand/tile-switch.py on copies of the
-# Multicast-A replays' tips) and bash bench/h200-gemm-shapes.sh build; there (carry
+# TIP replays' tips: bench/results/h200-replayed-gemm-nt-bias-cuda-<dtype>-<TIP>.bundle) and bash bench/h200-gemm-shapes.sh build; there (carry
 # carry/gemm-shapes and carry/exp): OUT=dir bash bench/hand/tile-switch-run.sh
 cd "$(dirname "$0")/../.."
 P="${PEAK:-carry/gemm-shapes/peak}"
@@ -31,7 +31,9 @@ def timed(dtype, shape, ablate, rnd):
 rows = [timed(d, s, a, rnd) for rnd in range(2) for d in ("bf16", "f16") for s in shapes for a in range(4)]
 dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
 import datetime
-json.dump({"benchmark": "h200-compare-tile-switch-hand", "command": "OUT=dir bash bench/hand/tile-switch-run.sh", "device": dev,
+import os
+tip = os.environ.get("TIP", "multicast-a")
+json.dump({"benchmark": "h200-compare-tile-switch-hand", "tip": tip, "command": f"OUT=dir TIP={tip} bash bench/hand/tile-switch-run.sh", "device": dev,
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "commit": open("carry/gemm-shapes/commit").read().strip(), "rows": rows}, open(f"{out}/tile-switch.json", "w"), indent=1)
 PY

@@ -4,7 +4,8 @@ K = 768 fit a fixed cost a tile of about 3.6 us against cuBLASLt's 2.5 (notes of
 gemm-nt-bias-cuda-bf16, Steps 19-21). A tuning parameter ABLATE (0 is the tip unchanged)
 takes one part of the epilogue away at a time, so that timing each against cuBLASLt in one
 process bounds what that part costs:
-  1  no bias: the per-column operands are zero (no global loads of bias at the tile's end);
+  1  no bias: the per-column operands are zero (no loads of bias at the tile's end, from global
+     memory or, after Column-Stage, from the stage's slot);
   2  the tile staged through the ring but never stored (no TMA store, no wait on one);
   3  no epilogue at all: the accumulators are drained and the tile's last stage released,
      then the next tile starts.
@@ -22,8 +23,10 @@ def sub(old, new, count=1):
     k = k.replace(old, new)
 
 
-sub("colv[j][e] = (gc < GEMM_N) ? EPILOGUE_COL(gc) : 0.0f;",
-    "colv[j][e] = (ABLATE != 1 && gc < GEMM_N) ? EPILOGUE_COL(gc) : 0.0f;")
+# The per-column operands, loaded from global memory (before Column-Stage) or from the stage's slot (after).
+staged = "EPILOGUE_COL_STAGED(col_slot, gc - bx * TILE_N)" in k
+read = "EPILOGUE_COL_STAGED(col_slot, gc - bx * TILE_N)" if staged else "EPILOGUE_COL(gc)"
+sub(f"colv[j][e] = (gc < GEMM_N) ? {read} : 0.0f;", f"colv[j][e] = (ABLATE != 1 && gc < GEMM_N) ? {read} : 0.0f;")
 # The whole epilogue loop (boxes of this warpgroup's rows) sits under `if (ABLATE != 3)`.
 head = "            const bool interior = by * TILE_M + 64 * (wg * FRAG_M) + 64 * FRAG_M <= GEMM_M && bx * TILE_N + TILE_N <= GEMM_N;\n"
 sub(head, head + "            if (ABLATE != 3) {\n")
