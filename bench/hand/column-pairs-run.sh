@@ -17,27 +17,13 @@ for d in bf16 f16 e4m3; do
   echo "validate $d rc=$?"
 done
 python3 - "$P" "$OUT" <<'PY'
-import datetime, json, subprocess, sys
+import sys
+sys.path.insert(0, "bench/hand")
+from against_cublaslt import timed, tuned_rows, write
 peak, out = sys.argv[1:]
-rows_of = {(r["dtype"], f'{r["m"]}x{r["n"]}x{r["k"]}'): r["tuned"]["params"]
-           for r in json.load(open("bench/results/h200-gemm-shapes.json"))["rows"] if r["dtype"] in ("bf16", "f16", "e4m3") and r["layout"] == "NT"}
+configs = tuned_rows(("bf16", "f16", "e4m3"))
 shapes = ["8192x3072x768", "8192x2304x768", "8192x768x3072", "4096x4096x4096"]
-def timed(dtype, shape, pairs, rnd):
-    m, n, k = shape.split("x")
-    cfg = dict(rows_of[(dtype, shape)], COL_PAIRS=pairs, M=m, N=n, K=k)
-    args = [a for key, v in cfg.items() for a in ("--set", f"{key}={v}")]
-    r = subprocess.run([peak, "baseline", f"carry/exp/pairs-{dtype}", "--against", "cublaslt", "--reps", "30", "--json", *args], capture_output=True, text=True)
-    try:
-        rep = json.loads(r.stdout)
-        row = {"dtype": dtype, "shape": shape, "col_pairs": pairs, "round": rnd, "peak_ms": rep["kernel_timing"]["median_ms"],
-               "cublaslt_ms": rep["cublas_timing"]["median_ms"], "pct": rep["percent_of_cublas"], "matches": rep["validation"]["passed"]}
-    except Exception:
-        row = {"dtype": dtype, "shape": shape, "col_pairs": pairs, "round": rnd, "error": r.stderr[-800:]}
-    print(json.dumps(row), flush=True)
-    return row
-rows = [timed(d, s, p, rnd) for rnd in range(2) for d in ("bf16", "f16", "e4m3") for s in shapes for p in (0, 1)]
-dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-json.dump({"benchmark": "h200-compare-column-pairs-hand", "command": "OUT=dir bash bench/hand/column-pairs-run.sh", "device": dev,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "commit": open("carry/gemm-shapes/commit").read().strip(), "rows": rows}, open(f"{out}/column-pairs.json", "w"), indent=1)
+rows = [timed(peak, f"carry/exp/pairs-{d}", dict(configs[(d, s)], COL_PAIRS=p, **dict(zip("MNK", s.split("x")))), dtype=d, shape=s, col_pairs=p, round=rnd)
+        for rnd in range(2) for d in ("bf16", "f16", "e4m3") for s in shapes for p in (0, 1)]
+write(f"{out}/column-pairs.json", "h200-compare-column-pairs-hand", "OUT=dir bash bench/hand/column-pairs-run.sh", rows)
 PY

@@ -11,24 +11,17 @@ Usage: python3 column-pairs.py CONTEXT_DIR (rewrites CONTEXT_DIR/kernel.cu and p
 import re
 import sys
 
+from source_edit import Source, add_tuning
+
 ctx = sys.argv[1]
-path = f"{ctx}/kernel.cu"
-k = open(path).read()
-
-
-def sub(old, new, count=1):
-    global k
-    assert k.count(old) == count, (old, k.count(old))
-    k = k.replace(old, new)
-
-
-m = re.search(r"const (__nv_bfloat16|__half)\* col_slot = ", k)
+k = Source(f"{ctx}/kernel.cu")
+m = re.search(r"const (__nv_bfloat16|__half)\* col_slot = ", k.text)
 assert m, "not a Column-Stage tip: no col_slot"
 pair = "__nv_bfloat162" if m.group(1) == "__nv_bfloat16" else "__half2"
-block = re.search(r"( *)float colv\[WGMMA_N / 8\]\[2\];\n.*?\n\1}\n", k, re.S)
+block = re.search(r"( *)float colv\[WGMMA_N / 8\]\[2\];\n.*?\n\1}\n", k.text, re.S)
 assert block, "the per-column operands' loop"
 ind = block.group(1)
-k = k[:block.start()] + f"""#if COL_PAIRS
+k.sub(block.group(0), f"""#if COL_PAIRS
 {ind}// One four-byte load a pair of columns (8 j + 2 q, + 1: neighbours in the slot), kept packed.
 {ind}{pair} colp[WGMMA_N / 8];
 #pragma unroll
@@ -37,13 +30,9 @@ k = k[:block.start()] + f"""#if COL_PAIRS
 #else
 {block.group(0)}#define COLV(j, e) (colv[j][e])
 #endif
-""" + k[block.end():]
+""")
+# Both uses of each column, in the interior and the edge epilogue.
 for e in (0, 1):
-    k = k.replace(f"colv[j][{e}]", f"COLV(j, {e})")
-assert k.count("COLV(j, 0)") == 2 + 0 and k.count("COLV(j, 1)") == 2, (k.count("COLV(j, 0)"), k.count("COLV(j, 1)"))
-open(path, "w").write(k)
-toml = f"{ctx}/peak.toml"
-t = open(toml).read()
-assert "[tuning.COL_PAIRS]" not in t
-t = t.replace("[tuning.NUM_STAGES]", "[tuning.COL_PAIRS]\nvalues = [0, 1]\n\n[tuning.NUM_STAGES]", 1)
-open(toml, "w").write(t)
+    k.sub(f"colv[j][{e}]", f"COLV(j, {e})", count=2)
+k.save()
+add_tuning(f"{ctx}/peak.toml", "COL_PAIRS", [0, 1], before="[tuning.NUM_STAGES]")

@@ -13,23 +13,12 @@ timeout 120 $P validate carry/exp/f32u --against examples/matmul-cuda-f32 --set 
   --samples 8 --json > $OUT/validate.json 2> $OUT/validate.log
 echo "validate rc=$?"
 python3 - "$P" "$OUT" "$BASE" <<'PY'
-import datetime, json, subprocess, sys
+import sys
+sys.path.insert(0, "bench/hand")
+from against_cublaslt import timed, write
 peak, out, base = sys.argv[1:]
-def timed(u, stages, rnd):
-    cfg = dict(kv.split("=") for kv in base.split()) | {"UNROLL_T": u, "NUM_STAGES": stages, "n": 4096}
-    args = [a for key, v in cfg.items() for a in ("--set", f"{key}={v}")]
-    r = subprocess.run([peak, "baseline", "carry/exp/f32u", "--against", "cublaslt", "--reps", "20", "--json", *args], capture_output=True, text=True)
-    try:
-        rep = json.loads(r.stdout)
-        row = {"unroll_t": u, "num_stages": stages, "round": rnd, "peak_ms": rep["kernel_timing"]["median_ms"],
-               "cublaslt_ms": rep["cublas_timing"]["median_ms"], "pct": rep["percent_of_cublas"], "matches": rep["validation"]["passed"]}
-    except Exception:
-        row = {"unroll_t": u, "num_stages": stages, "round": rnd, "error": r.stderr[-600:]}
-    print(json.dumps(row), flush=True)
-    return row
-rows = [timed(u, st, rnd) for rnd in range(2) for st in (2, 4) for u in (1, 2, 4)]
-dev = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-json.dump({"benchmark": "h200-compare-f32-unroll-stage-hand", "command": "OUT=dir bash bench/hand/f32-unroll-stage-run.sh", "device": dev,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "commit": open("carry/gemm-shapes/commit").read().strip(), "rows": rows}, open(f"{out}/f32-unroll-stage.json", "w"), indent=1)
+tip = dict(kv.split("=") for kv in base.split())
+rows = [timed(peak, "carry/exp/f32u", dict(tip, UNROLL_T=u, NUM_STAGES=st, n=4096), reps=20, unroll_t=u, num_stages=st, round=rnd)
+        for rnd in range(2) for st in (2, 4) for u in (1, 2, 4)]
+write(f"{out}/f32-unroll-stage.json", "h200-compare-f32-unroll-stage-hand", "OUT=dir bash bench/hand/f32-unroll-stage-run.sh", rows)
 PY

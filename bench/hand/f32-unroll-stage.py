@@ -8,15 +8,11 @@ loads' immediate offsets.
 Usage: python3 f32-unroll-stage.py CONTEXT_DIR (rewrites CONTEXT_DIR/matmul.cu and peak.toml)."""
 import sys
 
+from source_edit import Source, add_tuning
+
 ctx = sys.argv[1]
-path = f"{ctx}/matmul.cu"
-k = open(path).read()
+k = Source(f"{ctx}/matmul.cu")
 loop = "        for (int t = 0; t < KT; ++t) {\n"
-assert k.count(loop) == 2, k.count(loop)
-k = k.replace(loop, "#pragma unroll UNROLL_T\n" + loop)
-open(path, "w").write(k)
-toml = f"{ctx}/peak.toml"
-t = open(toml).read()
-assert "[tuning.UNROLL_T]" not in t
-t = t.replace("[tuning.VEC]", "[tuning.UNROLL_T]\nvalues = [1, 2, 4]\n\n[tuning.VEC]", 1)
-open(toml, "w").write(t)
+k.sub(loop, "#pragma unroll UNROLL_T\n" + loop, count=2)   # the interior blocks' k loop and the edge blocks'
+k.save()
+add_tuning(f"{ctx}/peak.toml", "UNROLL_T", [1, 2, 4], before="[tuning.VEC]")

@@ -12,37 +12,25 @@ process bounds what that part costs:
 Usage: python3 tile-switch.py CONTEXT_DIR (rewrites CONTEXT_DIR/kernel.cu and peak.toml)."""
 import sys
 
+from source_edit import Source, add_tuning
+
 ctx = sys.argv[1]
-path = f"{ctx}/kernel.cu"
-k = open(path).read()
-
-
-def sub(old, new, count=1):
-    global k
-    assert k.count(old) == count, (old, k.count(old))
-    k = k.replace(old, new)
-
-
+k = Source(f"{ctx}/kernel.cu")
 # The per-column operands, loaded from global memory (before Column-Stage) or from the stage's slot (after).
-staged = "EPILOGUE_COL_STAGED(col_slot, gc - bx * TILE_N)" in k
-read = "EPILOGUE_COL_STAGED(col_slot, gc - bx * TILE_N)" if staged else "EPILOGUE_COL(gc)"
-sub(f"colv[j][e] = (gc < GEMM_N) ? {read} : 0.0f;", f"colv[j][e] = (ABLATE != 1 && gc < GEMM_N) ? {read} : 0.0f;")
+read = "EPILOGUE_COL_STAGED(col_slot, gc - bx * TILE_N)" if "EPILOGUE_COL_STAGED(col_slot, gc - bx * TILE_N)" in k.text else "EPILOGUE_COL(gc)"
+k.sub(f"colv[j][e] = (gc < GEMM_N) ? {read} : 0.0f;", f"colv[j][e] = (ABLATE != 1 && gc < GEMM_N) ? {read} : 0.0f;")
 # The whole epilogue loop (boxes of this warpgroup's rows) sits under `if (ABLATE != 3)`.
 head = "            const bool interior = by * TILE_M + 64 * (wg * FRAG_M) + 64 * FRAG_M <= GEMM_M && bx * TILE_N + TILE_N <= GEMM_N;\n"
-sub(head, head + "            if (ABLATE != 3) {\n")
+k.sub(head, head + "            if (ABLATE != 3) {\n")
 tail = """                    ++boxes;
                 }
             }
 """
-sub(tail, tail + "            }\n")
-sub("if (WG_THREAD == 0) peak_tma_store_wait_read<EPI_BOXES - 1>();",
-    "if (ABLATE != 2 && WG_THREAD == 0) peak_tma_store_wait_read<EPI_BOXES - 1>();")
-sub("""                    if (WG_THREAD == 0) {
+k.sub(tail, tail + "            }\n")
+k.sub("if (WG_THREAD == 0) peak_tma_store_wait_read<EPI_BOXES - 1>();",
+      "if (ABLATE != 2 && WG_THREAD == 0) peak_tma_store_wait_read<EPI_BOXES - 1>();")
+k.sub("""                    if (WG_THREAD == 0) {
                         peak_tma_store_2d(""", """                    if (ABLATE != 2 && WG_THREAD == 0) {
                         peak_tma_store_2d(""")
-open(path, "w").write(k)
-toml = f"{ctx}/peak.toml"
-t = open(toml).read()
-assert "[tuning.ABLATE]" not in t
-t = t.replace("[tuning.NUM_STAGES]", "[tuning.ABLATE]\nvalues = [0, 1, 2, 3]\n\n[tuning.NUM_STAGES]", 1)
-open(toml, "w").write(t)
+k.save()
+add_tuning(f"{ctx}/peak.toml", "ABLATE", [0, 1, 2, 3], before="[tuning.NUM_STAGES]")
