@@ -481,9 +481,8 @@ fn square_f32_case_study_carries_the_joint_staging_line() {
     let stored = kernel(&epilogue);
     assert_eq!(region(&stored, "macros"), region(&inside, "macros"), "no EPILOGUE, nothing to split");
     assert_eq!(region(&stored, "host"), region(&inside, "host"));
-    let (after, k_loop_end) = (region(&stored, "device"), "            BARRIER();\n        }\n    }\n");
-    let cut = |text: &str| text[..text.find(k_loop_end).expect("the k loop's end") + k_loop_end.len()].to_string();
-    assert_eq!(cut(after), cut(region(&inside, "device")), "Epilogue-Vector changed the k loop");
+    let after = region(&stored, "device");
+    assert_eq!(through_the_k_loop(after), through_the_k_loop(region(&inside, "device")), "Epilogue-Vector changed the k loop");
     for expected in [
         "&& n % CHUNK_X == 0 && reinterpret_cast<size_t>(&PARTIAL_AT(SPLIT, 0, 0)) % (CHUNK_X * sizeof(float)) == 0",
         "*reinterpret_cast<float2*>(&PARTIAL_AT(SPLIT, C_ROW(i), C_COL(j0))) = make_float2(acc[i][j0], acc[i][j0 + 1]);",
@@ -549,10 +548,9 @@ fn gemm_nt_bias_cuda_epilogue_vector_branch_stores_interior_runs_as_vectors() {
         region(&after, "macros").contains("#define EPILOGUE_COL(c) (bias[(c)])")
             && region(&after, "macros").contains("#define EPILOGUE_WITH(acc, col, r, c) ((acc) + (col))")
     );
-    let (device, k_loop_end) = (region(&after, "device"), "            BARRIER();\n        }\n    }\n");
+    let device = region(&after, "device");
     // Everything up to the end of the k loop's two copies is the parent's.
-    let cut = |text: &str| text[..text.find(k_loop_end).expect("the k loop's end") + k_loop_end.len()].to_string();
-    assert_eq!(cut(device), cut(region(&before, "device")), "Epilogue-Vector changed the k loop");
+    assert_eq!(through_the_k_loop(device), through_the_k_loop(region(&before, "device")), "Epilogue-Vector changed the k loop");
     for expected in [
         "colv[j] = (C_COL(j) < GEMM_N) ? EPILOGUE_COL(C_COL(j)) : 0.0f;",
         "&& (N) % CHUNK_X == 0 && ((size_t)out) % (CHUNK_X * sizeof(float)) == 0",
@@ -948,6 +946,14 @@ fn hopper_twin_walks_the_line(dtype: &str, ty: &str, to_float: &str, from_float:
 
 /// The text of region `name` ("macros", "device" or "host") of a kernel file: from its
 /// `// @peak NAME` marker to the next marker or the end.
+/// A device region from its start to where its k loop ends (the first `BARRIER();` that closes
+/// the loop and the block around it at the kernel's indentation): what Epilogue-Vector must
+/// leave as it was.
+fn through_the_k_loop(device: &str) -> &str {
+    let end = "            BARRIER();\n        }\n    }\n";
+    &device[..device.find(end).expect("the k loop's end") + end.len()]
+}
+
 fn region<'a>(source: &'a str, name: &str) -> &'a str {
     source.split(&format!("@peak {name}")).nth(1).unwrap_or_else(|| panic!("no {name} region")).split("// @peak").next().unwrap()
 }
