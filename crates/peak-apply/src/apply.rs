@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use peak_eval::validate::{Outcome as Validation, Sample, samples};
 use peak_eval::{OutputValidator, ReferenceStore, ValidationReport, Validator, Verdict, Workers, default_cache_dir};
 use peak_record::{PerformanceRecord, Record, ValidationRecord};
-use peak_spec::{Context, ExecParams, Region};
+use peak_spec::{Context, ExecParams, Region, Space};
 use peak_transform::{
     AgentExecutor, Executor, ExecutorSpec, Feedback, KernelBrief, Library, Outcome, PassPrompt, PassRequest, PromptContext, ReplyError, Transcript,
     Transformation,
@@ -23,7 +23,7 @@ use crate::outcome;
 use crate::sanitize::{self, Plan};
 use crate::state::{self, ApplyState, agent_dir, apply_dir, fresh_context};
 use crate::winner::check_winner;
-use crate::{ApplyOptions, ApplyOutcome, ApplyReporter};
+use crate::{ApplyOptions, ApplyOutcome, ApplyReporter, Settings};
 
 /// Further draws of validation samples when the launch script pruned every one drawn.
 const RESAMPLE_ROUNDS: u64 = 3;
@@ -603,6 +603,17 @@ fn record(
     Ok(ApplyOutcome::Checkpoint { id: id.to_string(), transformation: t.name.clone(), verdict, best_ms, speedup_over_parent, attempts })
 }
 
+/// The samples of resampling round `round` (1-based), where the launch script pruned every
+/// sample so far: twice as many each round, so that a space the launch script prunes to a
+/// few points is still found in three rounds, and never one already tried (added to `tried`).
+fn fresh_samples(space: &Space, settings: &Settings, round: u64, tried: &mut Vec<ExecParams>) -> Vec<Sample> {
+    let want = settings.samples << round;
+    let fresh: Vec<Sample> =
+        samples(space, want * 4, settings.seed.wrapping_add(round)).into_iter().filter(|s| !tried.contains(&s.params)).take(want).collect();
+    tried.extend(fresh.iter().map(|s| s.params.clone()));
+    fresh
+}
+
 /// How validation (or, deferred, the compile check) judged a candidate.
 enum Judgement {
     Accepted(Judged),
@@ -638,7 +649,20 @@ fn judge(
     let verdict = match &options.defer {
         Some(defer) => {
             reporter.stage("compile-check");
-            let check = defer::compile_check(workers, candidate, &picked, defer)?;
+            let mut check = defer::compile_check(workers, candidate, &picked, defer)?;
+            // As validation does below: samples the launch script pruned say nothing of
+            // the kernel, so where all were, others are compiled before giving up.
+            let mut tried: Vec<ExecParams> = picked.iter().map(|s| s.params.clone()).collect();
+            for round in 1..=RESAMPLE_ROUNDS {
+                if !check.all_pruned() {
+                    break;
+                }
+                let fresh = fresh_samples(&space, &options.settings, round, &mut tried);
+                if fresh.is_empty() {
+                    break;
+                }
+                check = defer::compile_check(workers, candidate, &fresh, defer)?;
+            }
             *validation_s += started.elapsed().as_secs_f64();
             match check.failure() {
                 None => return Ok(Judgement::Accepted(Judged::Deferred(check))),
@@ -658,18 +682,10 @@ fn judge(
                 if report.outcome != Validation::Inconclusive {
                     break;
                 }
-                // Twice as many each round: a space the launch script prunes to a few
-                // points is still found in three rounds.
-                let want = options.settings.samples << round;
-                let fresh: Vec<Sample> = samples(&space, want * 4, options.settings.seed.wrapping_add(round))
-                    .into_iter()
-                    .filter(|s| !tried.contains(&s.params))
-                    .take(want)
-                    .collect();
+                let fresh = fresh_samples(&space, &options.settings, round, &mut tried);
                 if fresh.is_empty() {
                     break;
                 }
-                tried.extend(fresh.iter().map(|s| s.params.clone()));
                 picked = fresh;
                 report = peak_eval::validate(workers, candidate, &picked, &mut validators, reporter.validation())?;
             }

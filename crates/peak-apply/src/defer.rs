@@ -112,6 +112,11 @@ impl CompileCheck {
         (compiled == 0).then(|| Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing compiled".into() })
     }
 
+    /// Whether the launch script pruned every sample, so that nothing compiled and nothing failed.
+    pub fn all_pruned(&self) -> bool {
+        self.counts.get("compiled").copied().unwrap_or(0) == 0 && !self.samples.iter().filter_map(|c| c.verdict.as_ref()).any(Verdict::is_failure)
+    }
+
     /// The deferred checkpoint's `validation.json`.
     pub fn validation(&self, elapsed_s: f64) -> Value {
         json!({

@@ -198,3 +198,37 @@ fn a_replay_cut_short_resumes_where_it_stopped_and_refuses_another_chain() {
     assert!(!out.status.success() && stderr.contains("not the start of this replay") && stderr.contains("its steps: [Refactor]"), "{stderr}");
     assert_eq!(steps(&env, &into).len(), 2, "nothing was added or removed");
 }
+
+#[test]
+fn a_deferred_compile_check_draws_again_where_the_launch_script_pruned_every_sample() {
+    // A step whose launch script refuses all but one of eight configurations: one sample
+    // (--samples 1) is most likely a pruned one, which says nothing of the kernel; as on a
+    // GPU, the compile check draws others until one compiles, instead of sending the step
+    // back to the executor as if its code were wrong.
+    if !nvrtc_present("a_deferred_compile_check_draws_again_where_the_launch_script_pruned_every_sample") {
+        return;
+    }
+    let env = Env::new();
+    let wf = env.path("wf");
+    let w = s(&wf);
+    env.ok(&["init", w, "--from", &example("matmul-cuda-f32"), "--no-measure"]);
+    let library = env.path("library");
+    std::fs::create_dir_all(&library).unwrap();
+    std::fs::write(
+        library.join("prune.toml"),
+        "name = \"Prune\"\ndescription = \"a launch that runs one variant\"\npatterns = [\"gemm\"]\n[tuning]\nP = { values = [1, 2, 3, 4, 5, 6, 7, 8], description = \"a variant\" }\n[[passes]]\nregion = \"host\"\ntitle = \"prune\"\ninstructions = \"Refuse every P but 8.\"\n",
+    )
+    .unwrap();
+    let source = std::fs::read_to_string(Path::new(&example("matmul-cuda-f32")).join("matmul.cu")).unwrap();
+    let host = env.path("host.rhai");
+    std::fs::write(&host, format!("if P != 8 {{ invalid(\"only P = 8 runs\"); }}\n{}", source.split("// @peak host\n").nth(1).unwrap())).unwrap();
+    let args = ["apply", "prune", "--executor", "agent", "--defer", "--samples", "1", "--seed", "3", "--library", s(&library), "-w", w, "--json"];
+    assert_eq!(env.json(&args)["region"], "host");
+    let done = env.json(&["submit", s(&host), "-w", w, "--json"]);
+    assert_eq!((done["status"].as_str(), done["verdict"].as_str()), (Some("checkpoint"), Some("deferred")), "{done}");
+    assert_eq!(outcomes(&wf), ["deferred"], "no attempt went back to the executor");
+    let show = env.json(&["show", "HEAD", "-w", w, "--json"]);
+    let samples = show["validation"]["compile_check"]["samples"].as_array().unwrap().clone();
+    let compiled: Vec<&Value> = samples.iter().filter(|s| s["status"] == "compiled").collect();
+    assert!(!compiled.is_empty() && compiled.iter().all(|s| s["params"]["tuning"]["P"] == 8), "{samples:?}");
+}
