@@ -31,6 +31,15 @@ case "$DTYPE" in
               --set OFFSET=0,1 --set GROUP_M=1,8 --set MIN_BLOCKS=1,2 --set NUM_STAGES=2 --set TILE_K=8,16) ;;
   *) echo "DTYPE=$DTYPE: f16 or f32" >&2; exit 2 ;;
 esac
+if [ "$DTYPE/$BRANCH" = f32/warp-tiling ]; then
+  # Warp-Tiling's WARP_X over the tip's family (16 x 8 outputs a thread in chunks of 4, TILE_K 8,
+  # register staging over three or four stages: two lost 30 points in
+  # h200-square-f32-fragment-prefetch-check.json) at 256 and at 128 threads: 128 points.
+  EDGES+=(--set WARP_X=4,8)
+  SPACE=(--set BLOCK_X=16 --set BLOCK_Y=8,16 --set TRD_X=8 --set TRD_Y=16 --set CHUNK_X=4 --set CHUNK_Y=4 --set VEC=4 --set K_SPLITS=1
+         --set OFFSET=0,1 --set GROUP_M=1,8 --set MIN_BLOCKS=1,2 --set NUM_STAGES=3,4 --set TILE_K=8 --set WARP_X=2,4,8,16)
+  BUDGET=140
+fi
 WF=/tmp/square-$DTYPE-$BRANCH
 rm -rf "$WF"
 if [ -n "${RESUME:-}" ]; then
@@ -43,6 +52,8 @@ else
   timeout 120 $P validate "$WF/context" --against examples/matmul-cuda-$DTYPE --set n=200,456 "${EDGES[@]}" \
     --samples 12 --sanitize memcheck,racecheck,synccheck --sanitize-samples 2 --json > "$OUT/validate.json" 2> "$OUT/validate.log"
   echo "validate rc=$?"
+  # the replay as validated, for RESUME= should the retune below not finish in this call
+  $P bundle "$WF" "$OUT/h200-replayed-matmul-cuda-$DTYPE-$BRANCH.bundle" > /dev/null 2>&1
 fi
 timeout 200 $P retune -w "$WF" --set n=4096 --budget "$BUDGET" --time 150 --no-sanitize-winner "${SPACE[@]}" > "$OUT/retune.log" 2>&1
 echo "retune rc=$?"
