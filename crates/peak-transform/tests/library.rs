@@ -39,6 +39,7 @@ const SHIPPED: &[&str] = &[
     "TMA-Multicast",
     "Multicast-A",
     "Column-Stage",
+    "Column-Pairs",
     "TMA-Pipeline",
     "TMA-Store",
     "Transpose",
