@@ -493,6 +493,37 @@ fn square_f32_case_study_carries_the_joint_staging_line() {
     }
 }
 
+/// The square fp32 kernel's branch warp-tiling: Warp-Tiling on Epilogue-Vector, written by
+/// the agent with `--defer` and compile-checked. Each warp owns a patch of (32 / WARP_X) x
+/// WARP_X threads and a thread's chunks of CHUNK_Y rows and CHUNK_X columns stay whole inside
+/// it (the vector fragment loads and the float4 stores rely on them); the launch refuses warp
+/// grids that do not tile the block; the device region is the parent's.
+#[test]
+fn square_f32_warp_tiling_keeps_each_threads_chunks_inside_its_warps_patch() {
+    let env = Env::new();
+    let wf = env.path("square");
+    unbundle(&example("workflows/matmul-cuda-f32.bundle"), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let (tip, parent) = (show("warp-tiling"), show("epilogue-vector"));
+    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Warp-Tiling"));
+    assert_eq!(tip["parents"][0], parent["id"], "the branch starts at Epilogue-Vector");
+    deferred_by_the_agent_and_compiled(&tip);
+    let (after, before) = (tip["files"]["matmul.cu"].as_str().unwrap(), parent["files"]["matmul.cu"].as_str().unwrap());
+    assert_eq!(region(after, "device"), region(before, "device"), "Warp-Tiling is a renumbering: the device region stays");
+    let macros = region(after, "macros");
+    for expected in [
+        "#define THREAD_ROW(i) (WARP_ROW * (WARP_Y * TRD_Y) + ((i) / CHUNK_Y) * (WARP_Y * CHUNK_Y) + (LANE / WARP_X) * CHUNK_Y + (i) % CHUNK_Y)",
+        "#define THREAD_COL(j) (WARP_COL * (WARP_X * TRD_X) + ((j) / CHUNK_X) * (WARP_X * CHUNK_X) + (LANE % WARP_X) * CHUNK_X + (j) % CHUNK_X)",
+        "#define TID (TY * BLOCK_X + TX)",
+        "#define WARPS_X (BLOCK_X / WARP_X)",
+    ] {
+        assert!(macros.contains(expected), "the macros region lacks {expected:?}:\n{macros}");
+    }
+    let host = region(after, "host");
+    assert!(host.contains("if WARP_X > WARP_SIZE || BLOCK_Y % (WARP_SIZE / WARP_X) != 0 {"), "{host}");
+    assert!(tip["files"]["peak.toml"].as_str().unwrap().contains("[tuning.WARP_X]"), "WARP_X is tuned");
+}
+
 /// The branch fragment-prefetch of the CUDA twin: Fragment-Prefetch on joint-staging's
 /// Launch-Bounds, written by the agent with `--defer` and compile-checked. Two sets of
 /// fragments, slice kk + 1 loaded before slice kk's multiply-adds, and the step's stores and
@@ -1063,6 +1094,50 @@ fn column_stage_branch_stages_the_bias_with_the_last_k_step() {
         deferred_by_the_agent_and_compiled(&tip);
         let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
         column_stage_stages_the_bias(before, after, bias, bundle);
+    }
+}
+
+/// Column-Pairs on the Hopper NT lines (branch `column-pairs` from Column-Stage in the bf16,
+/// f16 and fp8 bundles), walked by the agent: each consumer thread reads its two neighbouring
+/// columns of the staged bias with one 32-bit load of the pair type and keeps them packed,
+/// widened where each is added; everything else of the kernel is the parent's.
+#[test]
+fn column_pairs_branch_reads_the_bias_a_pair_at_a_time() {
+    let env = Env::new();
+    // (bundle, the pair type of the bias: the fp8 GEMM's bias is bf16)
+    for (bundle, pair) in [
+        ("gemm-nt-bias-cuda-bf16-deferred.bundle", "__nv_bfloat162"),
+        ("gemm-nt-bias-cuda-f16-deferred.bundle", "__half2"),
+        ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "__nv_bfloat162"),
+    ] {
+        let wf = env.path(bundle);
+        unbundle(&example(&format!("workflows/{bundle}")), &wf);
+        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+        let (tip, parent) = (show("column-pairs"), show("column-stage"));
+        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Column-Pairs"), "{bundle}");
+        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Column-Stage");
+        deferred_by_the_agent_and_compiled(&tip);
+        let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
+        for name in ["macros", "host"] {
+            assert_eq!(region(after, name), region(before, name), "{bundle}: Column-Pairs changed the {name} region");
+        }
+        let device = region(after, "device");
+        let load = format!("colp[j] = reinterpret_cast<const {pair}*>(col_slot)[4 * j + q];");
+        assert!(device.contains(&load), "{bundle}: missing {load:?}");
+        assert!(device.contains("__low2float(colp[j])") && device.contains("__high2float(colp[j])"), "{bundle}: the halves are not widened where used");
+        assert!(!device.contains("colv["), "{bundle}: an f32 register per column is left");
+        // Still read before the tile's last stage is released.
+        let read = device.find("col_slot)[4 * j + q]").unwrap();
+        let drain = device.find("peak_wgmma_wait<0>();").unwrap();
+        assert!(read < drain + device[drain..].find("peak_mbar_arrive_cluster(&empty[(it - 1) % NUM_STAGES], r);").unwrap(), "{bundle}");
+        // Apart from the operands' load and its uses, the device region is the parent's.
+        let rest = |text: &str| -> String {
+            let text = text.replace("COLV(j, 0)", "colv[j][0]").replace("COLV(j, 1)", "colv[j][1]");
+            let from = text.find("const __nv_bfloat16* col_slot").or_else(|| text.find("const __half* col_slot")).unwrap();
+            let to = from + text[from..].find("peak_wgmma_wait<0>();").unwrap();
+            format!("{}{}", &text[..from], &text[to..])
+        };
+        assert_eq!(rest(device), rest(region(before, "device")), "{bundle}: Column-Pairs changed more than the operands' load");
     }
 }
 
