@@ -385,19 +385,32 @@ impl MatmulShape {
         }
     }
 
+    /// The names the description gives a row of C, a column of C and a step of the sum: m,
+    /// n and k, unless the context's own expressions use one of them as a name (a square
+    /// context's size `n`), where `B[k * (n) + n]` would read as nonsense; then row, col, kk.
+    fn index_names(&self) -> [&'static str; 3] {
+        let exprs = [Some(&self.m), Some(&self.n), Some(&self.k), self.lda.as_ref(), self.ldb.as_ref(), self.ldc.as_ref()]
+            .into_iter()
+            .chain([self.batch.as_ref(), self.stride_a.as_ref(), self.stride_b.as_ref(), self.stride_c.as_ref()])
+            .flatten();
+        let mut names = exprs.flat_map(|e| e.split(|ch: char| !(ch.is_alphanumeric() || ch == '_')));
+        if names.any(|name| matches!(name, "m" | "n" | "k")) { ["row", "col", "kk"] } else { ["m", "n", "k"] }
+    }
+
     /// The GEMM in words, with where each element lives, for a prompt's "The kernel".
     pub fn describe(&self) -> String {
         let (a, b, c, m, n, k) = (&self.a, &self.b, &self.c, &self.m, &self.n, &self.k);
+        let [im, jn, lk] = self.index_names();
         let ld = |given: &Option<String>, tight: &str| given.clone().unwrap_or_else(|| tight.to_string());
         let a_at = match self.a_layout {
-            Layout::Row => format!("{a}[m * ({}) + k]", ld(&self.lda, k)),
-            Layout::Col => format!("{a}[k * ({}) + m]", ld(&self.lda, m)),
+            Layout::Row => format!("{a}[{im} * ({}) + {lk}]", ld(&self.lda, k)),
+            Layout::Col => format!("{a}[{lk} * ({}) + {im}]", ld(&self.lda, m)),
         };
         let b_at = match self.b_layout {
-            Layout::Row => format!("{b}[k * ({}) + n]", ld(&self.ldb, n)),
-            Layout::Col => format!("{b}[n * ({}) + k]", ld(&self.ldb, k)),
+            Layout::Row => format!("{b}[{lk} * ({}) + {jn}]", ld(&self.ldb, n)),
+            Layout::Col => format!("{b}[{jn} * ({}) + {lk}]", ld(&self.ldb, k)),
         };
-        let c_at = format!("{c}[m * ({}) + n]", ld(&self.ldc, n));
+        let c_at = format!("{c}[{im} * ({}) + {jn}]", ld(&self.ldc, n));
         let mut value = "acc".to_string();
         if self.alpha != 1.0 {
             value = format!("{} * acc", self.alpha);
@@ -406,7 +419,7 @@ impl MatmulShape {
             value = format!("{value} + {} * {c_at}", self.beta);
         }
         if let Some(bias) = &self.bias {
-            value = format!("{value} + {bias}[n]");
+            value = format!("{value} + {bias}[{jn}]");
         }
         value = match self.activation {
             Activation::None => value,
@@ -414,10 +427,10 @@ impl MatmulShape {
             Activation::GeluTanh => format!("gelu_tanh({value})"),
         };
         if let Some(residual) = &self.residual {
-            value = format!("{value} + {residual}[m * ({}) + n]", ld(&self.ldc, n));
+            value = format!("{value} + {residual}[{im} * ({}) + {jn}]", ld(&self.ldc, n));
         }
         let mut text = format!(
-            "It computes a GEMM of M = {m}, N = {n}, K = {k}: for every m < M and n < N, acc = sum over k < K of A[m, k] * B[k, n], where A[m, k] is {a_at} and B[k, n] is {b_at}; then {c_at} = {value}."
+            "It computes a GEMM of M = {m}, N = {n}, K = {k}: for every {im} < M and {jn} < N, acc = sum over {lk} < K of A[{im}, {lk}] * B[{lk}, {jn}], where A[{im}, {lk}] is {a_at} and B[{lk}, {jn}] is {b_at}; then {c_at} = {value}."
         );
         if let Some(batch) = &self.batch {
             let stride = |s: &Option<String>, name: &str| {

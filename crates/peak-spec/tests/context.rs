@@ -260,7 +260,7 @@ fn a_matmul_shape_is_a_matmul_kernel_described_by_its_shape() {
     let m = Manifest::parse("peak.toml", &text).unwrap();
     assert_eq!(m.kernel.domain(), Some("matmul"));
     assert!(
-        m.describe_kernel().starts_with("Kernel `matmul` (kind: matmul; pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue)). It computes a GEMM of M = n, N = n, K = n: for every m < M and n < N, acc = sum over k < K of A[m, k] * B[k, n], where A[m, k] is A[m * (n) + k] and B[k, n] is A[k * (n) + n]; then C[m * (n) + n] = acc."),
+        m.describe_kernel().starts_with("Kernel `matmul` (kind: matmul; pattern: a GEMM (a matrix product, possibly with transposed operands, a batch and an epilogue)). It computes a GEMM of M = n, N = n, K = n: for every row < M and col < N, acc = sum over kk < K of A[row, kk] * B[kk, col], where A[row, kk] is A[row * (n) + kk] and B[kk, col] is A[kk * (n) + col]; then C[row * (n) + col] = acc."),
         "{}",
         m.describe_kernel()
     );
@@ -271,8 +271,12 @@ fn a_gemm_describes_its_layouts_and_epilogue() {
     let shape = "[kernel.matmul]\nm = \"n\"\nn = \"2 * n\"\nk = \"n\"\na = \"A\"\nb = \"A\"\nc = \"C\"\nb_layout = \"col\"\nbias = \"A\"\nactivation = \"gelu-tanh\"\nalpha = 0.5\n\n[inputs]";
     let m = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", shape, 1)).unwrap();
     let text = m.kernel.matmul.as_ref().unwrap().describe();
-    assert!(text.contains("B[k, n] is A[n * (n) + k]"), "a transposed B is read along k: {text}");
-    assert!(text.contains("C[m * (2 * n) + n] = gelu_tanh(0.5 * acc + A[n])"), "the epilogue, in order: {text}");
+    assert!(text.contains("B[kk, col] is A[col * (n) + kk]"), "a transposed B is read along k: {text}");
+    assert!(text.contains("C[row * (2 * n) + col] = gelu_tanh(0.5 * acc + A[col])"), "the epilogue, in order: {text}");
+    // Sizes that do not use the names m, n or k keep them as the indices.
+    let fixed = shape.replace("m = \"n\"\nn = \"2 * n\"\nk = \"n\"", "m = \"64\"\nn = \"32\"\nk = \"16\"");
+    let text = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", &fixed, 1)).unwrap().kernel.matmul.as_ref().unwrap().describe();
+    assert!(text.contains("for every m < M and n < N") && text.contains("B[k, n] is A[n * (16) + k]"), "{text}");
     let text = Manifest::parse("peak.toml", &MANIFEST.replacen("[inputs]", &shape.replace("b_layout = \"col\"", "b_layout = \"diagonal\""), 1))
         .unwrap_err()
         .to_string();
