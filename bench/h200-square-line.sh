@@ -40,6 +40,12 @@ if [ "$DTYPE/$BRANCH" = f32/warp-tiling ]; then
          --set OFFSET=0,1 --set GROUP_M=1,8 --set MIN_BLOCKS=1,2 --set NUM_STAGES=3,4 --set TILE_K=8 --set WARP_X=2,4,8,16)
   BUDGET=140
 fi
+# RETUNE_SET="NAME=V1,V2 ...": the retune's space instead (with RETUNE_BUDGET evaluations,
+# RETUNE_TIME seconds), e.g. a wider one around a returned replay (RESUME=).
+if [ -n "${RETUNE_SET:-}" ]; then
+  SPACE=(); for a in $RETUNE_SET; do SPACE+=(--set "$a"); done
+fi
+BUDGET="${RETUNE_BUDGET:-$BUDGET}"
 WF=/tmp/square-$DTYPE-$BRANCH
 rm -rf "$WF"
 if [ -n "${RESUME:-}" ]; then
@@ -55,7 +61,7 @@ else
   # the replay as validated, for RESUME= should the retune below not finish in this call
   $P bundle "$WF" "$OUT/h200-replayed-matmul-cuda-$DTYPE-$BRANCH.bundle" > /dev/null 2>&1
 fi
-timeout 200 $P retune -w "$WF" --set n=4096 --budget "$BUDGET" --time 150 --no-sanitize-winner "${SPACE[@]}" > "$OUT/retune.log" 2>&1
+timeout 200 $P retune -w "$WF" --set n=4096 --budget "$BUDGET" --time "${RETUNE_TIME:-150}" --no-sanitize-winner "${SPACE[@]}" > "$OUT/retune.log" 2>&1
 echo "retune rc=$?"
 $P bundle "$WF" "$OUT/h200-replayed-matmul-cuda-$DTYPE-$BRANCH.bundle" > /dev/null 2>&1
 python3 - "$P" "$WF" "$OUT" "$BRANCH" "$DTYPE" <<'PY'
