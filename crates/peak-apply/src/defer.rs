@@ -108,8 +108,7 @@ impl CompileCheck {
         if let Some(v) = self.samples.iter().filter_map(|c| c.verdict.as_ref()).find(|v| v.is_failure()) {
             return Some(v.clone());
         }
-        let compiled = self.counts.get("compiled").copied().unwrap_or(0);
-        (compiled == 0).then(|| Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing compiled".into() })
+        self.all_pruned().then(|| Verdict::InvalidConfig { reason: "every sampled execution parameter was pruned as invalid; nothing compiled".into() })
     }
 
     /// Whether the launch script pruned every sample, so that nothing compiled and nothing failed.

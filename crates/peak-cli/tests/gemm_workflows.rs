@@ -493,35 +493,37 @@ fn square_f32_case_study_carries_the_joint_staging_line() {
     }
 }
 
-/// The square fp32 kernel's branch warp-tiling: Warp-Tiling on Epilogue-Vector, written by
-/// the agent with `--defer` and compile-checked. Each warp owns a patch of (32 / WARP_X) x
-/// WARP_X threads and a thread's chunks of CHUNK_Y rows and CHUNK_X columns stay whole inside
-/// it (the vector fragment loads and the float4 stores rely on them); the launch refuses warp
-/// grids that do not tile the block; the device region is the parent's.
+/// The fp32 kernels' branch warp-tiling (the square case study's and the NT GEMM's): Warp-Tiling
+/// on Epilogue-Vector, written by the agent with `--defer` and compile-checked. Each warp owns
+/// a patch of (32 / WARP_X) x WARP_X threads and a thread's chunks of CHUNK_Y rows and CHUNK_X
+/// columns stay whole inside it (the vector fragment loads and the vector stores rely on them);
+/// the launch refuses warp grids that do not tile the block; the device region is the parent's.
 #[test]
-fn square_f32_warp_tiling_keeps_each_threads_chunks_inside_its_warps_patch() {
+fn f32_warp_tiling_keeps_each_threads_chunks_inside_its_warps_patch() {
     let env = Env::new();
-    let wf = env.path("square");
-    unbundle(&example("workflows/matmul-cuda-f32.bundle"), &wf);
-    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-    let (tip, parent) = (show("warp-tiling"), show("epilogue-vector"));
-    assert_eq!(tip["meta"]["transformation"].as_str(), Some("Warp-Tiling"));
-    assert_eq!(tip["parents"][0], parent["id"], "the branch starts at Epilogue-Vector");
-    deferred_by_the_agent_and_compiled(&tip);
-    let (after, before) = (tip["files"]["matmul.cu"].as_str().unwrap(), parent["files"]["matmul.cu"].as_str().unwrap());
-    assert_eq!(region(after, "device"), region(before, "device"), "Warp-Tiling is a renumbering: the device region stays");
-    let macros = region(after, "macros");
-    for expected in [
-        "#define THREAD_ROW(i) (WARP_ROW * (WARP_Y * TRD_Y) + ((i) / CHUNK_Y) * (WARP_Y * CHUNK_Y) + (LANE / WARP_X) * CHUNK_Y + (i) % CHUNK_Y)",
-        "#define THREAD_COL(j) (WARP_COL * (WARP_X * TRD_X) + ((j) / CHUNK_X) * (WARP_X * CHUNK_X) + (LANE % WARP_X) * CHUNK_X + (j) % CHUNK_X)",
-        "#define TID (TY * BLOCK_X + TX)",
-        "#define WARPS_X (BLOCK_X / WARP_X)",
-    ] {
-        assert!(macros.contains(expected), "the macros region lacks {expected:?}:\n{macros}");
+    for (bundle, file) in [("matmul-cuda-f32.bundle", "matmul.cu"), ("gemm-nt-bias-cuda-deferred.bundle", "kernel.cu")] {
+        let wf = env.path(bundle);
+        unbundle(&example(&format!("workflows/{bundle}")), &wf);
+        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+        let (tip, parent) = (show("warp-tiling"), show("epilogue-vector"));
+        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Warp-Tiling"), "{bundle}");
+        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Epilogue-Vector");
+        deferred_by_the_agent_and_compiled(&tip);
+        let (after, before) = (tip["files"][file].as_str().unwrap(), parent["files"][file].as_str().unwrap());
+        assert_eq!(region(after, "device"), region(before, "device"), "{bundle}: Warp-Tiling is a renumbering: the device region stays");
+        let macros = region(after, "macros");
+        for expected in [
+            "#define THREAD_ROW(i) (WARP_ROW * (WARP_Y * TRD_Y) + ((i) / CHUNK_Y) * (WARP_Y * CHUNK_Y) + (LANE / WARP_X) * CHUNK_Y + (i) % CHUNK_Y)",
+            "#define THREAD_COL(j) (WARP_COL * (WARP_X * TRD_X) + ((j) / CHUNK_X) * (WARP_X * CHUNK_X) + (LANE % WARP_X) * CHUNK_X + (j) % CHUNK_X)",
+            "#define TID (TY * BLOCK_X + TX)",
+            "#define WARPS_X (BLOCK_X / WARP_X)",
+        ] {
+            assert!(macros.contains(expected), "{bundle}: the macros region lacks {expected:?}:\n{macros}");
+        }
+        let host = region(after, "host");
+        assert!(host.contains("if WARP_X > WARP_SIZE || BLOCK_Y % (WARP_SIZE / WARP_X) != 0 {"), "{bundle}: {host}");
+        assert!(tip["files"]["peak.toml"].as_str().unwrap().contains("[tuning.WARP_X]"), "{bundle}: WARP_X is tuned");
     }
-    let host = region(after, "host");
-    assert!(host.contains("if WARP_X > WARP_SIZE || BLOCK_Y % (WARP_SIZE / WARP_X) != 0 {"), "{host}");
-    assert!(tip["files"]["peak.toml"].as_str().unwrap().contains("[tuning.WARP_X]"), "WARP_X is tuned");
 }
 
 /// The branch fragment-prefetch of the CUDA twin: Fragment-Prefetch on joint-staging's
