@@ -20,9 +20,9 @@ echo "validate rc=$?"
 python3 - "$P" "$OUT" "$STEP" <<'PY'
 import sys
 sys.path.insert(0, "bench/hand")
-from against_cublaslt import timed, write
+from against_cublaslt import SQUARE_F32_TIP, timed, write
 peak, out, step = sys.argv[1:]
-tip = dict(BLOCK_X=16, BLOCK_Y=16, CHUNK_X=4, CHUNK_Y=4, GROUP_M=8, K_SPLITS=1, MIN_BLOCKS=1, NUM_STAGES=4, OFFSET=1, TILE_K=8, TRD_X=8, TRD_Y=16, VEC=4, n=4096)
+tip = SQUARE_F32_TIP
 configs = {"tip": tip, "two stages": dict(tip, NUM_STAGES=2),
            "128 threads, two blocks an SM": dict(tip, BLOCK_Y=8, MIN_BLOCKS=2),
            "16 x 8 outputs": dict(tip, TRD_X=16, TRD_Y=8)}

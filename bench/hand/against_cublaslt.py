@@ -7,6 +7,13 @@ import json
 import subprocess
 
 
+# The square fp32 NN case-study tip's tuned configuration at n = 4096 (the replayed
+# epilogue-vector tip, bench/results/h200-square-f32-line.json), where the checks and hand
+# experiments on that kernel start.
+SQUARE_F32_TIP = dict(BLOCK_X=16, BLOCK_Y=16, CHUNK_X=4, CHUNK_Y=4, GROUP_M=8, K_SPLITS=1, MIN_BLOCKS=1, NUM_STAGES=4, OFFSET=1, TILE_K=8,
+                      TRD_X=8, TRD_Y=16, VEC=4, n=4096)
+
+
 def timed(peak, ctx, cfg, reps=30, **labels):
     """One `peak baseline CTX --against cublaslt` at cfg (NAME -> value, inputs included); the
     row is `labels` with both medians, the ratio and whether peak's output matched cuBLASLt's,

@@ -19,9 +19,9 @@ echo "validate rc=$?"
 python3 - "$P" "$OUT" "${VARIANTS:-knobs}" <<'PY'
 import sys
 sys.path.insert(0, "bench/hand")
-from against_cublaslt import timed, write
+from against_cublaslt import SQUARE_F32_TIP, timed, write
 peak, out, which = sys.argv[1:]
-tip = dict(BLOCK_X=16, BLOCK_Y=16, CHUNK_X=4, CHUNK_Y=4, GROUP_M=8, K_SPLITS=1, MIN_BLOCKS=1, NUM_STAGES=4, OFFSET=1, TILE_K=8, TRD_X=8, TRD_Y=16, VEC=4, n=4096)
+tip = SQUARE_F32_TIP
 knobs = dict(WARP_X=0, ADDR_INC=0, LOAD_KK=-1, STORE_KK=-1, ASYNC=0)
 variants = [{}, dict(STORE_KK=3), dict(STORE_KK=4), dict(STORE_KK=6), dict(LOAD_KK=1, STORE_KK=5), dict(WARP_X=8), dict(WARP_X=4),
             dict(ADDR_INC=1), dict(WARP_X=8, STORE_KK=4), dict(TILE_K=16), dict(TILE_K=16, STORE_KK=8)]

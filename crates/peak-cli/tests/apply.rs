@@ -400,13 +400,8 @@ fn samples_the_launch_script_prunes_are_drawn_again() {
     // (--samples 1) is most likely a pruned one, which says nothing of the kernel; validation
     // draws others until one runs, so the step is judged instead of refused as inconclusive.
     let Some(env) = setup() else { return };
-    let library = env.wf.with_file_name("library");
-    std::fs::create_dir_all(&library).unwrap();
-    std::fs::write(
-        library.join("prune.toml"),
-        "name = \"Prune\"\ndescription = \"a launch that runs one variant\"\npatterns = [\"gemm\"]\n[tuning]\nP = { values = [1, 2, 3, 4, 5, 6, 7, 8], description = \"a variant\" }\n[[passes]]\nregion = \"host\"\ntitle = \"prune\"\ninstructions = \"Refuse every P but 8.\"\n",
-    )
-    .unwrap();
+    // Prune: a host pass that refuses every P but 8 of eight.
+    let library = fixture("prune-library");
     let host = std::fs::read_to_string(example("matmul-opencl-naive").join("kernel.cl")).unwrap();
     let host = host.split("// @peak host\n").nth(1).unwrap().to_string();
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -212,17 +212,12 @@ fn a_deferred_compile_check_draws_again_where_the_launch_script_pruned_every_sam
     let wf = env.path("wf");
     let w = s(&wf);
     env.ok(&["init", w, "--from", &example("matmul-cuda-f32"), "--no-measure"]);
-    let library = env.path("library");
-    std::fs::create_dir_all(&library).unwrap();
-    std::fs::write(
-        library.join("prune.toml"),
-        "name = \"Prune\"\ndescription = \"a launch that runs one variant\"\npatterns = [\"gemm\"]\n[tuning]\nP = { values = [1, 2, 3, 4, 5, 6, 7, 8], description = \"a variant\" }\n[[passes]]\nregion = \"host\"\ntitle = \"prune\"\ninstructions = \"Refuse every P but 8.\"\n",
-    )
-    .unwrap();
+    // Prune: a host pass that refuses every P but 8 of eight.
+    let library = fixture("prune-library");
     let source = std::fs::read_to_string(Path::new(&example("matmul-cuda-f32")).join("matmul.cu")).unwrap();
     let host = env.path("host.rhai");
     std::fs::write(&host, format!("if P != 8 {{ invalid(\"only P = 8 runs\"); }}\n{}", source.split("// @peak host\n").nth(1).unwrap())).unwrap();
-    let args = ["apply", "prune", "--executor", "agent", "--defer", "--samples", "1", "--seed", "3", "--library", s(&library), "-w", w, "--json"];
+    let args = ["apply", "prune", "--executor", "agent", "--defer", "--samples", "1", "--seed", "3", "--library", &library, "-w", w, "--json"];
     assert_eq!(env.json(&args)["region"], "host");
     let done = env.json(&["submit", s(&host), "-w", w, "--json"]);
     assert_eq!((done["status"].as_str(), done["verdict"].as_str()), (Some("checkpoint"), Some("deferred")), "{done}");

@@ -502,14 +502,8 @@ fn square_f32_case_study_carries_the_joint_staging_line() {
 fn f32_warp_tiling_keeps_each_threads_chunks_inside_its_warps_patch() {
     let env = Env::new();
     for (bundle, file) in [("matmul-cuda-f32.bundle", "matmul.cu"), ("gemm-nt-bias-cuda-deferred.bundle", "kernel.cu")] {
-        let wf = env.path(bundle);
-        unbundle(&example(&format!("workflows/{bundle}")), &wf);
-        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-        let (tip, parent) = (show("warp-tiling"), show("epilogue-vector"));
-        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Warp-Tiling"), "{bundle}");
-        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Epilogue-Vector");
-        deferred_by_the_agent_and_compiled(&tip);
-        let (after, before) = (tip["files"][file].as_str().unwrap(), parent["files"][file].as_str().unwrap());
+        let (tip, after, before) = branch_step(&env, bundle, "warp-tiling", "epilogue-vector", "Warp-Tiling", file);
+        let (after, before) = (after.as_str(), before.as_str());
         assert_eq!(region(after, "device"), region(before, "device"), "{bundle}: Warp-Tiling is a renumbering: the device region stays");
         let macros = region(after, "macros");
         for expected in [
@@ -890,6 +884,21 @@ fn deferred_by_the_agent_and_compiled(show: &serde_json::Value) {
     assert!(counts.keys().all(|k| k == "compiled" || k == "invalid-config"), "every sampled variant compiled or was pruned by the launch script: {check}");
 }
 
+/// The tip of `branch` in the recorded `bundle`: a `transformation` checkpoint written by the
+/// agent (deferred, compiled) whose parent is the tip of `parent`; its `file` after and before.
+fn branch_step(env: &Env, bundle: &str, branch: &str, parent: &str, transformation: &str, file: &str) -> (serde_json::Value, String, String) {
+    let wf = env.path(bundle);
+    unbundle(&example(&format!("workflows/{bundle}")), &wf);
+    let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
+    let (tip, parent_tip) = (show(branch), show(parent));
+    assert_eq!(tip["meta"]["transformation"].as_str(), Some(transformation), "{bundle}");
+    assert_eq!(tip["parents"][0], parent_tip["id"], "{bundle}: the branch {branch} starts at the tip of {parent}");
+    deferred_by_the_agent_and_compiled(&tip);
+    let text = |show: &serde_json::Value| show["files"][file].as_str().unwrap().to_string();
+    let (after, before) = (text(&tip), text(&parent_tip));
+    (tip, after, before)
+}
+
 /// through EPILOGUE inside C only before the clipped TMA store.
 const HOPPER_CHAIN: [&str; 11] = [
     "Refactor",
@@ -1062,15 +1071,8 @@ fn multicast_a_branch_shares_a_and_keeps_the_parent_under_mcast_a_0() {
         ("matmul-cuda-f16.bundle", "matmul.cu", "tma-multicast"),
     ];
     for (bundle, file, parent) in lines {
-        let wf = env.path(bundle);
-        unbundle(&example(&format!("workflows/{bundle}")), &wf);
-        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-        let (tip, parent) = (show("multicast-a"), show(parent));
-        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Multicast-A"), "{bundle}");
-        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at its parent branch's tip");
-        deferred_by_the_agent_and_compiled(&tip);
-        let (after, before) = (tip["files"][file].as_str().unwrap(), parent["files"][file].as_str().unwrap());
-        multicast_a_shares_a(before, after, tip["files"]["peak.toml"].as_str().unwrap(), bundle);
+        let (tip, after, before) = branch_step(&env, bundle, "multicast-a", parent, "Multicast-A", file);
+        multicast_a_shares_a(&before, &after, tip["files"]["peak.toml"].as_str().unwrap(), bundle);
     }
 }
 
@@ -1087,15 +1089,8 @@ fn column_stage_branch_stages_the_bias_with_the_last_k_step() {
         ("gemm-nt-bias-cuda-f16-deferred.bundle", "f16"),
         ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "bf16"),
     ] {
-        let wf = env.path(bundle);
-        unbundle(&example(&format!("workflows/{bundle}")), &wf);
-        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-        let (tip, parent) = (show("column-stage"), show("multicast-a"));
-        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Column-Stage"), "{bundle}");
-        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Multicast-A");
-        deferred_by_the_agent_and_compiled(&tip);
-        let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
-        column_stage_stages_the_bias(before, after, bias, bundle);
+        let (_, after, before) = branch_step(&env, bundle, "column-stage", "multicast-a", "Column-Stage", "kernel.cu");
+        column_stage_stages_the_bias(&before, &after, bias, bundle);
     }
 }
 
@@ -1112,14 +1107,8 @@ fn column_pairs_branch_reads_the_bias_a_pair_at_a_time() {
         ("gemm-nt-bias-cuda-f16-deferred.bundle", "__half2"),
         ("gemm-nt-bias-cuda-e4m3-deferred.bundle", "__nv_bfloat162"),
     ] {
-        let wf = env.path(bundle);
-        unbundle(&example(&format!("workflows/{bundle}")), &wf);
-        let show = |rev: &str| env.json(&["show", rev, "-w", s(&wf), "--json"]);
-        let (tip, parent) = (show("column-pairs"), show("column-stage"));
-        assert_eq!(tip["meta"]["transformation"].as_str(), Some("Column-Pairs"), "{bundle}");
-        assert_eq!(tip["parents"][0], parent["id"], "{bundle}: the branch starts at Column-Stage");
-        deferred_by_the_agent_and_compiled(&tip);
-        let (after, before) = (tip["files"]["kernel.cu"].as_str().unwrap(), parent["files"]["kernel.cu"].as_str().unwrap());
+        let (_, after, before) = branch_step(&env, bundle, "column-pairs", "column-stage", "Column-Pairs", "kernel.cu");
+        let (after, before) = (after.as_str(), before.as_str());
         for name in ["macros", "host"] {
             assert_eq!(region(after, name), region(before, name), "{bundle}: Column-Pairs changed the {name} region");
         }
