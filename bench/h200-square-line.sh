@@ -12,6 +12,7 @@
 # memcheck, racecheck and synccheck over the parameters its last steps added, retuned at
 # n = 4096, then timed. Writes $OUT/square-<dtype>-line.json (command, device, commit, date),
 # the replayed workflow's bundle and the logs.
+# RESUME_FROM=<a bundle this script wrote> replays only the steps BRANCH has added since.
 # RESUME=<a bundle this script wrote> skips the replay and the validation (done when it was
 # written) and retunes and times that workflow again.
 # Here: bash bench/h200-gemm-shapes.sh build; there (carry carry/gemm-shapes):
@@ -40,6 +41,15 @@ if [ "$DTYPE/$BRANCH" = f32/warp-tiling ]; then
          --set OFFSET=0,1 --set GROUP_M=1,8 --set MIN_BLOCKS=1,2 --set NUM_STAGES=3,4 --set TILE_K=8 --set WARP_X=2,4,8,16)
   BUDGET=140
 fi
+if [ "$DTYPE/$BRANCH" = f32/stream-k ]; then
+  # Stream-K after Warp-Tiling: the warp-tiling tip's family with STREAM_K 0 (one block a
+  # tile), 1 and 2; validated where the tiles are fewer than one wave (n = 200, 456: every
+  # tile's k-steps shared among up to 132 blocks) under the three sanitizers: 18 points.
+  EDGES=(--set CHUNK_X=1,2,4 --set VEC=4 --set WARP_X=4 --set STREAM_K=1,2 --set K_SPLITS=1)
+  SPACE=(--set BLOCK_X=16 --set BLOCK_Y=16 --set TRD_X=8 --set TRD_Y=16 --set CHUNK_X=4 --set CHUNK_Y=4 --set VEC=4 --set K_SPLITS=1
+         --set OFFSET=1 --set GROUP_M=8 --set MIN_BLOCKS=1 --set NUM_STAGES=3,4 --set TILE_K=8 --set WARP_X=2,4,8 --set STREAM_K=0,1,2)
+  BUDGET=18
+fi
 # RETUNE_SET="NAME=V1,V2 ...": the retune's space instead (with RETUNE_BUDGET evaluations,
 # RETUNE_TIME seconds), e.g. a wider one around a returned replay (RESUME=).
 if [ -n "${RETUNE_SET:-}" ]; then
@@ -48,6 +58,12 @@ fi
 BUDGET="${RETUNE_BUDGET:-$BUDGET}"
 WF=/tmp/square-$DTYPE-$BRANCH
 rm -rf "$WF"
+if [ -n "${RESUME_FROM:-}" ]; then
+  # An earlier call's replay (its bundle) without its trailing retunes: `peak replay` keeps
+  # its steps and replays, validates and tunes only those BRANCH has added since.
+  python3 -c "import sys; sys.path.insert(0, 'bench'); import gemm_shapes as g; g.resume_from(sys.argv[1], sys.argv[2])" "$RESUME_FROM" "$WF" \
+    && echo "resuming from $RESUME_FROM"
+fi
 if [ -n "${RESUME:-}" ]; then
   # A replay this script wrote before (its bundle), validated then: retuned and timed again.
   git clone -q "$RESUME" "$WF" && echo "resumed from $RESUME"
@@ -74,9 +90,14 @@ best = g.tip_best(peak, wf)
 case = os.path.join("/tmp", f"square-{dtype}-case-study")
 subprocess.run(["rm", "-rf", case]); subprocess.run(["git", "clone", "-q", g.SQUARE_TIPS[dtype][0], case])
 case_best = g.recorded_best(g.SQUARE_TIPS[dtype][1], 4096)
+timed = [(f"{branch} tip", os.path.join(wf, "context"), best), ("case-study tip", os.path.join(case, "context"), case_best)]
+if "STREAM_K" in (best or {}):
+    # the same kernel with the schedule switched, to read what the share-out itself gains
+    other = 0 if int(best["STREAM_K"]) else 1
+    timed.append((f"{branch} tip at STREAM_K={other}", os.path.join(wf, "context"), dict(best, STREAM_K=other)))
 rows = []
 for rnd in range(2):
-    for label, ctx, cfg in ((f"{branch} tip", os.path.join(wf, "context"), best), ("case-study tip", os.path.join(case, "context"), case_best)):
+    for label, ctx, cfg in timed:
         r = g.baseline(peak, ctx, {"n": 4096}, cfg, 20)
         r.update(label=label, round=rnd)
         print(json.dumps({k: r.get(k) for k in ("label", "round", "peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")}), flush=True)
