@@ -103,6 +103,9 @@ SPLIT_VALIDATION = ["--set", "K_SPLITS=2,4", "--set", "M=16,200", "--set", "N=13
 
 # Ping-Pong's consumer warpgroups take turns through named barriers: its tile-loop
 # validation also runs racecheck and synccheck (TILE_LOOP_SANITIZE overrides).
+# Where Stream-K's tip is validated again: shapes of 1 to 12 tiles (so all of them are shared
+# out by k-step), none dividing a tile, with the share-out on.
+STREAM_K_VALIDATION = ["--set", "STREAM_K=1,2", "--set", "K_SPLITS=1", "--set", "M=200,1000", "--set", "N=136,777", "--set", "K=88,513"]
 TILE_LOOP_SANITIZE = ["--sanitize", os.environ.get("TILE_LOOP_SANITIZE", "memcheck,racecheck,synccheck")]
 
 
@@ -159,6 +162,18 @@ def replay_at(cmd, timeout, log_path):
         replay = {"rc": "timeout", "log": open(log_path).read()[-3000:]}
     replay.update({"seconds": round(time.time() - started, 1), "command": " ".join(cmd[1:])})
     return replay
+
+
+def validate_again(peak, wf, sets, timeout):
+    """The tip of wf validated against the f32 NT root at sets (12 samples, 2 of them under
+    memcheck, racecheck and synccheck): rc, the verdicts' tail, seconds."""
+    started = time.time()
+    try:
+        r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, "examples/gemm-nt-bias-cuda"),
+                *sets, "--samples", "12", "--sanitize-samples", "2", *TILE_LOOP_SANITIZE, "--json"], timeout=timeout)
+        return {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
+    except subprocess.TimeoutExpired:
+        return {"rc": "timeout", "seconds": round(time.time() - started, 1)}
 
 
 def resume_from(bundle, wf):
@@ -399,6 +414,13 @@ def main(out):
     replay["pinned"] = DESIGN if pin else None
     log = sh([peak, "log", "-w", wf, "--json"])
     entries = json.loads(log.stdout) if log.stdout.strip() else []
+    stream_k_validation = None
+    if replay["rc"] == 0 and not reused and any(e["transformation"] == "Stream-K" for e in entries):
+        # The replay validates 4 samples, some at STREAM_K = 0: the tip is validated again
+        # with the share-out on (STREAM_K 1 and 2), at shapes of a few tiles, fewer than a
+        # wave, so that every tile's k-steps are split among several blocks (tiles, parts and
+        # finishers at C's edges), under the three sanitizers.
+        stream_k_validation = validate_again(peak, wf, STREAM_K_VALIDATION, timeout)
     for shape in shapes:
         m, n, k = (int(x) for x in shape.split("x"))
         inputs = {"M": m, "N": n, "K": k}
@@ -408,6 +430,8 @@ def main(out):
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "line": [e["transformation"] for e in reversed(entries)],
                "steps": [{"transformation": e["transformation"], "verdict": e["verdict"], "best_time_ms": e.get("best_time_ms")} for e in reversed(entries)]}
+        if stream_k_validation is not None:
+            row["stream_k_validation"] = stream_k_validation
         if replay["rc"] == 0 and int(retune_budget) > 0:
             # Tuning per shape: the tip retuned at this shape, from the configurations
             # ranked at the shape before (retune starts from the checkpoint's top-K).
