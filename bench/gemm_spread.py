@@ -10,7 +10,7 @@ that process (warm-up, CUDA events, L2 flushed, medians of REPS); the cases take
 a slow minute of the machine falls on all of them.
 
 There (the GPU machine, carrying carry/gemm-shapes):
-  OUT=folder python3 bench/gemm_spread.py "LABEL BUNDLE MxNxK" ...
+  OUT=folder python3 bench/gemm_spread.py "LABEL BUNDLE MxNxK" ...   (or "LABEL BUNDLE n" for the square kernel)
 Writes OUT/h200-gemm-spread.json: per case every repetition's %, and their minimum, median
 and maximum, with the command, device, commit and date. Settings: REPEATS (default 5), REPS
 (default 30), PEAK, PEAK_COMMIT.
@@ -35,13 +35,22 @@ def configuration_for(bundle, inputs, head, rows):
     if at == inputs:
         return params.get("tuning")
     for row in rows:
-        if row.get("bundle") == bundle and (row["m"], row["n"], row["k"]) == (inputs["M"], inputs["N"], inputs["K"]):
+        if row.get("bundle") == bundle and (row["m"], row["n"], row["k"]) == (inputs.get("M"), inputs.get("N"), inputs.get("K")):
             tuned = (row.get("tuned") or {}).get("params")
             if tuned:
                 return {k: v for k, v in tuned.items() if k not in inputs}
     raise SystemExit(f"{bundle}: its HEAD was tuned at {at or 'no inputs'}, not at {inputs}, and "
                      f"h200-gemm-shapes.json has no row of that bundle at that shape to take a configuration from")
 REPEATS, REPS = int(os.environ.get("REPEATS", "5")), int(os.environ.get("REPS", "30"))
+
+
+def shape_inputs(shape):
+    """A case's inputs: "MxNxK" for the GEMMs in roles, a bare n for the square case-study
+    kernel (its one size, `n`)."""
+    if "x" not in shape:
+        return {"n": int(shape)}
+    m, n, k = (int(x) for x in shape.split("x"))
+    return {"M": m, "N": n, "K": k}
 
 
 def commit_of_carried_peak():
@@ -57,8 +66,7 @@ def main():
         label, bundle, shape = spec.split()
         wf = os.path.join(tempfile.mkdtemp(), "wf")
         subprocess.run(["git", "clone", "-q", bundle, wf], check=True)
-        m, n, k = (int(x) for x in shape.split("x"))
-        inputs = {"M": m, "N": n, "K": k}
+        inputs = shape_inputs(shape)
         head = json.loads(sh([PEAK, "show", "HEAD", "-w", wf, "--json"]).stdout)
         rows = json.load(open(ROWS))["rows"] if os.path.exists(ROWS) else []
         cases.append({"label": label, "bundle": os.path.basename(bundle), "wf": wf, "inputs": inputs,

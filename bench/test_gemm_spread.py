@@ -38,6 +38,20 @@ class ConfigurationFor(unittest.TestCase):
         self.assertIn("'M': 8192", message)
         self.assertIn("'M': 4096", message)
 
+    def test_a_square_case_study_kernel_is_timed_at_the_heads_best_at_its_n(self):
+        got = gs.configuration_for("sq.bundle", gs.shape_inputs("4096"), head({"n": 4096}, {"STREAM_K": 1}), [])
+        self.assertEqual(got, {"STREAM_K": 1})
+
+    def test_a_square_kernel_tuned_at_another_n_is_refused(self):
+        with self.assertRaises(SystemExit):
+            gs.configuration_for("sq.bundle", gs.shape_inputs("4096"), head({"n": 2048}, {"STREAM_K": 1}), [row("sq.bundle", 4096, 4096, 4096, {})])
+
+
+class ShapeInputs(unittest.TestCase):
+    def test_three_sizes_are_the_roles_and_one_is_the_square_kernels_n(self):
+        self.assertEqual(gs.shape_inputs("8192x3072x768"), {"M": 8192, "N": 3072, "K": 768})
+        self.assertEqual(gs.shape_inputs("4096"), {"n": 4096})
+
 
 if __name__ == "__main__":
     unittest.main()
