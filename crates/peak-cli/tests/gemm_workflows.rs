@@ -520,6 +520,55 @@ fn f32_warp_tiling_keeps_each_threads_chunks_inside_its_warps_patch() {
     }
 }
 
+/// The fp32 kernels' branch stream-k (the square case study's and the NT GEMM's): Stream-K on
+/// Warp-Tiling, written by the agent with `--defer` and compile-checked. The GEMM kernel keeps
+/// its parent's body word for word (only its tile index moves past the stream-K tiles), so the
+/// k-loop that runs most tiles compiles as before; a kernel of its own shares the leftover
+/// tiles' k-steps out, publishing parts through flags that finishers wait on; the launch runs
+/// it first, zeroing the flags each time, and refuses stream-K with split-K.
+#[test]
+fn f32_stream_k_keeps_the_gemm_kernel_and_shares_the_last_wave_out_in_a_kernel_of_its_own() {
+    let env = Env::new();
+    for (bundle, file, kernel) in [("matmul-cuda-f32.bundle", "matmul.cu", "matmul"), ("gemm-nt-bias-cuda-deferred.bundle", "kernel.cu", "gemm_nt_bias")] {
+        let (tip, after, before) = branch_step(&env, bundle, "stream-k", "warp-tiling", "Stream-K", file);
+        let (device, parent_device) = (region(&after, "device"), region(&before, "device"));
+        let body = kernel_body(parent_device, kernel);
+        assert!(kernel_body(device, kernel).ends_with(body), "{bundle}: the GEMM kernel's body is not its parent's word for word");
+        let tile = "#if STREAM_K == 0\n    const int item_tile = BLOCK_LIN;\n#else\n    const int item_tile = sk_tiles + BLOCK_LIN;\n#endif";
+        assert!(kernel_body(device, kernel).starts_with(tile), "{bundle}: the GEMM kernel's tile index:\n{}", kernel_body(device, kernel));
+        let stream_k = kernel_body(device, &format!("{kernel}_stream_k"));
+        for expected in [
+            "for (int it = SK_RUN_END(b); it > run_begin;) {",
+            "SK_SLOT_AT(b, i, j, TID) = acc[i][j];",
+            "atomicExch(&sk_flags[b], 1u);",
+            "for (int p = SK_BLOCK_OF(item_tile * K_STEPS); p < b; ++p) {",
+            "while (atomicAdd(&sk_flags[p], 0u) == 0u) __nanosleep(32);",
+            "__ldcg(&SK_SLOT_AT(p, i, j, TID))",
+        ] {
+            assert!(stream_k.contains(expected), "{bundle}: the stream-K kernel lacks {expected:?}:\n{stream_k}");
+        }
+        let macros = region(&after, "macros");
+        assert!(macros.contains("#define TILE_LIN item_tile") && macros.contains("#define BX ((TILE_LIN % (GROUP_M * GRID_N)) / GROUP_ROWS)"), "{bundle}: {macros}");
+        let host = region(&after, "host");
+        assert!(host.contains(r#"if K_SPLITS > 1 { invalid("stream-K and split-K both divide k: use one"); }"#), "{bundle}: {host}");
+        let (fill, first, second) = (
+            host.find("fill(sk_flags, 0);").expect("the flags are zeroed"),
+            host.find(&format!(r#"launch("{kernel}_stream_k", [sk_blocks, 1, 1]"#)).expect("the stream-K launch"),
+            host.find(&format!(r#"launch("{kernel}", [tiles - sk_tiles, 1, 1]"#)).expect("the data-parallel launch"),
+        );
+        assert!(fill < first && first < second, "{bundle}: flags zeroed, then the stream-K kernel, then the other tiles:\n{host}");
+        assert!(tip["files"]["peak.toml"].as_str().unwrap().contains("[tuning.STREAM_K]"), "{bundle}: STREAM_K is tuned");
+    }
+}
+
+/// The body of `kernel` (a `__global__` function) in a device region: the text between the
+/// opening brace ending its signature and the closing brace at the start of a line.
+fn kernel_body<'a>(device: &'a str, kernel: &str) -> &'a str {
+    let signature = device.find(&format!(" {kernel}(")).unwrap_or_else(|| panic!("no kernel {kernel}"));
+    let open = signature + device[signature..].find(") {\n").unwrap() + 4;
+    &device[open..open + device[open..].find("\n}\n").unwrap()]
+}
+
 /// The branch fragment-prefetch of the CUDA twin: Fragment-Prefetch on joint-staging's
 /// Launch-Bounds, written by the agent with `--defer` and compile-checked. Two sets of
 /// fragments, slice kk + 1 loaded before slice kk's multiply-adds, and the step's stores and

@@ -65,6 +65,7 @@ const SHIPPED: &[&str] = &[
     "Register-Window",
     "Rows-Per-Block",
     "Stream-Hints",
+    "Stream-K",
     "Shared-Window",
     "Uniform-Warpgroup",
     "Stmatrix-Staging",
