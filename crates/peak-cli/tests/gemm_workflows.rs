@@ -548,7 +548,10 @@ fn f32_stream_k_keeps_the_gemm_kernel_and_shares_the_last_wave_out_in_a_kernel_o
             assert!(stream_k.contains(expected), "{bundle}: the stream-K kernel lacks {expected:?}:\n{stream_k}");
         }
         let macros = region(&after, "macros");
-        assert!(macros.contains("#define TILE_LIN item_tile") && macros.contains("#define BX ((TILE_LIN % (GROUP_M * GRID_N)) / GROUP_ROWS)"), "{bundle}: {macros}");
+        assert!(
+            macros.contains("#define TILE_LIN item_tile") && macros.contains("#define BX ((TILE_LIN % (GROUP_M * GRID_N)) / GROUP_ROWS)"),
+            "{bundle}: {macros}"
+        );
         let host = region(&after, "host");
         assert!(host.contains(r#"if K_SPLITS > 1 { invalid("stream-K and split-K both divide k: use one"); }"#), "{bundle}: {host}");
         let (fill, first, second) = (
