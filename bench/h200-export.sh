@@ -48,7 +48,7 @@ fi
 export PATH="$(dirname "$(command -v "$NVCC_BIN")"):$PATH"
 
 source bench/stamp.sh
-stamp
+stamp "$(dirname "$PEAK")/commit"   # the carried build's commit, written beside it by bench/carry.sh
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 : > "$WORK/rows.jsonl"
