@@ -103,10 +103,10 @@ SPLIT_VALIDATION = ["--set", "K_SPLITS=2,4", "--set", "M=16,200", "--set", "N=13
 
 # Ping-Pong's consumer warpgroups take turns through named barriers: its tile-loop
 # validation also runs racecheck and synccheck (TILE_LOOP_SANITIZE overrides).
+TILE_LOOP_SANITIZE = ["--sanitize", os.environ.get("TILE_LOOP_SANITIZE", "memcheck,racecheck,synccheck")]
 # Where Stream-K's tip is validated again: shapes of 1 to 12 tiles (so all of them are shared
 # out by k-step), none dividing a tile, with the share-out on.
 STREAM_K_VALIDATION = ["--set", "STREAM_K=1,2", "--set", "K_SPLITS=1", "--set", "M=200,1000", "--set", "N=136,777", "--set", "K=88,513"]
-TILE_LOOP_SANITIZE = ["--sanitize", os.environ.get("TILE_LOOP_SANITIZE", "memcheck,racecheck,synccheck")]
 
 
 def tip_best(peak, wf):

@@ -102,7 +102,8 @@ for rnd in range(2):
         r.update(label=label, round=rnd)
         print(json.dumps({k: r.get(k) for k in ("label", "round", "peak_ms", "cublaslt_ms", "pct", "matches_cublaslt")}), flush=True)
         rows.append(r)
-doc = {"benchmark": f"h200-square-{dtype}-line", "command": f"OUT=dir DTYPE={dtype} BRANCH={branch} bash bench/h200-square-line.sh",
+resumed = "".join(f"{name}={os.environ[name]} " for name in ("RESUME_FROM", "RESUME") if os.environ.get(name))
+doc = {"benchmark": f"h200-square-{dtype}-line", "command": f"OUT=dir DTYPE={dtype} BRANCH={branch} {resumed}bash bench/h200-square-line.sh",
        "device": next((r.get("device") for r in rows if r.get("device")), None), "commit": os.environ.get("PEAK_COMMIT") or open("carry/gemm-shapes/commit").read().strip(),
        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
        "line": [e["transformation"] for e in reversed(g.steps_of(peak, wf))], "tip_verdict": tip.get("verdict"), "rows": rows}
