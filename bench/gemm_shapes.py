@@ -164,13 +164,15 @@ def replay_at(cmd, timeout, log_path):
     return replay
 
 
-def validate_again(peak, wf, sets, timeout):
-    """The tip of wf validated against the f32 NT root at sets (12 samples, 2 of them under
-    memcheck, racecheck and synccheck): rc, the verdicts' tail, seconds."""
+def validate_again(peak, wf, sets, timeout, sanitize_samples):
+    """The tip of wf validated again against its root (examples/gemm-nt-bias-cuda, or its
+    DTYPE twin) at sets: 12 samples, sanitize_samples of them under TILE_LOOP_SANITIZE's tools;
+    rc, the verdicts' tail, seconds."""
+    root = os.path.join(ROOT, "examples/gemm-nt-bias-cuda" + ("" if DTYPE == "f32" else f"-{DTYPE}"))
     started = time.time()
     try:
-        r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, "examples/gemm-nt-bias-cuda"),
-                *sets, "--samples", "12", "--sanitize-samples", "2", *TILE_LOOP_SANITIZE, "--json"], timeout=timeout)
+        r = sh([peak, "validate", os.path.join(wf, "context"), "--against", root,
+                *sets, "--samples", "12", "--sanitize-samples", str(sanitize_samples), *TILE_LOOP_SANITIZE, "--json"], timeout=timeout)
         return {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
     except subprocess.TimeoutExpired:
         return {"rc": "timeout", "seconds": round(time.time() - started, 1)}
@@ -255,22 +257,9 @@ def main_half(out):
             # to 12 tiles) with TILES_PER_CTA = 1, 2 and 4, so that blocks walk one tile (Ping-Pong's
             # second warpgroup then only pre-arrives) or several, and the pipeline's phases and
             # the staging buffer cross tiles.
-            started = time.time()
-            try:
-                r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, f"examples/gemm-nt-bias-cuda-{DTYPE}"),
-                        "--set", "TILES_PER_CTA=1,2,4", "--samples", "12", "--sanitize-samples", "1", *TILE_LOOP_SANITIZE, "--json"],
-                       timeout=timeout)
-                row["tile_loop_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
-            except subprocess.TimeoutExpired:
-                row["tile_loop_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
+            row["tile_loop_validation"] = validate_again(peak, wf, ["--set", "TILES_PER_CTA=1,2,4"], timeout, 1)
             if any(e["transformation"] in SPLIT_STEPS for e in entries):
-                started = time.time()
-                try:
-                    r = sh([peak, "validate", os.path.join(wf, "context"), "--against", os.path.join(ROOT, f"examples/gemm-nt-bias-cuda-{DTYPE}"),
-                            *SPLIT_VALIDATION, "--samples", "12", "--sanitize-samples", "2", *TILE_LOOP_SANITIZE, "--json"], timeout=timeout)
-                    row["split_validation"] = {"rc": r.returncode, "out": r.stdout[-3000:], "log": r.stderr[-1500:], "seconds": round(time.time() - started, 1)}
-                except subprocess.TimeoutExpired:
-                    row["split_validation"] = {"rc": "timeout", "seconds": round(time.time() - started, 1)}
+                row["split_validation"] = validate_again(peak, wf, SPLIT_VALIDATION, timeout, 2)
         if replay["rc"] == 0 and int(retune_budget) > 0:
             started = time.time()
             try:
@@ -420,7 +409,7 @@ def main(out):
         # with the share-out on (STREAM_K 1 and 2), at shapes of a few tiles, fewer than a
         # wave, so that every tile's k-steps are split among several blocks (tiles, parts and
         # finishers at C's edges), under the three sanitizers.
-        stream_k_validation = validate_again(peak, wf, STREAM_K_VALIDATION, timeout)
+        stream_k_validation = validate_again(peak, wf, STREAM_K_VALIDATION, timeout, 2)
     for shape in shapes:
         m, n, k = (int(x) for x in shape.split("x"))
         inputs = {"M": m, "N": n, "K": k}
